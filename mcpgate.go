@@ -1,0 +1,190 @@
+package mcpgate
+
+import (
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Role is a member's role in a workspace.
+type Role string
+
+// The roles, from most to least powerful.
+const (
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
+)
+
+// Valid reports whether r is one of the known roles.
+func (r Role) Valid() bool { return r == RoleOwner || r == RoleAdmin || r == RoleMember }
+
+// CanAdmin reports whether r may manage the workspace: members, invitations,
+// tool policy, credentials and every key.
+func (r Role) CanAdmin() bool { return r == RoleOwner || r == RoleAdmin }
+
+// User is a person with a dashboard login.
+type User struct {
+	ID            string    `json:"id"`
+	Email         string    `json:"email"`
+	InstanceAdmin bool      `json:"instance_admin,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+}
+
+// Workspace is a tenant. Every credential, key, policy and audit row belongs
+// to exactly one.
+type Workspace struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Personal  bool      `json:"personal"`
+	CreatedAt time.Time `json:"created_at"`
+	// Role is the viewing user's role in it, where it was read for a user.
+	Role Role `json:"role,omitempty"`
+}
+
+// Member is a user's membership of a workspace.
+type Member struct {
+	WorkspaceID string    `json:"-"`
+	UserID      string    `json:"user_id"`
+	Email       string    `json:"email"`
+	Role        Role      `json:"role"`
+	JoinedAt    time.Time `json:"joined_at"`
+}
+
+// Invitation lets the holder of its token join a workspace with a role.
+type Invitation struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspace_id"`
+	Email       string     `json:"email"`
+	Role        Role       `json:"role"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	AcceptedAt  *time.Time `json:"accepted_at,omitempty"`
+}
+
+// Scope limits what an MCP key may call.
+type Scope string
+
+// The key scopes.
+const (
+	ScopeFull     Scope = "full"
+	ScopeReadOnly Scope = "read_only"
+)
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool { return s == ScopeFull || s == ScopeReadOnly }
+
+// APIKey is an MCP key's record. The secret itself is never stored; only its
+// SHA-256 is, and the public ID finds the row.
+type APIKey struct {
+	ID          string     `json:"id"`
+	WorkspaceID string     `json:"workspace_id"`
+	UserID      string     `json:"owner_id"`
+	OwnerEmail  string     `json:"owner_email,omitempty"`
+	Name        string     `json:"name"`
+	Scope       Scope      `json:"scope"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+	RevokedAt   *time.Time `json:"revoked_at"`
+}
+
+// Active reports whether the key may be used at now.
+func (k *APIKey) Active(now time.Time) bool {
+	return k.RevokedAt == nil && (k.ExpiresAt == nil || now.Before(*k.ExpiresAt))
+}
+
+// ToolPolicy is a workspace's setting for one tool.
+type ToolPolicy struct {
+	Tool              string `json:"name"`
+	Enabled           bool   `json:"enabled"`
+	NeedsConfirmation bool   `json:"needs_confirmation"`
+}
+
+// Connection is a workspace's stored credential for one connector. The
+// ciphertext never leaves the store and vault; this type carries only what may
+// be shown.
+type Connection struct {
+	WorkspaceID  string     `json:"-"`
+	Connector    string     `json:"connector"`
+	KeyHint      string     `json:"key_hint"`
+	VerifiedAt   time.Time  `json:"verified_at"`
+	UpdatedBy    string     `json:"updated_by"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	LastAuthFail *time.Time `json:"last_auth_failure,omitempty"`
+}
+
+// Outcome is how a tool call or admin action ended.
+type Outcome string
+
+// The outcomes recorded in the audit log.
+const (
+	OutcomeOK        Outcome = "ok"
+	OutcomeError     Outcome = "error"
+	OutcomeDenied    Outcome = "denied"
+	OutcomeConfirm   Outcome = "confirmation_required"
+	OutcomeCancelled Outcome = "cancelled"
+)
+
+// AuditEvent is one row of the audit log: a tool call or an admin action.
+// Arguments are stored already redacted.
+type AuditEvent struct {
+	ID             int64          `json:"id"`
+	WorkspaceID    string         `json:"workspace_id"`
+	ActorID        string         `json:"actor_id,omitempty"`
+	ActorEmail     string         `json:"actor_email,omitempty"`
+	KeyID          string         `json:"key_id,omitempty"`
+	Kind           string         `json:"kind"` // "tool_call" or "admin"
+	Action         string         `json:"action"`
+	Arguments      map[string]any `json:"arguments,omitempty"`
+	Outcome        Outcome        `json:"outcome"`
+	Message        string         `json:"message,omitempty"`
+	UpstreamStatus int            `json:"upstream_status,omitempty"`
+	DurationMS     float64        `json:"duration_ms"`
+	Source         string         `json:"source,omitempty"` // "mcp", "dashboard", "api"
+	CreatedAt      time.Time      `json:"created_at"`
+}
+
+// NormalizeEmail trims and lower-cases an address and checks its shape.
+func NormalizeEmail(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || len(s) > 254 || !utf8.ValidString(s) {
+		return "", Errorf(EInvalid, "a valid email address is required")
+	}
+	a, err := mail.ParseAddress(s)
+	if err != nil || a.Address != s || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") {
+		return "", Errorf(EInvalid, "a valid email address is required")
+	}
+	return s, nil
+}
+
+// MinPasswordLength is the shortest password accepted at signup.
+const MinPasswordLength = 10
+
+// ValidatePassword checks a new password.
+func ValidatePassword(p string) error {
+	if utf8.RuneCountInString(p) < MinPasswordLength {
+		return Errorf(EInvalid, "the password must be at least %d characters", MinPasswordLength)
+	}
+	if len(p) > 1024 {
+		return Errorf(EInvalid, "the password must be at most 1024 bytes")
+	}
+	return nil
+}
+
+// ValidateName checks a user-given name (workspace, key): 1 to 100
+// characters, no control characters.
+func ValidateName(what, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || utf8.RuneCountInString(s) > 100 || !utf8.ValidString(s) {
+		return "", Errorf(EInvalid, "%s must be 1 to 100 characters", what)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return "", Errorf(EInvalid, "%s must not contain control characters", what)
+		}
+	}
+	return s, nil
+}
