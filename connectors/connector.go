@@ -1,0 +1,233 @@
+package connectors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Connector is one upstream service the gateway can call on a workspace's
+// behalf.
+type Connector interface {
+	// Name is the connector's stable id ("e2b"): the path segment of its
+	// connection route and the prefix of its tool names.
+	Name() string
+	// CheckCredential validates the credential's shape and verifies it against
+	// the upstream. Errors are coded: EInvalid for a malformed or rejected
+	// credential, EUnavailable when the upstream cannot be reached.
+	CheckCredential(ctx context.Context, credential mcpgate.Secret) error
+	// CredentialHint returns a short, safe reminder of a credential
+	// ("e2b_…9f3c") to show instead of it.
+	CredentialHint(credential mcpgate.Secret) string
+	// Tools returns the connector's tools. The slice and its tools must not be
+	// modified by the caller.
+	Tools() []*Tool
+}
+
+// Annotations are a tool's behaviour hints, published to MCP clients as-is.
+// All four are explicit: MCP's defaults (destructive, open world) would
+// otherwise apply to a nil value.
+type Annotations struct {
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	OpenWorld   bool
+}
+
+// Handler runs a tool with the workspace's credential and arguments already
+// decoded and validated. Its result is marshalled as the tool's structured
+// output.
+type Handler func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+
+// Tool is one callable operation of a connector.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	Annotations Annotations
+	// CostsMoney marks tools that start or extend billed resources; a
+	// workspace may require confirmation for all of them.
+	CostsMoney bool
+	// DefaultEnabled is the tool's state in a new workspace (kill: false).
+	DefaultEnabled bool
+	// DefaultNeedsConfirmation is whether a new workspace asks a human before
+	// the call runs.
+	DefaultNeedsConfirmation bool
+	// InputSchema is the JSON schema of the arguments, with defaults and
+	// bounds. Never mutate it: it is shared by every server.
+	InputSchema *jsonschema.Schema
+
+	resolved *jsonschema.Resolved
+	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+}
+
+// Spec describes a tool for NewTool.
+type Spec struct {
+	Name, Title, Description string
+	Annotations              Annotations
+	CostsMoney               bool
+	DefaultEnabled           bool
+	DefaultNeedsConfirmation bool
+	// Schema, when set, adjusts the schema inferred from the input type:
+	// defaults, bounds, enums, patterns.
+	Schema func(s *jsonschema.Schema)
+}
+
+// NewTool builds a tool whose arguments decode into In. The input schema is
+// inferred from In (json tags; fields without omitempty are required; unknown
+// arguments are refused) and then adjusted by spec.Schema. It panics on a
+// schema that does not resolve: tools are built at start-up, and a broken one
+// must stop the program, not fail on its first call.
+func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mcpgate.Secret, in In) (Out, error)) *Tool {
+	schema, err := jsonschema.For[In](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: infer schema: %v", spec.Name, err))
+	}
+	if spec.Schema != nil {
+		spec.Schema(schema)
+	}
+	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: resolve schema: %v", spec.Name, err))
+	}
+	return &Tool{
+		Name: spec.Name, Title: spec.Title, Description: spec.Description,
+		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
+		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
+		InputSchema: schema, resolved: resolved,
+		run: func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error) {
+			var in In
+			dec := json.NewDecoder(bytes.NewReader(args))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&in); err != nil {
+				return nil, mcpgate.Errorf(mcpgate.EInvalid, "invalid arguments: %s", cleanJSONError(err))
+			}
+			return run(ctx, credential, in)
+		},
+	}
+}
+
+// Decode applies the schema's defaults to raw arguments and validates them.
+// It returns the arguments as they will be used, so that a confirmation or an
+// audit row shows the call exactly as it runs. Empty or null arguments count
+// as {}.
+func (t *Tool) Decode(raw json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	if trimmed := bytes.TrimSpace(raw); len(trimmed) > 0 && !bytes.Equal(trimmed, []byte("null")) {
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		dec.UseNumber()
+		if err := dec.Decode(&args); err != nil || args == nil {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
+		}
+		if dec.More() {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a single JSON object")
+		}
+	}
+	if err := t.resolved.ApplyDefaults(&args); err != nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "invalid arguments: %s", err)
+	}
+	if err := t.resolved.Validate(args); err != nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "invalid arguments: %s", oneLine(err.Error()))
+	}
+	return args, nil
+}
+
+// Call validates raw arguments against the tool's schema, applies defaults and
+// runs the tool.
+func (t *Tool) Call(ctx context.Context, credential mcpgate.Secret, raw json.RawMessage) (any, error) {
+	args, err := t.Decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	return t.CallDecoded(ctx, credential, args)
+}
+
+// CallDecoded runs the tool with arguments that Decode returned.
+func (t *Tool) CallDecoded(ctx context.Context, credential mcpgate.Secret, args map[string]any) (any, error) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
+	}
+	return t.run(ctx, credential, b)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func cleanJSONError(err error) string {
+	return oneLine(strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// Registry is the set of connectors a gateway serves, by name.
+type Registry struct {
+	byName map[string]Connector
+	tools  map[string]*Tool
+	order  []string
+}
+
+// NewRegistry returns a registry of the given connectors. It panics when two
+// connectors or two tools share a name: that is a wiring bug.
+func NewRegistry(cs ...Connector) *Registry {
+	r := &Registry{byName: map[string]Connector{}, tools: map[string]*Tool{}}
+	for _, c := range cs {
+		if _, dup := r.byName[c.Name()]; dup {
+			panic("connectors: duplicate connector " + c.Name())
+		}
+		r.byName[c.Name()] = c
+		r.order = append(r.order, c.Name())
+		for _, t := range c.Tools() {
+			if _, dup := r.tools[t.Name]; dup {
+				panic("connectors: duplicate tool " + t.Name)
+			}
+			r.tools[t.Name] = t
+		}
+	}
+	sort.Strings(r.order)
+	return r
+}
+
+// Connector returns the connector of that name.
+func (r *Registry) Connector(name string) (Connector, bool) {
+	c, ok := r.byName[name]
+	return c, ok
+}
+
+// ConnectorOf returns the connector that owns the tool.
+func (r *Registry) ConnectorOf(tool string) (Connector, bool) {
+	for _, name := range r.order {
+		for _, t := range r.byName[name].Tools() {
+			if t.Name == tool {
+				return r.byName[name], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// Tool returns the tool of that name.
+func (r *Registry) Tool(name string) (*Tool, bool) {
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// Tools returns every tool of every connector, ordered by connector, then as
+// the connector lists them.
+func (r *Registry) Tools() []*Tool {
+	var out []*Tool
+	for _, name := range r.order {
+		out = append(out, r.byName[name].Tools()...)
+	}
+	return out
+}

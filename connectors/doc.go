@@ -1,0 +1,12 @@
+// Package connectors defines what a connector is: a named upstream with a
+// credential it can check and a set of tools that run with that credential.
+// The registry lists the connectors a gateway serves; the mcp package adapts
+// their tools to MCP, and the dashboard calls the same tools, so a tool has one
+// implementation whatever the caller.
+//
+// A connector lives in its own sub-package (connectors/e2b) and imports only
+// this package, mcpgate and the standard library. This package imports
+// github.com/google/jsonschema-go as well: it is the schema library the MCP SDK
+// itself uses, so the schemas a tool declares, validates against and publishes
+// are one and the same value.
+package connectors
