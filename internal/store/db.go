@@ -1,0 +1,224 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/migrations"
+)
+
+// migrationLockID is the advisory lock that serialises migrations when several
+// replicas start at once ("mcpgate" in ASCII).
+const migrationLockID = 0x6d63706761746500
+
+// DB is the gateway's database.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to the database at dsn and checks that it answers.
+func Open(ctx context.Context, dsn string) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", redactDSNError(err))
+	}
+	if cfg.MaxConns < 8 {
+		cfg.MaxConns = 8
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	cfg.HealthCheckPeriod = 15 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pingCtx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// redactDSNError drops the DSN, which may carry a password, from pgx's parse
+// errors.
+func redactDSNError(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		if cause := errors.Unwrap(pe); cause != nil {
+			return errors.New("invalid connection string: " + cause.Error())
+		}
+		return errors.New("invalid connection string")
+	}
+	return err
+}
+
+// Close closes the pool.
+func (db *DB) Close() { db.Pool.Close() }
+
+// provider builds a goose provider over the pool. The session locker takes a
+// Postgres advisory lock, so replicas starting together apply each migration
+// once.
+func (db *DB) provider() (*goose.Provider, func() error, error) {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID))
+	if err != nil {
+		return nil, nil, err
+	}
+	sqlDB := stdlib.OpenDBFromPool(db.Pool)
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("migrations: %w", err)
+	}
+	return p, sqlDB.Close, nil
+}
+
+// Migrate applies every pending migration and returns how many ran.
+func (db *DB) Migrate(ctx context.Context) (int, error) {
+	p, closeFn, err := db.provider()
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	res, err := p.Up(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("apply migrations: %w", err)
+	}
+	return len(res), nil
+}
+
+// MigrateDown rolls back the most recent migration.
+func (db *DB) MigrateDown(ctx context.Context) error {
+	p, closeFn, err := db.provider()
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if _, err := p.Down(ctx); err != nil {
+		return fmt.Errorf("roll back migration: %w", err)
+	}
+	return nil
+}
+
+// MigrationStatus is one migration's state.
+type MigrationStatus struct {
+	Version   int64
+	Source    string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// MigrationsStatus lists every migration and whether it is applied.
+func (db *DB) MigrationsStatus(ctx context.Context) ([]MigrationStatus, error) {
+	p, closeFn, err := db.provider()
+	if err != nil {
+		return nil, err
+	}
+	defer closeFn()
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migration status: %w", err)
+	}
+	out := make([]MigrationStatus, 0, len(st))
+	for _, s := range st {
+		out = append(out, MigrationStatus{Version: s.Source.Version, Source: s.Source.Path,
+			Applied: s.State == goose.StateApplied, AppliedAt: s.AppliedAt})
+	}
+	return out, nil
+}
+
+// Ready reports whether the database answers and every migration is applied.
+func (db *DB) Ready(ctx context.Context) error {
+	var version int64
+	err := db.Pool.QueryRow(ctx,
+		`SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version)
+	if err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if want := LatestMigration(); version < want {
+		return fmt.Errorf("schema at version %d, want %d: run mcpgate migrate", version, want)
+	}
+	return nil
+}
+
+// LatestMigration is the highest migration version embedded in the binary.
+func LatestMigration() int64 {
+	entries, _ := migrations.FS.ReadDir(".")
+	var latest int64
+	for _, e := range entries {
+		var v int64
+		if _, err := fmt.Sscanf(e.Name(), "%05d_", &v); err == nil && v > latest {
+			latest = v
+		}
+	}
+	return latest
+}
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.Pool, fn)
+}
+
+// mapError turns database errors into coded errors: no rows become ENotFound
+// with the given message, unique violations EConflict, and an unreachable
+// database EUnavailable. Anything else is wrapped as it is.
+func mapError(err error, notFound string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mcpgate.Errorf(mcpgate.ENotFound, "%s", notFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505":
+			return &mcpgate.Error{Code: mcpgate.EConflict, Message: "already exists", Err: err}
+		case "22P02": // invalid text representation, e.g. a malformed uuid in a path
+			return mcpgate.Errorf(mcpgate.ENotFound, "%s", notFound)
+		case "57P01", "57P02", "57P03", "08000", "08003", "08006":
+			return &mcpgate.Error{Code: mcpgate.EUnavailable, Message: "the database is unavailable; try again shortly", Err: err}
+		}
+		return err
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnError(err) {
+		return &mcpgate.Error{Code: mcpgate.EUnavailable, Message: "the database is unavailable; try again shortly", Err: err}
+	}
+	return err
+}
+
+func isConnError(err error) bool {
+	var ce *pgconn.ConnectError
+	return errors.As(err, &ce)
+}
+
+// isUUID reports whether s has the shape of a uuid; ids from URLs that do not
+// are answered as not found without a query.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,9 @@
+// Package store owns the PostgreSQL pool and every SQL statement of the
+// gateway. Each method that touches a workspace's rows takes the workspace id
+// as an explicit argument and filters on it, so one workspace can never read
+// or change another's data; a row of another workspace answers ENotFound.
+//
+// It maps database errors to mcpgate codes and makes no policy decisions:
+// who may do what is decided by the callers (api, mcp). It must not import
+// api, mcp, vault or web.
+package store

@@ -1,0 +1,203 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// firstUserLockID serialises signups just long enough to decide who is the
+// instance's first user, and so its admin.
+const firstUserLockID = 0x6d6370676174652f
+
+// CreateUser creates a user, their personal workspace (as owner) and, when
+// invitationHash is set, accepts that invitation in the same transaction. The
+// first user of the instance becomes instance admin.
+func (db *DB) CreateUser(ctx context.Context, email, passwordHash string, invitationHash []byte) (*mcpgate.User, error) {
+	var u mcpgate.User
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(firstUserLockID)); err != nil {
+			return err
+		}
+		err := tx.QueryRow(ctx, `
+			INSERT INTO users (email, password_hash, instance_admin)
+			VALUES ($1, $2, NOT EXISTS (SELECT 1 FROM users))
+			RETURNING id, email, instance_admin, created_at`, email, passwordHash,
+		).Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+		if err != nil {
+			if mcpgate.ErrorCode(mapError(err, "")) == mcpgate.EConflict {
+				return mcpgate.Errorf(mcpgate.EConflict, "an account with this email already exists")
+			}
+			return err
+		}
+		if _, err := createWorkspace(ctx, tx, u.ID, "Personal", true); err != nil {
+			return err
+		}
+		if invitationHash != nil {
+			if _, err := acceptInvitation(ctx, tx, invitationHash, u.ID, u.Email); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, mapError(err, "user not found")
+	}
+	return &u, nil
+}
+
+// FindUserByEmail returns the user with that (normalized) email and their
+// password hash.
+func (db *DB) FindUserByEmail(ctx context.Context, email string) (*mcpgate.User, string, error) {
+	var u mcpgate.User
+	var hash string
+	err := db.Pool.QueryRow(ctx, `SELECT id, email, instance_admin, created_at, password_hash FROM users WHERE email = $1`, email).
+		Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt, &hash)
+	if err != nil {
+		return nil, "", mapError(err, "user not found")
+	}
+	return &u, hash, nil
+}
+
+// FindUserByID returns a user.
+func (db *DB) FindUserByID(ctx context.Context, id string) (*mcpgate.User, error) {
+	if !isUUID(id) {
+		return nil, mcpgate.Errorf(mcpgate.ENotFound, "user not found")
+	}
+	var u mcpgate.User
+	err := db.Pool.QueryRow(ctx, `SELECT id, email, instance_admin, created_at FROM users WHERE id = $1`, id).
+		Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+	if err != nil {
+		return nil, mapError(err, "user not found")
+	}
+	return &u, nil
+}
+
+// CountUsers returns how many users the instance has.
+func (db *DB) CountUsers(ctx context.Context) (int, error) {
+	var n int
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM users`).Scan(&n)
+	return n, mapError(err, "")
+}
+
+// SetPassword replaces a user's password hash and revokes every session of
+// theirs, so that a changed password logs out every other browser.
+func (db *DB) SetPassword(ctx context.Context, userID, passwordHash string) error {
+	return mapError(db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, passwordHash)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return pgx.ErrNoRows
+		}
+		_, err = tx.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
+		return err
+	}), "user not found")
+}
+
+// SetInstanceAdmin grants or withdraws instance admin.
+func (db *DB) SetInstanceAdmin(ctx context.Context, email string, admin bool) error {
+	tag, err := db.Pool.Exec(ctx, `UPDATE users SET instance_admin = $2 WHERE email = $1`, email, admin)
+	if err != nil {
+		return mapError(err, "user not found")
+	}
+	if tag.RowsAffected() == 0 {
+		return mcpgate.Errorf(mcpgate.ENotFound, "user not found")
+	}
+	return nil
+}
+
+// ListUsers lists every user of the instance, oldest first.
+func (db *DB) ListUsers(ctx context.Context) ([]mcpgate.User, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT id, email, instance_admin, created_at FROM users ORDER BY created_at`)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.User, error) {
+		var u mcpgate.User
+		return u, r.Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+	})
+	return users, mapError(err, "")
+}
+
+// CreateSession records a dashboard session and returns its id.
+func (db *DB) CreateSession(ctx context.Context, userID string, expiresAt time.Time) (string, error) {
+	var id string
+	err := db.Pool.QueryRow(ctx, `INSERT INTO sessions (user_id, expires_at) VALUES ($1, $2) RETURNING id`, userID, expiresAt).Scan(&id)
+	return id, mapError(err, "user not found")
+}
+
+// FindSessionUser returns the user of a live session: not revoked, not
+// expired.
+func (db *DB) FindSessionUser(ctx context.Context, sessionID string) (*mcpgate.User, error) {
+	if !isUUID(sessionID) {
+		return nil, mcpgate.Errorf(mcpgate.EUnauthorized, "session expired; log in again")
+	}
+	var u mcpgate.User
+	err := db.Pool.QueryRow(ctx, `
+		SELECT u.id, u.email, u.instance_admin, u.created_at
+		FROM sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.id = $1 AND s.revoked_at IS NULL AND s.expires_at > now()`, sessionID).
+		Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+	if err != nil {
+		if mapped := mapError(err, ""); mcpgate.ErrorCode(mapped) == mcpgate.ENotFound {
+			return nil, mcpgate.Errorf(mcpgate.EUnauthorized, "session expired; log in again")
+		}
+		return nil, mapError(err, "")
+	}
+	return &u, nil
+}
+
+// RevokeSession ends a session.
+func (db *DB) RevokeSession(ctx context.Context, sessionID string) error {
+	if !isUUID(sessionID) {
+		return nil
+	}
+	_, err := db.Pool.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL`, sessionID)
+	return mapError(err, "")
+}
+
+// LoginFailures returns how many failed logins the subject has in the window
+// that started within the last period, and when that window started.
+func (db *DB) LoginFailures(ctx context.Context, subject string, period time.Duration) (int, time.Time, error) {
+	var n int
+	var start time.Time
+	err := db.Pool.QueryRow(ctx, `
+		SELECT failures, window_start FROM login_failures
+		WHERE subject = $1 AND window_start > now() - make_interval(secs => $2)`, subject, period.Seconds()).Scan(&n, &start)
+	if err != nil {
+		if mcpgate.ErrorCode(mapError(err, "")) == mcpgate.ENotFound {
+			return 0, time.Time{}, nil
+		}
+		return 0, time.Time{}, mapError(err, "")
+	}
+	return n, start, nil
+}
+
+// RecordLoginFailure counts one failed login for each subject; a subject
+// whose window is older than period starts a new one.
+func (db *DB) RecordLoginFailure(ctx context.Context, period time.Duration, subjects ...string) error {
+	for _, s := range subjects {
+		_, err := db.Pool.Exec(ctx, `
+			INSERT INTO login_failures (subject, failures, window_start) VALUES ($1, 1, now())
+			ON CONFLICT (subject) DO UPDATE SET
+				failures = CASE WHEN login_failures.window_start > now() - make_interval(secs => $2)
+					THEN login_failures.failures + 1 ELSE 1 END,
+				window_start = CASE WHEN login_failures.window_start > now() - make_interval(secs => $2)
+					THEN login_failures.window_start ELSE now() END`, s, period.Seconds())
+		if err != nil {
+			return mapError(err, "")
+		}
+	}
+	return nil
+}
+
+// ClearLoginFailures forgets a subject's failures after a successful login.
+func (db *DB) ClearLoginFailures(ctx context.Context, subject string) error {
+	_, err := db.Pool.Exec(ctx, `DELETE FROM login_failures WHERE subject = $1`, subject)
+	return mapError(err, "")
+}
