@@ -1,0 +1,32 @@
+package mcpgate
+
+import "context"
+
+type ctxKey int
+
+const (
+	userKey ctxKey = iota
+	requestIDKey
+)
+
+// NewContextWithUser returns ctx carrying the authenticated dashboard user.
+func NewContextWithUser(ctx context.Context, u *User) context.Context {
+	return context.WithValue(ctx, userKey, u)
+}
+
+// UserFromContext returns the authenticated dashboard user, or nil.
+func UserFromContext(ctx context.Context) *User {
+	u, _ := ctx.Value(userKey).(*User)
+	return u
+}
+
+// NewContextWithRequestID returns ctx carrying the request id.
+func NewContextWithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey, id)
+}
+
+// RequestIDFromContext returns the request id, or "".
+func RequestIDFromContext(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
