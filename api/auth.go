@@ -212,4 +212,3 @@ func (t loginThrottle) check(ctx context.Context, subjects []string) error {
 	}
 	return nil
 }
-

@@ -126,7 +126,9 @@ func isHTTPS(u string) bool { return len(u) >= 8 && u[:8] == "https://" }
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.requestLog)
-	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	r.Get("/readyz", s.handleReady)
 	if s.opts.Metrics != nil {
 		r.Handle("/metrics", s.opts.Metrics)

@@ -20,7 +20,6 @@ const (
 	InvalidateConn   = "conn"
 )
 
-
 func notify(ctx context.Context, tx pgx.Tx, kind, workspaceID string) error {
 	// pg_notify inside the transaction is delivered at commit, and only if the
 	// transaction commits: a cache is never dropped for a change that did not

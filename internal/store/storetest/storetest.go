@@ -95,7 +95,6 @@ func NewDatabase(t testing.TB) string {
 	return withDatabase(admin, name)
 }
 
-
 func isBusy(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55006"
