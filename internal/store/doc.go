@@ -4,6 +4,7 @@
 // or change another's data; a row of another workspace answers ENotFound.
 //
 // It maps database errors to mcpgate codes and makes no policy decisions:
-// who may do what is decided by the callers (api, mcp). It must not import
-// api, mcp, vault or web.
+// who may do what is decided by the callers (api, mcp). It imports vault only
+// for the KeyStore contract it implements (vault.go), never its keys; it must
+// not import api, mcp or web.
 package store

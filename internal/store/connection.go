@@ -1,0 +1,204 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Sealer seals and opens credentials; *vault.Keyring satisfies it. The store
+// never sees key material, only this interface.
+type Sealer interface {
+	Seal(plaintext, aad []byte) ([]byte, error)
+	OpenContext(ctx context.Context, ciphertext, aad []byte) ([]byte, error)
+	Reseal(ctx context.Context, ciphertext, aad []byte) ([]byte, bool, error)
+	ActiveTerm() uint32
+}
+
+// connectionAAD binds a ciphertext to its workspace and row; it must match
+// vault.CredentialAAD, which the vault tests pin.
+func connectionAAD(workspaceID, connectionID string) []byte {
+	return []byte("cred|v1|" + workspaceID + "|" + connectionID)
+}
+
+const connNotFound = "no credential is stored for this connector"
+
+// PutConnection seals and stores a workspace's credential for a connector,
+// replacing any previous one in the same transaction: the old ciphertext is
+// gone when it commits.
+func (db *DB) PutConnection(ctx context.Context, sealer Sealer, c *mcpgate.Connection, credential mcpgate.Secret) error {
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		// The row id is part of the additional data, so it is chosen first
+		// (kept when replacing) and the ciphertext sealed for it.
+		var id string
+		err := tx.QueryRow(ctx, `SELECT id FROM connections WHERE workspace_id = $1 AND connector = $2 FOR UPDATE`,
+			c.WorkspaceID, c.Connector).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = tx.QueryRow(ctx, `SELECT gen_random_uuid()::text`).Scan(&id)
+		}
+		if err != nil {
+			return err
+		}
+		ct, err := sealer.Seal([]byte(credential.Reveal()), connectionAAD(c.WorkspaceID, id))
+		if err != nil {
+			return fmt.Errorf("seal credential: %w", err)
+		}
+		term := termOf(ct)
+		err = tx.QueryRow(ctx, `
+			INSERT INTO connections (id, workspace_id, connector, ciphertext, key_term, key_hint, verified_at, updated_by, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
+			ON CONFLICT (workspace_id, connector) DO UPDATE SET
+				ciphertext = EXCLUDED.ciphertext, key_term = EXCLUDED.key_term, key_hint = EXCLUDED.key_hint,
+				verified_at = EXCLUDED.verified_at, updated_by = EXCLUDED.updated_by, updated_at = now(),
+				last_auth_failure_at = NULL
+			RETURNING updated_at`,
+			id, c.WorkspaceID, c.Connector, ct, int64(term), c.KeyHint, c.VerifiedAt, nullIfEmpty(c.UpdatedBy)).Scan(&c.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, InvalidateConn, c.WorkspaceID)
+	})
+	return mapError(err, wsNotFound)
+}
+
+// termOf reads the key term from a ciphertext header (bytes 1..4, big-endian).
+func termOf(ct []byte) uint32 {
+	if len(ct) < 5 {
+		return 0
+	}
+	return uint32(ct[1])<<24 | uint32(ct[2])<<16 | uint32(ct[3])<<8 | uint32(ct[4])
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// FindConnection returns what may be shown of a workspace's credential.
+func (db *DB) FindConnection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error) {
+	c := mcpgate.Connection{WorkspaceID: workspaceID, Connector: connector}
+	err := db.Pool.QueryRow(ctx, `
+		SELECT c.key_hint, c.verified_at, coalesce(u.email, ''), c.updated_at, c.last_auth_failure_at
+		FROM connections c LEFT JOIN users u ON u.id = c.updated_by
+		WHERE c.workspace_id = $1 AND c.connector = $2`, workspaceID, connector).
+		Scan(&c.KeyHint, &c.VerifiedAt, &c.UpdatedBy, &c.UpdatedAt, &c.LastAuthFail)
+	if err != nil {
+		return nil, mapError(err, connNotFound)
+	}
+	return &c, nil
+}
+
+// DeleteConnection removes a workspace's credential.
+func (db *DB) DeleteConnection(ctx context.Context, workspaceID, connector string) error {
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM connections WHERE workspace_id = $1 AND connector = $2`, workspaceID, connector)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return pgx.ErrNoRows
+		}
+		return notify(ctx, tx, InvalidateConn, workspaceID)
+	})
+	return mapError(err, connNotFound)
+}
+
+// OpenCredential returns a workspace's credential in plain text for one
+// call. The ciphertext is read first and the connection released before it
+// is opened, so no database connection is held while it is used.
+func (db *DB) OpenCredential(ctx context.Context, sealer Sealer, workspaceID, connector string) (mcpgate.Secret, error) {
+	var id string
+	var ct []byte
+	err := db.Pool.QueryRow(ctx, `SELECT id, ciphertext FROM connections WHERE workspace_id = $1 AND connector = $2`,
+		workspaceID, connector).Scan(&id, &ct)
+	if err != nil {
+		return "", mapError(err, connNotFound)
+	}
+	pt, err := sealer.OpenContext(ctx, ct, connectionAAD(workspaceID, id))
+	if err != nil {
+		return "", fmt.Errorf("open credential: %w", err)
+	}
+	return mcpgate.Secret(pt), nil
+}
+
+// MarkAuthFailure records that the upstream rejected a workspace's stored
+// credential, so the dashboard can say so.
+func (db *DB) MarkAuthFailure(ctx context.Context, workspaceID, connector string) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE connections SET last_auth_failure_at = now() WHERE workspace_id = $1 AND connector = $2`,
+		workspaceID, connector)
+	return mapError(err, connNotFound)
+}
+
+// TermUsage is how many stored credentials each key term still seals.
+type TermUsage struct {
+	Term uint32
+	Rows int64
+}
+
+// ConnectionTermUsage counts credentials per key term.
+func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT key_term, count(*) FROM connections GROUP BY key_term ORDER BY key_term`)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TermUsage, error) {
+		var t TermUsage
+		var term int64
+		err := r.Scan(&term, &t.Rows)
+		t.Term = uint32(term)
+		return t, err
+	})
+	return out, mapError(err, "")
+}
+
+// ResealOld re-seals up to batch credentials still under a term older than
+// the sealer's active term, each row in its own short transaction (locked
+// with SKIP LOCKED, so two runs share the work). It returns how many rows it
+// moved; 0 means none are left. A crash at any point leaves every row either
+// under its old term or its new one, and both open.
+func (db *DB) ResealOld(ctx context.Context, sealer Sealer, batch int) (int, error) {
+	active := int64(sealer.ActiveTerm())
+	moved := 0
+	for range batch {
+		done, err := db.resealOne(ctx, sealer, active)
+		if err != nil {
+			return moved, err
+		}
+		if done {
+			return moved, nil
+		}
+		moved++
+	}
+	return moved, nil
+}
+
+func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64) (none bool, err error) {
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		var id, ws string
+		var ct []byte
+		err := tx.QueryRow(ctx, `
+			SELECT id, workspace_id, ciphertext FROM connections WHERE key_term < $1
+			ORDER BY key_term, id LIMIT 1 FOR UPDATE SKIP LOCKED`, active).Scan(&id, &ws, &ct)
+		if errors.Is(err, pgx.ErrNoRows) {
+			none = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		next, _, err := sealer.Reseal(ctx, ct, connectionAAD(ws, id))
+		if err != nil {
+			return fmt.Errorf("reseal connection %s: %w", id, err)
+		}
+		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, id, next, int64(termOf(next)))
+		return err
+	})
+	return none, mapError(err, "")
+}
+

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+const keyNotFound = "key not found"
+
+// CreateKey stores a new MCP key record with the SHA-256 of its secret. The
+// owner must be a member of the workspace (enforced by a foreign key).
+func (db *DB) CreateKey(ctx context.Context, k *mcpgate.APIKey, secretHash []byte) error {
+	err := db.Pool.QueryRow(ctx, `
+		INSERT INTO api_keys (id, workspace_id, user_id, name, scope, secret_hash, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
+		k.ID, k.WorkspaceID, k.UserID, k.Name, k.Scope, secretHash, k.ExpiresAt).Scan(&k.CreatedAt)
+	return mapError(err, wsNotFound)
+}
+
+const keyColumns = `k.id, k.workspace_id, k.user_id, u.email, k.name, k.scope, k.created_at, k.expires_at, k.last_used_at, k.revoked_at`
+
+func scanKey(r pgx.Row, k *mcpgate.APIKey) error {
+	return r.Scan(&k.ID, &k.WorkspaceID, &k.UserID, &k.OwnerEmail, &k.Name, &k.Scope, &k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt)
+}
+
+// ListKeys lists a workspace's keys, newest first; with userID set, only
+// that user's.
+func (db *DB) ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error) {
+	rows, err := db.Pool.Query(ctx, `
+		SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.workspace_id = $1 AND ($2 = '' OR k.user_id::text = $2)
+		ORDER BY k.created_at DESC`, workspaceID, userID)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.APIKey, error) {
+		var k mcpgate.APIKey
+		return k, scanKey(r, &k)
+	})
+	return keys, mapError(err, "")
+}
+
+// FindKey returns one key of a workspace.
+func (db *DB) FindKey(ctx context.Context, workspaceID, id string) (*mcpgate.APIKey, error) {
+	var k mcpgate.APIKey
+	err := scanKey(db.Pool.QueryRow(ctx, `
+		SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.workspace_id = $1 AND k.id = $2`, workspaceID, id), &k)
+	if err != nil {
+		return nil, mapError(err, keyNotFound)
+	}
+	return &k, nil
+}
+
+// RevokeKey revokes a key of a workspace at once; every replica drops it from
+// its cache when the transaction commits.
+func (db *DB) RevokeKey(ctx context.Context, workspaceID, id string) error {
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE workspace_id = $1 AND id = $2 AND revoked_at IS NULL`, workspaceID, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return pgx.ErrNoRows
+		}
+		return notifyKeys(ctx, tx, workspaceID)
+	})
+	return mapError(err, keyNotFound)
+}
+
+// KeyAuth is what authenticating an MCP key needs: the record and the hash
+// to compare the presented secret with.
+type KeyAuth struct {
+	Key        mcpgate.APIKey
+	SecretHash []byte
+}
+
+// FindKeyForAuth returns a key by its public id with its secret hash, whatever
+// its state; the caller checks the hash, revocation and expiry.
+func (db *DB) FindKeyForAuth(ctx context.Context, id string) (*KeyAuth, error) {
+	var a KeyAuth
+	err := db.Pool.QueryRow(ctx, `
+		SELECT `+keyColumns+`, k.secret_hash FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1`, id).
+		Scan(&a.Key.ID, &a.Key.WorkspaceID, &a.Key.UserID, &a.Key.OwnerEmail, &a.Key.Name, &a.Key.Scope,
+			&a.Key.CreatedAt, &a.Key.ExpiresAt, &a.Key.LastUsedAt, &a.Key.RevokedAt, &a.SecretHash)
+	if err != nil {
+		return nil, mapError(err, keyNotFound)
+	}
+	return &a, nil
+}
+
+// TouchKeys records last use for a batch of keys. Callers batch it so the
+// call path never waits on this write.
+func (db *DB) TouchKeys(ctx context.Context, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(used))
+	times := make([]time.Time, 0, len(used))
+	for id, t := range used {
+		ids = append(ids, id)
+		times = append(times, t)
+	}
+	_, err := db.Pool.Exec(ctx, `
+		UPDATE api_keys k SET last_used_at = u.t
+		FROM unnest($1::text[], $2::timestamptz[]) AS u(id, t)
+		WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)`, ids, times)
+	return mapError(err, "")
+}
