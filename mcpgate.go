@@ -103,6 +103,33 @@ type ToolPolicy struct {
 	NeedsConfirmation bool   `json:"needs_confirmation"`
 }
 
+// ToolInfo is a tool as a workspace sees it: its description and
+// annotations with the workspace's settings applied.
+type ToolInfo struct {
+	Name              string         `json:"name"`
+	Connector         string         `json:"connector"`
+	Title             string         `json:"title"`
+	Description       string         `json:"description"`
+	Enabled           bool           `json:"enabled"`
+	NeedsConfirmation bool           `json:"needs_confirmation"`
+	CostsMoney        bool           `json:"costs_money"`
+	ReadOnly          bool           `json:"read_only"`
+	Destructive       bool           `json:"destructive"`
+	Annotations       map[string]any `json:"annotations"`
+}
+
+// AuditFilter narrows an audit listing. Zero values do not filter.
+type AuditFilter struct {
+	ActorID string // only this user's events
+	Action  string // a tool name or admin action
+	Kind    string // "tool_call" or "admin"
+	Outcome string
+	Since   time.Time
+	Until   time.Time
+	Cursor  string // the next_cursor of the previous page
+	Limit   int
+}
+
 // Connection is a workspace's stored credential for one connector. The
 // ciphertext never leaves the store and vault; this type carries only what may
 // be shown.

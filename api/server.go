@@ -71,10 +71,11 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// Audit records admin actions; nil records nothing.
 	Audit Auditor
-	// Extra mounts further /api/v1 routes (credentials, keys, tools, audit)
-	// behind the same session, CSRF and workspace checks. It is given the
-	// router of /api/v1/workspaces/{ws}.
-	Workspace func(r chi.Router)
+	// Gateway, Keys and AuditLog serve the credential, tool, key and audit
+	// routes; left nil, those routes are not mounted.
+	Gateway  Gateway
+	Keys     KeyStore
+	AuditLog AuditLog
 	// MCP serves /mcp and /c/{key}/mcp; Metrics serves /metrics; Web serves
 	// every other path (the dashboard).
 	MCP     http.Handler
@@ -157,9 +158,7 @@ func (s *Server) Handler() http.Handler {
 				r.With(s.requireAdmin).Get("/invitations", s.handleInvitationList)
 				r.With(s.requireAdmin).Post("/invitations", s.handleInvitationCreate)
 				r.With(s.requireAdmin).Delete("/invitations/{id}", s.handleInvitationDelete)
-				if s.opts.Workspace != nil {
-					s.opts.Workspace(r)
-				}
+				s.gatewayRoutes(r)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

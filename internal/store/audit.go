@@ -44,21 +44,9 @@ func (db *DB) InsertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 	return mapError(err, "")
 }
 
-// AuditFilter narrows an audit listing. Zero values do not filter.
-type AuditFilter struct {
-	ActorID string // only this user's events
-	Action  string // tool name or admin action
-	Kind    string
-	Outcome string
-	Since   time.Time
-	Until   time.Time
-	Cursor  string // the NextCursor of the previous page
-	Limit   int
-}
-
 // ListAudit returns a page of a workspace's audit log, newest first, and the
 // cursor of the next page ("" on the last).
-func (db *DB) ListAudit(ctx context.Context, workspaceID string, f AuditFilter) ([]mcpgate.AuditEvent, string, error) {
+func (db *DB) ListAudit(ctx context.Context, workspaceID string, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 50
 	}

@@ -201,4 +201,3 @@ func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64) (none 
 	})
 	return none, mapError(err, "")
 }
-

@@ -72,25 +72,20 @@ func (db *DB) RevokeKey(ctx context.Context, workspaceID, id string) error {
 	return mapError(err, keyNotFound)
 }
 
-// KeyAuth is what authenticating an MCP key needs: the record and the hash
-// to compare the presented secret with.
-type KeyAuth struct {
-	Key        mcpgate.APIKey
-	SecretHash []byte
-}
-
-// FindKeyForAuth returns a key by its public id with its secret hash, whatever
-// its state; the caller checks the hash, revocation and expiry.
-func (db *DB) FindKeyForAuth(ctx context.Context, id string) (*KeyAuth, error) {
-	var a KeyAuth
+// FindKeyForAuth returns a key by its public id with the hash of its secret,
+// whatever its state; the caller compares the hash and checks revocation and
+// expiry.
+func (db *DB) FindKeyForAuth(ctx context.Context, id string) (*mcpgate.APIKey, []byte, error) {
+	var k mcpgate.APIKey
+	var hash []byte
 	err := db.Pool.QueryRow(ctx, `
 		SELECT `+keyColumns+`, k.secret_hash FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1`, id).
-		Scan(&a.Key.ID, &a.Key.WorkspaceID, &a.Key.UserID, &a.Key.OwnerEmail, &a.Key.Name, &a.Key.Scope,
-			&a.Key.CreatedAt, &a.Key.ExpiresAt, &a.Key.LastUsedAt, &a.Key.RevokedAt, &a.SecretHash)
+		Scan(&k.ID, &k.WorkspaceID, &k.UserID, &k.OwnerEmail, &k.Name, &k.Scope,
+			&k.CreatedAt, &k.ExpiresAt, &k.LastUsedAt, &k.RevokedAt, &hash)
 	if err != nil {
-		return nil, mapError(err, keyNotFound)
+		return nil, nil, mapError(err, keyNotFound)
 	}
-	return &a, nil
+	return &k, hash, nil
 }
 
 // TouchKeys records last use for a batch of keys. Callers batch it so the

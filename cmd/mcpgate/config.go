@@ -1,0 +1,280 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/vault"
+)
+
+// Config is everything `mcpgate serve` reads from flags and the environment.
+// Secrets are mcpgate.Secret, so printing a Config never shows them.
+type Config struct {
+	HTTP struct {
+		ListenAddr string
+		PublicURL  string
+	}
+	DB struct {
+		URL     string
+		DataDir string
+	}
+	Vault struct {
+		EncryptionKey mcpgate.Secret
+	}
+	Session struct {
+		JWTSecret mcpgate.Secret
+		Signup    string
+	}
+	E2B struct {
+		APIURL          string
+		DashboardAPIURL string
+	}
+	LogFormat string
+	LogLevel  string
+}
+
+// Embedded reports whether serve runs its own PostgreSQL.
+func (c *Config) Embedded() bool { return c.DB.URL == "" }
+
+// LogValue keeps secrets out of logs even if the whole config is logged.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
+		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
+		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL))
+}
+
+// setting is one configuration value: its flag, its environment variable, its
+// default, and whether it is a secret (which also accepts NAME_FILE).
+type setting struct {
+	flag, env, def, usage string
+	secret                bool
+	dst                   *string
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, &c.HTTP.ListenAddr},
+		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, &c.HTTP.PublicURL},
+		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, &c.DB.URL},
+		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, &c.DB.DataDir},
+		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, (*string)(&c.Vault.EncryptionKey)},
+		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, (*string)(&c.Session.JWTSecret)},
+		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, &c.Session.Signup},
+		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
+		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
+		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
+		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
+	}
+}
+
+// LoadConfig reads serve's flags, then the environment for every flag not
+// given, then NAME_FILE for secrets. It reports every problem at once.
+func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
+	return loadConfig("serve", args, getenv, true)
+}
+
+// loadConfig is LoadConfig for a command; needSecrets is false for commands
+// that never seal, open or sign anything (migrate).
+func loadConfig(command string, args []string, getenv func(string) string, needSecrets bool) (*Config, error) {
+	c := &Config{}
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	set := map[string]bool{}
+	for _, s := range c.settings() {
+		fs.StringVar(s.dst, s.flag, s.def, s.usage+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, usage(fs))
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var problems []string
+	for _, s := range c.settings() {
+		if set[s.flag] {
+			continue
+		}
+		v := getenv(s.env)
+		if s.secret {
+			if path := getenv(s.env + "_FILE"); path != "" {
+				if v != "" {
+					problems = append(problems, fmt.Sprintf("%s and %s_FILE are both set; set one", s.env, s.env))
+				}
+				b, err := os.ReadFile(path)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s_FILE: cannot read %s: %v", s.env, path, errors.Unwrap(err)))
+				}
+				v = strings.TrimSpace(string(b))
+			}
+		}
+		if v != "" {
+			*s.dst = v
+		}
+	}
+	problems = append(problems, c.validate(needSecrets)...)
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
+	}
+	return c, nil
+}
+
+func usage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	return b.String()
+}
+
+// ConfigError lists every configuration problem found.
+type ConfigError struct{ Problems []string }
+
+func (e *ConfigError) Error() string {
+	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
+}
+
+// placeholders are values copied from examples that must never be used.
+var placeholders = []string{"changeme", "change-me", "change_me", "secret", "password", "example", "xxx", "your-", "replace", "todo"}
+
+func isPlaceholder(v string) bool {
+	l := strings.ToLower(v)
+	for _, p := range placeholders {
+		if strings.Contains(l, p) {
+			return true
+		}
+	}
+	// One character repeated ("aaaa…", "0000…") is not random.
+	return strings.Count(l, l[:1]) == len(l)
+}
+
+// validate checks values; the secrets are checked here only when present,
+// since embedded mode may still generate them.
+func (c *Config) validate(needSecrets bool) []string {
+	var p []string
+	if _, _, err := net.SplitHostPort(c.HTTP.ListenAddr); err != nil {
+		p = append(p, fmt.Sprintf("LISTEN_ADDR %q is not host:port", c.HTTP.ListenAddr))
+	}
+	p = append(p, checkURL("PUBLIC_URL", c.HTTP.PublicURL)...)
+	p = append(p, checkURL("E2B_API_URL", c.E2B.APIURL)...)
+	p = append(p, checkURL("E2B_DASHBOARD_API_URL", c.E2B.DashboardAPIURL)...)
+	c.HTTP.PublicURL = strings.TrimRight(c.HTTP.PublicURL, "/")
+	if c.DB.URL != "" {
+		if _, err := url.Parse(c.DB.URL); err != nil && !strings.Contains(c.DB.URL, "=") {
+			p = append(p, "DATABASE_URL is not a valid PostgreSQL URL")
+		}
+	} else if c.DB.DataDir == "" {
+		p = append(p, "DATA_DIR must be set when DATABASE_URL is not")
+	}
+	if c.Session.Signup != "open" && c.Session.Signup != "invite" {
+		p = append(p, fmt.Sprintf("SIGNUP must be open or invite, not %q", c.Session.Signup))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "text" {
+		p = append(p, fmt.Sprintf("LOG_FORMAT must be json or text, not %q", c.LogFormat))
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		p = append(p, err.Error())
+	}
+	if k := c.Vault.EncryptionKey.Reveal(); k != "" {
+		p = append(p, checkRootKey("ENCRYPTION_KEY", k)...)
+	} else if needSecrets && !c.Embedded() {
+		p = append(p, "ENCRYPTION_KEY is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	if s := c.Session.JWTSecret.Reveal(); s != "" {
+		if len(s) < 32 {
+			p = append(p, "JWT_SECRET must be at least 32 bytes (generate one: openssl rand -base64 32)")
+		} else if isPlaceholder(s) {
+			p = append(p, "JWT_SECRET looks like a placeholder; generate one: openssl rand -base64 32")
+		}
+	} else if needSecrets && !c.Embedded() {
+		p = append(p, "JWT_SECRET is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	return p
+}
+
+func checkRootKey(name, v string) []string {
+	if isPlaceholder(v) {
+		return []string{name + " looks like a placeholder; generate one: openssl rand -base64 32"}
+	}
+	if _, err := vault.ParseRootKey(v); err != nil {
+		return []string{name + " must be 32 random bytes, base64-encoded (generate one: openssl rand -base64 32)"}
+	}
+	return nil
+}
+
+func checkURL(name, v string) []string {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return []string{fmt.Sprintf("%s %q must be an http or https URL", name, v)}
+	}
+	return nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, not %q", s)
+	}
+	return l, nil
+}
+
+// ensureGeneratedSecrets fills missing secrets in embedded mode from files in
+// DATA_DIR, generating them once (mode 0600). It returns the names of the
+// secrets it generated, for the log.
+func (c *Config) ensureGeneratedSecrets() ([]string, error) {
+	if !c.Embedded() {
+		return nil, nil
+	}
+	if err := os.MkdirAll(c.DB.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	var generated []string
+	for _, s := range []struct {
+		name string
+		dst  *mcpgate.Secret
+	}{{"encryption_key", &c.Vault.EncryptionKey}, {"jwt_secret", &c.Session.JWTSecret}} {
+		if s.dst.Reveal() != "" {
+			continue
+		}
+		path := filepath.Join(c.DB.DataDir, s.name)
+		b, err := os.ReadFile(path)
+		if errors.Is(err, os.ErrNotExist) {
+			raw := make([]byte, 32)
+			if _, err := rand.Read(raw); err != nil {
+				return nil, err
+			}
+			b = []byte(base64.StdEncoding.EncodeToString(raw) + "\n")
+			// O_EXCL: two processes racing on a fresh DATA_DIR cannot both
+			// write a different key.
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			if _, err := f.Write(b); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("write %s: %w", path, err)
+			}
+			if err := f.Close(); err != nil {
+				return nil, err
+			}
+			generated = append(generated, path)
+		} else if err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+		*s.dst = mcpgate.Secret(strings.TrimSpace(string(b)))
+	}
+	if p := checkRootKey("generated encryption_key", c.Vault.EncryptionKey.Reveal()); len(p) > 0 {
+		return nil, &ConfigError{Problems: p}
+	}
+	return generated, nil
+}

@@ -1,0 +1,6 @@
+// Command mcpgate is the gateway's one binary: `serve` runs the dashboard,
+// JSON API and MCP endpoint; `migrate` applies or rolls back the schema;
+// `vault` rotates and rekeys the credential vault; `user` administers
+// accounts. This package only reads configuration and wires the other
+// packages together; it holds no business logic.
+package main

@@ -1,0 +1,166 @@
+// Package audit writes audit events to the database off the call path: a
+// tool call hands its event to a bounded queue and returns; a background
+// loop writes batches, retrying while the database is away, and Close drains
+// the queue, so a clean shutdown loses nothing. It imports only mcpgate.
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Sink stores a batch of events.
+type Sink interface {
+	InsertAudit(ctx context.Context, events []mcpgate.AuditEvent) error
+}
+
+// Options configure a Writer.
+type Options struct {
+	Sink   Sink
+	Logger *slog.Logger
+	// QueueSize bounds the events waiting to be written (default 10,000).
+	// When full, Record waits: the audit log is not allowed to drop entries.
+	QueueSize int
+	// BatchSize is the most events written at once (default 500).
+	BatchSize int
+	// FlushEvery is the longest an event waits for a batch (default 200 ms).
+	FlushEvery time.Duration
+}
+
+// Writer queues and writes audit events.
+type Writer struct {
+	opts  Options
+	queue chan mcpgate.AuditEvent
+	done  chan struct{}
+	once  sync.Once
+	stop  chan struct{}
+}
+
+// New starts a writer.
+func New(opts Options) *Writer {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 10000
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = 500
+	}
+	if opts.FlushEvery <= 0 {
+		opts.FlushEvery = 200 * time.Millisecond
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{opts: opts, queue: make(chan mcpgate.AuditEvent, opts.QueueSize),
+		done: make(chan struct{}), stop: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Record queues an event. It returns at once unless the queue is full, in
+// which case it waits for room or for ctx to end.
+func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
+	if ev.CreatedAt.IsZero() {
+		ev.CreatedAt = time.Now().UTC()
+	}
+	select {
+	case w.queue <- ev:
+	default:
+		select {
+		case w.queue <- ev:
+		case <-ctx.Done():
+			w.opts.Logger.Error("audit queue full; event not recorded", "workspace_id", ev.WorkspaceID, "action", ev.Action)
+		}
+	}
+}
+
+// Len is the number of events waiting to be written.
+func (w *Writer) Len() int { return len(w.queue) }
+
+// Close writes every queued event and stops the loop. Events recorded after
+// Close are not written. It waits at most until ctx ends.
+func (w *Writer) Close(ctx context.Context) error {
+	w.once.Do(func() { close(w.stop) })
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	batch := make([]mcpgate.AuditEvent, 0, w.opts.BatchSize)
+	tick := time.NewTicker(w.opts.FlushEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case ev := <-w.queue:
+			batch = append(batch, ev)
+			if len(batch) < w.opts.BatchSize {
+				continue
+			}
+		case <-tick.C:
+		case <-w.stop:
+			// Drain what is queued, then write it all.
+			for {
+				select {
+				case ev := <-w.queue:
+					batch = append(batch, ev)
+					if len(batch) >= w.opts.BatchSize {
+						w.write(batch, true)
+						batch = batch[:0]
+					}
+					continue
+				default:
+				}
+				break
+			}
+			w.write(batch, true)
+			return
+		}
+		if len(batch) > 0 {
+			w.write(batch, false)
+			batch = batch[:0]
+		}
+	}
+}
+
+// write stores a batch, retrying with backoff while the database is away.
+// While stopping it gives up after about 10 s so that shutdown ends.
+func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
+	if len(batch) == 0 {
+		return
+	}
+	backoff := 100 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := w.opts.Sink.InsertAudit(ctx, batch)
+		cancel()
+		if err == nil {
+			return
+		}
+		if stopping && time.Now().After(deadline) {
+			w.opts.Logger.Error("audit events lost at shutdown: database unavailable", "count", len(batch), "err", err)
+			return
+		}
+		w.opts.Logger.Warn("audit write failed; retrying", "count", len(batch), "err", err, "backoff", backoff)
+		wait := time.After(backoff)
+		if stopping {
+			<-wait
+		} else {
+			select {
+			case <-wait:
+			case <-w.stop:
+				stopping = true
+				deadline = time.Now().Add(10 * time.Second)
+			}
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,200 @@
+package mcp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+)
+
+const (
+	confirmationArg = "confirmation_token"
+	// confirmationTTL is how long a confirmation token or request state is
+	// valid.
+	confirmationTTL = 5 * time.Minute
+	tokenPrefix     = "mcpc_"
+	// mrtrProtocol is the first protocol version whose clients answer input
+	// requests by retrying the call (multi round-trip).
+	mrtrProtocol = "2026-07-28"
+)
+
+// Token purposes: a confirmation token for the two-step flow, or the request
+// state of an input request.
+const (
+	purposeConfirm = "confirm"
+	purposeState   = "state"
+)
+
+// grant is the signed content of a confirmation token or request state. It
+// binds the confirmation to one workspace, key, user, tool and the exact
+// arguments (their hash), for a short time, once (the nonce is spent).
+type grant struct {
+	Purpose   string `json:"p"`
+	Workspace string `json:"w"`
+	Key       string `json:"k"`
+	User      string `json:"u"`
+	Tool      string `json:"t"`
+	Args      string `json:"h"`
+	Expires   int64  `json:"e"`
+	Nonce     string `json:"n"`
+}
+
+func argsHash(args map[string]any) string {
+	// json.Marshal sorts map keys, so equal arguments hash equally.
+	b, _ := json.Marshal(args)
+	h := sha256.Sum256(b)
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+func (g *Gateway) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, g.opts.ConfirmationSecret)
+	m.Write([]byte("mcpgate confirmation v1\x00"))
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+func (g *Gateway) mint(purpose string, id *Identity, tool string, args map[string]any) (string, time.Time) {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	exp := g.now().Add(confirmationTTL).Truncate(time.Second)
+	payload, _ := json.Marshal(grant{Purpose: purpose, Workspace: id.WorkspaceID, Key: id.KeyID, User: id.UserID,
+		Tool: tool, Args: argsHash(args), Expires: exp.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
+	enc := base64.RawURLEncoding
+	return tokenPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(g.mac(payload)), exp
+}
+
+var errBadConfirmation = mcpgate.Errorf(mcpgate.EForbidden,
+	"This confirmation is not valid: it is expired, already used, or was issued for another call. "+
+		"Call the tool again without confirmation_token to get a new one, and ask the user again.")
+
+// redeem checks a token or request state against this exact call and spends
+// it. Every failure reads the same, so a token cannot be probed.
+func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *Identity, tool string, args map[string]any) error {
+	body, ok := strings.CutPrefix(token, tokenPrefix)
+	if !ok || len(token) > 2048 {
+		return errBadConfirmation
+	}
+	p64, m64, ok := strings.Cut(body, ".")
+	if !ok {
+		return errBadConfirmation
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p64)
+	sig, err2 := base64.RawURLEncoding.DecodeString(m64)
+	if err1 != nil || err2 != nil || !hmac.Equal(sig, g.mac(payload)) {
+		return errBadConfirmation
+	}
+	var gr grant
+	if err := json.Unmarshal(payload, &gr); err != nil {
+		return errBadConfirmation
+	}
+	exp := time.Unix(gr.Expires, 0)
+	if gr.Purpose != purpose || gr.Workspace != id.WorkspaceID || gr.Key != id.KeyID || gr.User != id.UserID ||
+		gr.Tool != tool || !hmac.Equal([]byte(gr.Args), []byte(argsHash(args))) || !g.now().Before(exp) {
+		return errBadConfirmation
+	}
+	fresh, err := g.opts.Backend.SpendToken(ctx, purpose+":"+gr.Nonce, exp)
+	if err != nil {
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check confirmations right now; try again shortly")
+	}
+	if !fresh {
+		return errBadConfirmation
+	}
+	return nil
+}
+
+// confirm enforces confirmation for a call. It returns nil when the call may
+// run, or the result to send instead: an input request, a confirmation
+// token, a refusal, or the user's "no".
+func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *Identity, t *connectors.Tool, args map[string]any, token string) *sdk.CallToolResult {
+	p := req.Params
+	deny := func(outcome mcpgate.Outcome, msg string, isErr bool) *sdk.CallToolResult {
+		g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
+			Action: t.Name, Arguments: Redact(args), Outcome: outcome, Message: msg, Source: "mcp"})
+		g.metrics.ToolCall(t.Name, outcome, 0, 0)
+		if isErr {
+			return errorResult(msg)
+		}
+		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+	}
+	// Second round of an input request: the client answered our form.
+	if p.RequestState != "" {
+		if err := g.redeem(ctx, purposeState, p.RequestState, id, t.Name, args); err != nil {
+			return deny(mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err), true)
+		}
+		r, ok := p.InputResponses["confirm"].(*sdk.ElicitResult)
+		if !ok || r.Action != "accept" || r.Content["confirm"] != true {
+			return deny(mcpgate.OutcomeCancelled, "Not done: the user did not confirm "+t.Title+".", false)
+		}
+		return nil
+	}
+	if token != "" {
+		if err := g.redeem(ctx, purposeConfirm, token, id, t.Name, args); err != nil {
+			return deny(mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err), true)
+		}
+		return nil
+	}
+	summary := describe(t, args)
+	if req.ProtocolVersion() >= mrtrProtocol {
+		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil {
+			state, _ := g.mint(purposeState, id, t.Name, args)
+			g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
+				Action: t.Name, Arguments: Redact(args), Outcome: mcpgate.OutcomeConfirm, Source: "mcp"})
+			return &sdk.CallToolResult{
+				InputRequests: sdk.InputRequestMap{"confirm": &sdk.ElicitParams{
+					Message: summary + "\n\nDo you want to go ahead?",
+					RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"confirm"},
+						Properties: map[string]*jsonschema.Schema{"confirm": {Type: "boolean", Title: "Yes, go ahead",
+							Description: "Confirm " + t.Title}}},
+				}},
+				RequestState: state,
+			}
+		}
+	}
+	tok, exp := g.mint(purposeConfirm, id, t.Name, args)
+	g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
+		Action: t.Name, Arguments: Redact(args), Outcome: mcpgate.OutcomeConfirm, Source: "mcp"})
+	out := map[string]any{
+		"status":             "confirmation_required",
+		"done":               false,
+		"tool":               t.Name,
+		"would_do":           summary,
+		"arguments":          Redact(args),
+		"confirmation_token": tok,
+		"expires_at":         exp.UTC().Format(time.RFC3339),
+		"next_step": "Nothing was done yet. Show the user what would happen and ask them to confirm. Only if they agree, " +
+			"call " + t.Name + " again with exactly the same arguments plus confirmation_token. The token works once and expires in 5 minutes.",
+	}
+	b, _ := json.Marshal(out)
+	return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
+}
+
+// describe says in one sentence what a call would do.
+func describe(t *connectors.Tool, args map[string]any) string {
+	var parts []string
+	for k, v := range Redact(args) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	s := t.Title
+	if len(parts) > 0 {
+		s += " (" + strings.Join(slices.Sorted(slices.Values(parts)), ", ") + ")"
+	}
+	switch {
+	case t.Annotations.Destructive:
+		s += ". This cannot be undone."
+	case t.CostsMoney:
+		s += ". This costs money."
+	}
+	return s
+}
