@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ type Gateway interface {
 	PutCredential(ctx context.Context, workspaceID, userID, connector string, credential mcpgate.Secret) (*mcpgate.Connection, error)
 	Connection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error)
 	DeleteCredential(ctx context.Context, workspaceID, userID, connector string) error
+	// CallTool runs a tool for the dashboard under the workspace's policy;
+	// confirmed says the user confirmed it in a dialog.
+	CallTool(ctx context.Context, workspaceID, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error)
 }
 
 // KeyStore is what the API needs to manage MCP keys.
@@ -42,6 +46,7 @@ func (s *Server) gatewayRoutes(r chi.Router) {
 		r.With(s.requireAdmin).Delete("/connections/{connector}", s.handleConnectionDelete)
 		r.Get("/tools", s.handleToolList)
 		r.With(s.requireAdmin).Put("/tools/{name}", s.handleToolUpdate)
+		r.Post("/tools/{name}/call", s.handleToolCall)
 	}
 	if s.opts.Keys != nil {
 		r.Get("/keys", s.handleKeyList)
@@ -142,6 +147,29 @@ func (s *Server) handleToolUpdate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
+}
+
+// handleToolCall runs a tool from the dashboard: the same policy, credential
+// and audit path as an MCP call. A tool that needs confirmation runs only
+// with "confirmed": true, which the dashboard sends after its dialog.
+func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Arguments json.RawMessage `json:"arguments"`
+		Confirmed bool            `json:"confirmed"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
+		WriteError(w, r, s.log, err)
+		return
+	}
+	out, err := s.opts.Gateway.CallTool(r.Context(), WorkspaceFromContext(r.Context()).ID,
+		mcpgate.UserFromContext(r.Context()).ID, chi.URLParam(r, "name"), req.Arguments, req.Confirmed)
+	if err != nil {
+		WriteError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(out)
 }
 
 type keyCreated struct {

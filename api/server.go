@@ -169,7 +169,7 @@ func (s *Server) Handler() http.Handler {
 		})
 	})
 	if s.opts.Web != nil {
-		r.With(securityHeaders).Handle("/*", s.opts.Web)
+		r.With(securityHeaders, s.OptionalUser).Handle("/*", s.opts.Web)
 	}
 	return r
 }

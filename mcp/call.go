@@ -13,6 +13,11 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 )
 
+// CallTool runs a tool for the dashboard; see Call.
+func (g *Gateway) CallTool(ctx context.Context, workspaceID, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error) {
+	return g.Call(ctx, Call{WorkspaceID: workspaceID, UserID: userID, Tool: tool, Arguments: args, Source: "dashboard", Confirmed: confirmed})
+}
+
 // Call is one tool call on behalf of a workspace member.
 type Call struct {
 	WorkspaceID string
@@ -27,15 +32,15 @@ type Call struct {
 	Confirmed bool
 }
 
-// ErrConfirmationRequired is returned by CallTool for a call that needs a
+// ErrConfirmationRequired is returned by Call for a call that needs a
 // human's confirmation and was not confirmed.
 var ErrConfirmationRequired = mcpgate.Errorf(mcpgate.EConflict, "this action needs confirmation")
 
-// CallTool runs a tool for the dashboard: the workspace's policy applies
+// Call runs a tool outside MCP (the dashboard): the workspace's policy applies
 // (disabled tools are refused), a tool that needs confirmation runs only when
 // call.Confirmed, and the call is audited like an MCP call. It returns the
 // tool's structured output as JSON.
-func (g *Gateway) CallTool(ctx context.Context, call Call) (json.RawMessage, error) {
+func (g *Gateway) Call(ctx context.Context, call Call) (json.RawMessage, error) {
 	t, ok := g.opts.Registry.Tool(call.Tool)
 	if !ok {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", call.Tool)

@@ -1,0 +1,49 @@
+# The two commands of the README: `make run` and `make test`. Both do their
+# own set-up on a fresh Debian machine with Go (design.md §9).
+
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: run demo build test vet fuzz bench clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o mcpgate ./cmd/mcpgate
+
+# Serve on http://localhost:8080 with the embedded PostgreSQL under ./data
+# (installs Debian's postgresql server package when it is missing).
+run: build
+	@if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh; fi
+	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve
+
+# As run, plus the local E2B simulator on 127.0.0.1:3001: any key shaped like
+# e2b_<hex> works in the dashboard.
+demo: build
+	@if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh; fi
+	$(GO) build -o e2bsim ./cmd/e2bsim
+	./e2bsim --listen 127.0.0.1:3001 & sim=$$!; trap "kill $$sim" EXIT INT TERM; \
+	E2B_API_URL=http://127.0.0.1:3001 E2B_DASHBOARD_API_URL=http://127.0.0.1:3001 \
+	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Every test: unit, real-Postgres integration, MCP end to end and browser.
+# The database comes from TEST_DATABASE_URL, else a server on 127.0.0.1:5432,
+# else the embedded PostgreSQL (scripts/test-db.sh).
+test: vet
+	sh scripts/ensure-postgres.sh
+	@if [ -f scripts/ensure-chromium.sh ]; then sh scripts/ensure-chromium.sh; fi
+	TEST_DATABASE_URL="$$(sh scripts/test-db.sh)" $(GO) test -race -count=1 -timeout 20m ./...
+
+# Longer fuzzing of every fuzz target (make test runs their seeds only).
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; \
+	  done; \
+	done
+
+clean:
+	rm -f mcpgate e2bsim
