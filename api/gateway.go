@@ -307,4 +307,3 @@ func optional(s string) *string {
 	}
 	return &s
 }
-

@@ -129,6 +129,9 @@ func (t *Tool) Decode(raw json.RawMessage) (map[string]any, error) {
 		if dec.More() {
 			return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a single JSON object")
 		}
+		// The validator sees a json.Number as a string; numbers become
+		// int64 (exact, when integral) or float64 before it runs.
+		args = fromNumbers(args).(map[string]any)
 	}
 	if err := t.resolved.ApplyDefaults(&args); err != nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "invalid arguments: %s", err)
@@ -156,6 +159,28 @@ func (t *Tool) CallDecoded(ctx context.Context, credential mcpgate.Secret, args 
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
 	}
 	return t.run(ctx, credential, b)
+}
+
+// fromNumbers replaces every json.Number in v (a decoded JSON value) with an
+// int64 when it is an integer that fits, and a float64 otherwise.
+func fromNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64() // the decoder produced it, so it parses
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = fromNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = fromNumbers(e)
+		}
+	}
+	return v
 }
 
 func oneLine(s string) string {
