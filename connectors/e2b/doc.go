@@ -1,0 +1,14 @@
+// Package e2b is the E2B connector: a typed client for E2B's control-plane
+// API (https://api.e2b.app) and for the dashboard API's default templates, and
+// the fourteen MCP tools built on it.
+//
+// The client is shared by every workspace: the team API key travels with each
+// call and is never stored. Secrets that E2B returns (envd and traffic access
+// tokens, network rule header values, egress proxy credentials) are never
+// decoded into memory: the wire types either lack those fields or decode them
+// into Withheld, which keeps no value. Tool outputs are built from the wire
+// types, so there is nothing secret to leak.
+//
+// It imports only connectors, mcpgate and the standard library; never another
+// connector, the mcp package, the vault or the store.
+package e2b

@@ -1,0 +1,522 @@
+package e2b_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
+)
+
+func TestTools_names(t *testing.T) {
+	want := []string{"e2b_list_default_templates", "e2b_list_templates", "e2b_list_template_builds", "e2b_create_sandbox",
+		"e2b_list_sandboxes", "e2b_get_sandbox", "e2b_get_sandbox_logs", "e2b_get_sandbox_metrics", "e2b_set_sandbox_timeout",
+		"e2b_pause_sandbox", "e2b_resume_sandbox", "e2b_list_snapshots", "e2b_find_idle_sandboxes", "e2b_kill_sandbox"}
+	tools := e2b.New(e2b.Options{}).Tools()
+	if len(tools) != len(want) {
+		t.Fatalf("len(Tools()) = %d, want %d", len(tools), len(want))
+	}
+	for i, tl := range tools {
+		if tl.Name != want[i] {
+			t.Errorf("Tools()[%d] = %s, want %s", i, tl.Name, want[i])
+		}
+		if tl.Title == "" || tl.Description == "" {
+			t.Errorf("%s: missing title or description", tl.Name)
+		}
+		kill := tl.Name == e2b.ToolKillSandbox
+		if tl.DefaultEnabled == kill || tl.DefaultNeedsConfirmation != kill {
+			t.Errorf("%s: DefaultEnabled = %v, DefaultNeedsConfirmation = %v", tl.Name, tl.DefaultEnabled, tl.DefaultNeedsConfirmation)
+		}
+		money := map[string]bool{e2b.ToolCreateSandbox: true, e2b.ToolSetSandboxTimeout: true, e2b.ToolResumeSandbox: true}[tl.Name]
+		if tl.CostsMoney != money {
+			t.Errorf("%s: CostsMoney = %v, want %v", tl.Name, tl.CostsMoney, money)
+		}
+		if tl.Annotations.ReadOnly && (tl.Annotations.Destructive || tl.CostsMoney) {
+			t.Errorf("%s: read-only tools can be neither destructive nor billed", tl.Name)
+		}
+	}
+}
+
+func TestTools_templates(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+
+	defs := e.mustCall(e2b.ToolListDefaultTemplates, nil)["templates"].([]any)
+	if len(defs) != 3 {
+		t.Fatalf("default templates = %d, want 3", len(defs))
+	}
+	base := defs[0].(map[string]any)
+	if base["names"].([]any)[0] != "e2b/base" || base["cpu_count"].(float64) != 2 || base["memory_mb"].(float64) != 512 {
+		t.Errorf("base template = %v", base)
+	}
+
+	// Paging to the end with limit 1: three templates, newest first.
+	var ids []string
+	args := map[string]any{"limit": 1}
+	for page := 0; ; page++ {
+		out := e.mustCall(e2b.ToolListTemplates, args)
+		for _, it := range out["data"].([]any) {
+			ids = append(ids, it.(map[string]any)["template_id"].(string))
+		}
+		next, ok := out["next_token"].(string)
+		if !ok {
+			break
+		}
+		if page > 5 {
+			t.Fatal("paging does not end")
+		}
+		args["next_token"] = next
+	}
+	if len(ids) != 3 {
+		t.Fatalf("templates over all pages = %v, want 3", ids)
+	}
+	all := e.mustCall(e2b.ToolListTemplates, nil)["data"].([]any)
+	broken := all[0].(map[string]any) // newest: the failed one, with E2B's zero values
+	if broken["build_status"] != "error" || broken["build_id"] != nil || broken["cpu_count"].(float64) != 0 {
+		t.Errorf("template without a ready build = %v", broken)
+	}
+
+	myApp := all[2].(map[string]any)["template_id"].(string)
+	var builds int
+	args = map[string]any{"template_id": myApp, "limit": 1}
+	for {
+		out := e.mustCall(e2b.ToolListTemplateBuilds, args)
+		builds += len(out["builds"].([]any))
+		next, ok := out["next_token"].(string)
+		if !ok {
+			break
+		}
+		args["next_token"] = next
+	}
+	if builds != 3 {
+		t.Errorf("builds over all pages = %d, want 3", builds)
+	}
+
+	_, err := e.call(e2b.ToolListTemplateBuilds, map[string]any{"template_id": base["template_id"]})
+	wantCode(t, err, mcpgate.EForbidden)
+	_, err = e.call(e2b.ToolListTemplateBuilds, map[string]any{"template_id": "nosuchtemplate"})
+	wantCode(t, err, mcpgate.ENotFound)
+}
+
+func TestTools_sandboxLifecycle(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.create(map[string]any{"metadata": map[string]string{"user": "abc", "app": "prod"}, "env_vars": map[string]string{"TOKEN": "env-s3cr3t"}})
+
+	got := e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": id})
+	if got["state"] != "running" || got["end_at"] != epoch.Add(300*time.Second).Format(time.RFC3339Nano) {
+		t.Errorf("get = %v, want running until +300 s", got)
+	}
+	if got["host"] != "<port>-"+id+".e2b.app" {
+		t.Errorf("host = %v", got["host"])
+	}
+
+	out := e.mustCall(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 3600})
+	if out["end_at"] != epoch.Add(time.Hour).Format(time.RFC3339) {
+		t.Errorf("set timeout end_at = %v", out["end_at"])
+	}
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id}) // memory defaults to true
+	got = e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": id})
+	if got["state"] != "paused" || got["paused_at"] != epoch.Format(time.RFC3339Nano) || got["end_at"] != nil {
+		t.Errorf("after pause = %v, want paused_at and no end_at", got)
+	}
+	_, err := e.call(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id})
+	wantCode(t, err, mcpgate.EConflict)
+	_, err = e.call(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 600})
+	wantCode(t, err, mcpgate.EConflict)
+
+	e.clock.Advance(time.Minute)
+	res := e.mustCall(e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id})
+	if res["action"] != "resumed" || res["timeout_seconds"].(float64) != 300 {
+		t.Errorf("resume = %v", res)
+	}
+	res = e.mustCall(e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 60})
+	if res["action"] != "extended" {
+		t.Errorf("resume of a running sandbox = %v, want extended", res)
+	}
+	got = e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": id})
+	if got["end_at"] != epoch.Add(time.Minute+300*time.Second).Format(time.RFC3339Nano) {
+		t.Errorf("connect shortened the sandbox: end_at = %v", got["end_at"])
+	}
+
+	if out := e.mustCall(e2b.ToolKillSandbox, map[string]any{"sandbox_id": id}); out["killed"] != true {
+		t.Errorf("kill = %v", out)
+	}
+	_, err = e.call(e2b.ToolKillSandbox, map[string]any{"sandbox_id": id})
+	wantCode(t, err, mcpgate.ENotFound)
+	_, err = e.call(e2b.ToolGetSandbox, map[string]any{"sandbox_id": id})
+	wantCode(t, err, mcpgate.ENotFound)
+	if !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
+		t.Errorf("404 message = %q, want it to explain expiry", mcpgate.ErrorMessage(err))
+	}
+}
+
+func TestTools_createOptions(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	out := e.mustCall(e2b.ToolCreateSandbox, map[string]any{"template_id": "code-interpreter-v1", "timeout": 60,
+		"auto_pause": true, "allow_internet_access": false})
+	if out["on_timeout"] != "pause" || out["alias"] != "code-interpreter-v1" {
+		t.Errorf("create = %v", out)
+	}
+	got := e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": out["sandbox_id"]})
+	if got["allow_internet_access"] != false || got["lifecycle"].(map[string]any)["onTimeout"] != "pause" {
+		t.Errorf("get = %v", got)
+	}
+	// Auto-pause at the timeout: the sandbox is paused, not gone.
+	e.clock.Advance(61 * time.Second)
+	got = e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": out["sandbox_id"]})
+	if got["state"] != "paused" {
+		t.Errorf("after timeout with auto_pause: state = %v", got["state"])
+	}
+
+	_, err := e.call(e2b.ToolCreateSandbox, map[string]any{"template_id": "nope"})
+	wantCode(t, err, mcpgate.ENotFound)
+}
+
+func TestTools_listSandboxes(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{MaxRunning: 100})
+	for i := range 7 {
+		e.create(map[string]any{"metadata": map[string]string{"user": fmt.Sprint("u", i%2), "app": "prod"}})
+		e.clock.Advance(time.Second)
+	}
+	paused := e.create(map[string]any{"metadata": map[string]string{"user": "u0", "app": "prod"}})
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": paused, "memory": false})
+
+	out := e.mustCall(e2b.ToolListSandboxes, nil)
+	if n := len(out["data"].([]any)); n != 8 || out["total_running"].(float64) != 7 || out["next_token"] != nil {
+		t.Errorf("list = %d items, total_running %v, next_token %v", n, out["total_running"], out["next_token"])
+	}
+	first := out["data"].([]any)[0].(map[string]any)
+	if first["sandbox_id"] != paused || first["paused_at"] == nil {
+		t.Errorf("newest first = %v, want the paused one with paused_at", first)
+	}
+
+	// Paging to the end, filtered by metadata.
+	seen := map[string]bool{}
+	args := map[string]any{"limit": 2, "metadata": "user=u0&app=prod", "state": "running"}
+	for pages := 0; ; pages++ {
+		out := e.mustCall(e2b.ToolListSandboxes, args)
+		if out["total_running"].(float64) != 4 {
+			t.Errorf("total_running = %v, want 4", out["total_running"])
+		}
+		for _, it := range out["data"].([]any) {
+			seen[it.(map[string]any)["sandbox_id"].(string)] = true
+		}
+		next, ok := out["next_token"].(string)
+		if !ok {
+			break
+		}
+		args["next_token"] = next
+	}
+	if len(seen) != 4 {
+		t.Errorf("sandboxes over all pages = %d, want 4", len(seen))
+	}
+
+	out = e.mustCall(e2b.ToolListSandboxes, map[string]any{"state": "paused"})
+	if len(out["data"].([]any)) != 1 || out["total_running"] != nil {
+		t.Errorf("paused only = %v, want one and no total_running", out)
+	}
+	out = e.mustCall(e2b.ToolListSandboxes, map[string]any{"started_after": epoch.Add(5 * time.Second).Format(time.RFC3339)})
+	if n := len(out["data"].([]any)); n != 3 {
+		t.Errorf("started_after = %d sandboxes, want 3", n)
+	}
+	out = e.mustCall(e2b.ToolListSandboxes, map[string]any{"template": "desktop"})
+	if n := len(out["data"].([]any)); n != 0 {
+		t.Errorf("template filter = %d sandboxes, want 0", n)
+	}
+	_, err := e.call(e2b.ToolListSandboxes, map[string]any{"next_token": "garbage"})
+	wantCode(t, err, mcpgate.EInvalid)
+	if !strings.Contains(mcpgate.ErrorMessage(err), "next_token") {
+		t.Errorf("bad token message = %q, want it to name next_token", mcpgate.ErrorMessage(err))
+	}
+	_, err = e.call(e2b.ToolListSandboxes, map[string]any{"started_after": "yesterday"})
+	wantCode(t, err, mcpgate.EInvalid)
+}
+
+func TestTools_logs(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.create(map[string]any{"timeout": 3600})
+	e.clock.Advance(10 * time.Minute) // 61 entries, one per 10 s
+
+	out := e.mustCall(e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": id})
+	logs := out["logs"].([]any)
+	if len(logs) != 61 || out["next_cursor"] != nil {
+		t.Fatalf("logs = %d, next_cursor %v; want 61 and none", len(logs), out["next_cursor"])
+	}
+	if logs[0].(map[string]any)["timestamp"] != epoch.Add(10*time.Minute).Format(time.RFC3339Nano) {
+		t.Errorf("first entry = %v, want the newest (backward by default)", logs[0])
+	}
+
+	// Page backward to the start, 25 at a time.
+	var total int
+	args := map[string]any{"sandbox_id": id, "limit": 25}
+	for {
+		out := e.mustCall(e2b.ToolGetSandboxLogs, args)
+		total += len(out["logs"].([]any))
+		c, ok := out["next_cursor"]
+		if !ok {
+			break
+		}
+		args["cursor"] = c
+	}
+	if total != 61 {
+		t.Errorf("entries over all pages = %d, want 61", total)
+	}
+
+	out = e.mustCall(e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": id, "direction": "forward",
+		"cursor": epoch.UnixMilli(), "level": "error", "limit": 3})
+	for _, l := range out["logs"].([]any) {
+		if l.(map[string]any)["level"] != "error" {
+			t.Errorf("level filter let through %v", l)
+		}
+	}
+	out = e.mustCall(e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": id, "search": "#42)"})
+	if n := len(out["logs"].([]any)); n != 1 {
+		t.Errorf("search = %d entries, want 1", n)
+	}
+}
+
+func TestTools_metrics(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{e2bsim.CPUMetadataKey: "50"}})
+	e.clock.Advance(time.Minute)
+
+	out := e.mustCall(e2b.ToolGetSandboxMetrics, map[string]any{"sandbox_id": id})
+	sum := out["summary"].(map[string]any)
+	if n := len(out["metrics"].([]any)); n != 13 || sum["samples"].(float64) != 13 {
+		t.Errorf("metrics = %d samples, want 13 (5 s step over a minute)", n)
+	}
+	if avg := sum["avg_cpu_used_pct"].(float64); avg < 40 || avg > 60 {
+		t.Errorf("avg cpu = %v, want about 50", avg)
+	}
+	m := out["metrics"].([]any)[0].(map[string]any)
+	if m["timestamp"] != epoch.Format(time.RFC3339Nano) || m["mem_total_bytes"].(float64) != 512<<20 {
+		t.Errorf("first sample = %v", m)
+	}
+	out = e.mustCall(e2b.ToolGetSandboxMetrics, map[string]any{"sandbox_id": id,
+		"start": epoch.Add(30 * time.Second).Unix(), "end": epoch.Add(40 * time.Second).Unix()})
+	if n := len(out["metrics"].([]any)); n != 3 {
+		t.Errorf("metrics in [30 s, 40 s] = %d, want 3", n)
+	}
+	_, err := e.call(e2b.ToolGetSandboxMetrics, map[string]any{"sandbox_id": id, "start": 20, "end": 10})
+	wantCode(t, err, mcpgate.EInvalid)
+}
+
+func TestTools_snapshots(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.create(nil)
+	for _, name := range []string{`{"name":"first"}`, `{}`, `{"name":"third"}`} {
+		if resp := do(t, http.MethodPost, e.srv.URL+"/sandboxes/"+id+"/snapshots", testKey, name); resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create snapshot: status %d", resp.StatusCode)
+		}
+	}
+	var ids []string
+	args := map[string]any{"limit": 2}
+	for {
+		out := e.mustCall(e2b.ToolListSnapshots, args)
+		for _, s := range out["data"].([]any) {
+			ids = append(ids, s.(map[string]any)["snapshot_id"].(string))
+		}
+		next, ok := out["next_token"].(string)
+		if !ok {
+			break
+		}
+		args["next_token"] = next
+	}
+	if len(ids) != 3 || !strings.HasSuffix(ids[0], "/third:default") {
+		t.Errorf("snapshots = %v", ids)
+	}
+	out := e.mustCall(e2b.ToolListSnapshots, map[string]any{"name": "first"})
+	if n := len(out["data"].([]any)); n != 1 {
+		t.Errorf("by name = %d, want 1", n)
+	}
+	// A sandbox can be created from a snapshot.
+	e.create(map[string]any{"template_id": ids[0]})
+}
+
+func TestTools_findIdle(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{MaxRunning: 200})
+	var idle, busy []string
+	for i := range 102 { // more than one page of 100
+		cpu := "50"
+		if i%3 == 0 {
+			cpu = "1"
+		}
+		id := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{e2bsim.CPUMetadataKey: cpu}})
+		if cpu == "1" {
+			idle = append(idle, id)
+		} else {
+			busy = append(busy, id)
+		}
+	}
+	e.clock.Advance(15 * time.Minute)
+	young := e.create(map[string]any{"metadata": map[string]string{e2bsim.CPUMetadataKey: "0"}})
+
+	out := e.mustCall(e2b.ToolFindIdleSandboxes, nil)
+	if out["window_minutes"].(float64) != 10 || out["cpu_threshold_pct"].(float64) != 5 {
+		t.Errorf("defaults = %v, %v", out["window_minutes"], out["cpu_threshold_pct"])
+	}
+	if out["checked"].(float64) != 103 || out["active_count"].(float64) != float64(len(busy)) {
+		t.Errorf("checked = %v, active = %v", out["checked"], out["active_count"])
+	}
+	got := map[string]bool{}
+	for _, it := range out["idle"].([]any) {
+		s := it.(map[string]any)
+		got[s["sandbox_id"].(string)] = true
+		if s["samples"].(float64) != 121 || s["max_cpu_used_pct"].(float64) >= 5 {
+			t.Errorf("idle figures = %v", s)
+		}
+	}
+	for _, id := range idle {
+		if !got[id] {
+			t.Errorf("idle sandbox %s not flagged", id)
+		}
+	}
+	if len(got) != len(idle) {
+		t.Errorf("flagged %d, want %d", len(got), len(idle))
+	}
+	skipped := out["skipped"].([]any)
+	if len(skipped) != 1 || skipped[0].(map[string]any)["sandbox_id"] != young {
+		t.Errorf("skipped = %v, want the young sandbox", skipped)
+	}
+
+	// A higher threshold flags the busy ones too.
+	out = e.mustCall(e2b.ToolFindIdleSandboxes, map[string]any{"cpu_threshold_pct": 100, "window_minutes": 5})
+	if n := len(out["idle"].([]any)); n != 102 {
+		t.Errorf("threshold 100%%: %d idle, want 102", n)
+	}
+
+	// A rate limit on metrics stops the scan with the 429, not a partial answer.
+	e.sim.Inject(e2bsim.Fault{Path: "/sandboxes/*", Method: http.MethodGet, Status: http.StatusTooManyRequests, RetryAfter: "7"})
+	_, err := e.call(e2b.ToolFindIdleSandboxes, nil)
+	wantCode(t, err, mcpgate.ETooMany)
+	if mcpgate.ErrorRetryAfter(err) != 7 {
+		t.Errorf("RetryAfter = %d, want 7", mcpgate.ErrorRetryAfter(err))
+	}
+}
+
+func TestTools_defaultsAndBounds(t *testing.T) {
+	c := e2b.New(e2b.Options{})
+	tool := func(name string) interface {
+		Decode(json.RawMessage) (map[string]any, error)
+	} {
+		for _, tl := range c.Tools() {
+			if tl.Name == name {
+				return tl
+			}
+		}
+		t.Fatalf("no tool %s", name)
+		return nil
+	}
+	const id = `"iabcdefghij0123456789"`
+	tests := []struct {
+		name, tool, args string
+		want             map[string]any // checked keys after defaults
+		wantErr          bool
+	}{
+		{name: "sandboxes default limit", tool: e2b.ToolListSandboxes, args: `{}`, want: map[string]any{"limit": 50.0}},
+		{name: "sandboxes limit 100", tool: e2b.ToolListSandboxes, args: `{"limit":100}`, want: map[string]any{"limit": int64(100)}},
+		{name: "sandboxes limit 101", tool: e2b.ToolListSandboxes, args: `{"limit":101}`, wantErr: true},
+		{name: "sandboxes limit 0", tool: e2b.ToolListSandboxes, args: `{"limit":0}`, wantErr: true},
+		{name: "unknown state", tool: e2b.ToolListSandboxes, args: `{"state":"dead"}`, wantErr: true},
+		{name: "unknown argument", tool: e2b.ToolListSandboxes, args: `{"limt":5}`, wantErr: true},
+		{name: "logs defaults", tool: e2b.ToolGetSandboxLogs, args: `{"sandbox_id":` + id + `}`,
+			want: map[string]any{"limit": 100.0, "direction": "backward"}},
+		{name: "logs limit 1001", tool: e2b.ToolGetSandboxLogs, args: `{"sandbox_id":` + id + `,"limit":1001}`, wantErr: true},
+		{name: "logs direction", tool: e2b.ToolGetSandboxLogs, args: `{"sandbox_id":` + id + `,"direction":"sideways"}`, wantErr: true},
+		{name: "logs search too long", tool: e2b.ToolGetSandboxLogs, args: `{"sandbox_id":` + id + `,"search":"` + strings.Repeat("x", 257) + `"}`, wantErr: true},
+		{name: "create defaults", tool: e2b.ToolCreateSandbox, args: `{}`,
+			want: map[string]any{"template_id": "base", "timeout": 300.0, "auto_pause": false, "allow_internet_access": true}},
+		{name: "create timeout 0", tool: e2b.ToolCreateSandbox, args: `{"timeout":0}`, wantErr: true},
+		{name: "create timeout too long", tool: e2b.ToolCreateSandbox, args: `{"timeout":86401}`, wantErr: true},
+		{name: "create bad template", tool: e2b.ToolCreateSandbox, args: `{"template_id":"../admin"}`, wantErr: true},
+		{name: "pause memory default", tool: e2b.ToolPauseSandbox, args: `{"sandbox_id":` + id + `}`, want: map[string]any{"memory": true}},
+		{name: "pause bad id", tool: e2b.ToolPauseSandbox, args: `{"sandbox_id":"../../x"}`, wantErr: true},
+		{name: "kill needs id", tool: e2b.ToolKillSandbox, args: `{}`, wantErr: true},
+		{name: "timeout needs timeout", tool: e2b.ToolSetSandboxTimeout, args: `{"sandbox_id":` + id + `}`, wantErr: true},
+		{name: "timeout under a minute", tool: e2b.ToolSetSandboxTimeout, args: `{"sandbox_id":` + id + `,"timeout":0}`, wantErr: true},
+		{name: "resume default", tool: e2b.ToolResumeSandbox, args: `{"sandbox_id":` + id + `}`, want: map[string]any{"timeout": 300.0}},
+		{name: "idle defaults", tool: e2b.ToolFindIdleSandboxes, args: `null`, want: map[string]any{"window_minutes": 10.0, "cpu_threshold_pct": 5.0}},
+		{name: "not an object", tool: e2b.ToolListTemplates, args: `[1]`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tool(tt.tool).Decode(json.RawMessage(tt.args))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Decode(%s) err = %v, wantErr %v", tt.args, err, tt.wantErr)
+			}
+			if err != nil {
+				wantCode(t, err, mcpgate.EInvalid)
+				return
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("Decode(%s)[%s] = %#v, want %#v", tt.args, k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestTools_stripping(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.createRaw(e2b.NewSandbox{TemplateID: "base", Timeout: 3600, Secure: true, Network: json.RawMessage(secretNetwork),
+		EnvVars: map[string]string{"API_KEY": "env-var-s3cr3t"}, Metadata: map[string]string{"user": "abc"}})
+	paused := e.createRaw(e2b.NewSandbox{TemplateID: "base", Timeout: 3600, Secure: true, Network: json.RawMessage(secretNetwork)})
+	e.clock.Advance(11 * time.Minute)
+	if err := e.conn.Client().PauseSandbox(context.Background(), testKey, paused, true); err != nil {
+		t.Fatal(err)
+	}
+	do(t, http.MethodPost, e.srv.URL+"/sandboxes/"+id+"/snapshots", testKey, `{"name":"snap"}`)
+
+	calls := []struct {
+		tool string
+		args map[string]any
+	}{
+		{e2b.ToolListDefaultTemplates, nil},
+		{e2b.ToolListTemplates, nil},
+		{e2b.ToolListTemplateBuilds, map[string]any{"template_id": "nosuchtemplate"}},
+		{e2b.ToolCreateSandbox, nil},
+		{e2b.ToolListSandboxes, nil},
+		{e2b.ToolGetSandbox, map[string]any{"sandbox_id": id}},
+		{e2b.ToolGetSandbox, map[string]any{"sandbox_id": paused}},
+		{e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": id}},
+		{e2b.ToolGetSandboxMetrics, map[string]any{"sandbox_id": id}},
+		{e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 7200}},
+		{e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id}},
+		{e2b.ToolResumeSandbox, map[string]any{"sandbox_id": paused}},
+		{e2b.ToolPauseSandbox, map[string]any{"sandbox_id": paused}},
+		{e2b.ToolListSnapshots, nil},
+		{e2b.ToolFindIdleSandboxes, nil},
+		{e2b.ToolKillSandbox, map[string]any{"sandbox_id": paused}},
+	}
+	for _, c := range calls {
+		e.call(c.tool, c.args) // outputs and errors are scanned at cleanup
+	}
+	got := e.mustCall(e2b.ToolGetSandbox, map[string]any{"sandbox_id": id})
+	b, _ := json.Marshal(got["network"])
+	want := `{"allow_out":["1.1.1.1"],"allow_public_traffic":false,"deny_out":["10.0.0.0/8"],` +
+		`"egress_proxy":{"address":"proxy.example.com:1080","username":"[redacted]"},` +
+		`"rules":{"api.example.com":[{"headers":{"Authorization":"[redacted]"}}]}}`
+	if string(b) != want {
+		t.Errorf("network = %s\nwant      %s", b, want)
+	}
+
+	// An upstream error message quoting a secret is not passed on.
+	e.sim.Inject(e2bsim.Fault{Path: "/v2/sandboxes", Status: http.StatusBadRequest,
+		Message: "invalid header Authorization: Bearer rule-header-s3cr3t", Times: 1})
+	_, err := e.call(e2b.ToolListSandboxes, nil)
+	wantCode(t, err, mcpgate.EInvalid)
+
+	// The simulator really issued every kind of secret this test looks for.
+	secrets := strings.Join(e.sim.Secrets(), " ")
+	for _, s := range []string{"ea_", "ta_", "rule-header-s3cr3t", "proxy-user-s3cr3t", "proxy-pass-s3cr3t", "env-var-s3cr3t"} {
+		if !strings.Contains(secrets, s) {
+			t.Errorf("simulator did not issue %s", s)
+		}
+	}
+}

@@ -1,0 +1,19 @@
+// Package e2bsim is a local, in-memory stand-in for E2B's control-plane API
+// and the dashboard API's default templates, faithful enough that the E2B
+// connector's tests, demos and benchmarks can run against it instead of E2B.
+//
+// It keeps real state per team (sandboxes that run, pause, resume, expire and
+// die; templates, builds and snapshots), validates requests the way E2B's
+// OpenAPI validator does (400 with E2B's error shape), pages with
+// X-Next-Token, sends X-Total-Running, generates logs and metrics, enforces a
+// per-team concurrency limit (429 with Retry-After) and returns the secret
+// fields E2B returns (envd and traffic access tokens, network rule header
+// values, egress proxy usernames), so that stripping them is tested for real.
+// Faults (latency, failure rate, per-route statuses, bodies, delays, resets)
+// can be injected by flag or from a test.
+//
+// Expiry is evaluated lazily at each request against the server's clock, so
+// a test can move time with ManualClock and needs no goroutine or sleep.
+//
+// It imports only the standard library: nothing of the gateway.
+package e2bsim
