@@ -15,6 +15,7 @@ import (
 )
 
 func TestSignup_Cookies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		publicURL  string
@@ -51,6 +52,7 @@ func TestSignup_Cookies(t *testing.T) {
 }
 
 func TestSignup_Accounts(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	first := ts.newClient(t).mustSignup("first@example.com")
 	second := ts.newClient(t).mustSignup("Second@Example.com")
@@ -75,6 +77,7 @@ func TestSignup_Accounts(t *testing.T) {
 }
 
 func TestSignup_Refused(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	ts.newClient(t).mustSignup("taken@example.com")
 	creds := func(email, pw string) string {
@@ -134,6 +137,7 @@ func TestSignup_Refused(t *testing.T) {
 }
 
 func TestSignup_InviteMode(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{Signup: api.SignupInvite})
 	mustStoreUser(t, ts.db, "owner@example.com")
 	owner := ts.newClient(t)
@@ -170,6 +174,7 @@ func TestSignup_InviteMode(t *testing.T) {
 }
 
 func TestLogin(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	ts.newClient(t).mustSignup("user@example.com")
 	tests := []struct {
@@ -215,6 +220,7 @@ func TestLogin(t *testing.T) {
 }
 
 func TestLogin_ThrottledPerEmail(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	ts.newClient(t).mustSignup("user@example.com")
 	ts.newClient(t).mustSignup("bystander@example.com")
@@ -243,6 +249,7 @@ func TestLogin_ThrottledPerEmail(t *testing.T) {
 }
 
 func TestLogin_SuccessClearsFailures(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	ts.newClient(t).mustSignup("user@example.com")
 	for round := range 2 {
@@ -257,6 +264,7 @@ func TestLogin_SuccessClearsFailures(t *testing.T) {
 }
 
 func TestLogin_ThrottledPerAddress(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	// 30 failures from one address, spread over 6 accounts (5 each, so that
 	// the per-email limit alone would not refuse the 7th account).
@@ -279,6 +287,7 @@ func TestLogin_ThrottledPerAddress(t *testing.T) {
 // A login always makes a new session: a cookie the browser had before (for
 // example one planted by an attacker) never becomes the logged-in one.
 func TestLogin_NewSessionEveryTime(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	c := ts.newClient(t)
 	c.mustSignup("user@example.com")
@@ -304,6 +313,7 @@ func TestLogin_NewSessionEveryTime(t *testing.T) {
 }
 
 func TestLogout_RevokesSession(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	c := ts.newClient(t)
 	c.mustSignup("user@example.com")
@@ -331,6 +341,7 @@ func TestLogout_RevokesSession(t *testing.T) {
 }
 
 func TestMe_Shape(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	c := ts.newClient(t)
 	c.mustSignup("user@example.com")
@@ -377,6 +388,7 @@ func TestMe_Shape(t *testing.T) {
 }
 
 func TestHealthAndRouting(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	c := ts.newClient(t)
 	c.do("GET", "/healthz", nil).wantStatus(t, http.StatusOK)

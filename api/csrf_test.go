@@ -46,6 +46,7 @@ func stateChangingRoutes(t *testing.T, h http.Handler) []route {
 }
 
 func TestCSRF_EveryStateChangingRoute(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	for _, rt := range stateChangingRoutes(t, ts.handler) {
 		t.Run(rt.method+" "+rt.pattern, func(t *testing.T) {
@@ -101,6 +102,7 @@ func TestCSRF_EveryStateChangingRoute(t *testing.T) {
 // Without a session cookie there is nothing to forge: signup and login need
 // no CSRF header, and other routes answer 401.
 func TestCSRF_NoSessionCookie(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	c := ts.newClient(t)
 	req := c.newRequest("POST", "/api/v1/auth/signup", map[string]string{"email": "a@example.com", "password": testPassword})

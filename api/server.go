@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -121,7 +122,7 @@ func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
 // Sessions returns the session issuer, for the dashboard's pages.
 func (s *Server) Sessions() *Sessions { return s.sessions }
 
-func isHTTPS(u string) bool { return len(u) >= 8 && u[:8] == "https://" }
+func isHTTPS(u string) bool { return len(u) >= 8 && strings.EqualFold(u[:8], "https://") }
 
 // Handler returns the root router.
 func (s *Server) Handler() http.Handler {
@@ -165,7 +166,10 @@ func (s *Server) Handler() http.Handler {
 			WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.ENotFound, "no such API route"))
 		})
 		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-			WriteError(w, r, s.log, &mcpgate.Error{Code: mcpgate.EInvalid, Message: "method not allowed on this route"})
+			var body errorBody
+			body.Error.Code = "method_not_allowed"
+			body.Error.Message = "method not allowed on this route"
+			writeJSON(w, http.StatusMethodNotAllowed, body)
 		})
 	})
 	if s.opts.Web != nil {

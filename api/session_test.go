@@ -2,7 +2,9 @@ package api_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +56,7 @@ func flipSignature(tok string) string {
 }
 
 func TestSession_Tokens(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, api.Options{})
 	a := ts.newClient(t)
 	a.mustSignup("a@example.com")
@@ -137,4 +140,63 @@ func TestSession_Tokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeSessions is a SessionStore with function fields.
+type fakeSessions struct {
+	FindSessionUserFn func(ctx context.Context, id string) (*mcpgate.User, error)
+}
+
+func (f fakeSessions) CreateSession(context.Context, string, time.Time) (string, error) {
+	return "", errors.New("not used")
+}
+
+func (f fakeSessions) FindSessionUser(ctx context.Context, id string) (*mcpgate.User, error) {
+	return f.FindSessionUserFn(ctx, id)
+}
+
+func (f fakeSessions) RevokeSession(context.Context, string) error { return nil }
+
+// FuzzAuthenticate: no cookie value makes Authenticate panic, and only a
+// token signed with the secret for the live session passes.
+func FuzzAuthenticate(f *testing.F) {
+	const sid, uid = "7f6c2a51-33a4-4c5e-9a53-8d3b8e0c1f00", "0b9a4f6e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+	now := time.Now()
+	claims := jwt.RegisteredClaims{Issuer: wantIssuer, Audience: jwt.ClaimStrings{wantAudience}, Subject: uid, ID: sid,
+		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
+	valid, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(testSecret)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add(flipSignature(valid))
+	f.Add("")
+	f.Add("a.b.c")
+	f.Add("eyJhbGciOiJub25lIn0.e30.")
+	s := &api.Sessions{Secret: testSecret, TTL: time.Hour, Store: fakeSessions{
+		FindSessionUserFn: func(_ context.Context, id string) (*mcpgate.User, error) {
+			if id == sid {
+				return &mcpgate.User{ID: uid}, nil
+			}
+			return nil, mcpgate.Errorf(mcpgate.EUnauthorized, "no session")
+		}}}
+	f.Fuzz(func(t *testing.T, tok string) {
+		req := httptest.NewRequest("GET", "/api/v1/me", nil)
+		req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: tok})
+		u, id, err := s.Authenticate(req)
+		if err != nil {
+			if code := mcpgate.ErrorCode(err); code != mcpgate.EUnauthorized {
+				t.Fatalf("Authenticate(%q) err = %v, want unauthorized", tok, err)
+			}
+			return
+		}
+		if u.ID != uid || id != sid {
+			t.Fatalf("Authenticate(%q) = %s, %s; want the seeded session", tok, u.ID, id)
+		}
+		// Only the signed token passes (base64 may ignore trailing bits, so
+		// compare what it decodes to rather than the text).
+		if got := claimsOf(t, tok); got.Subject != uid || got.ID != sid {
+			t.Fatalf("Authenticate(%q) accepted claims %+v", tok, got)
+		}
+	})
 }

@@ -11,7 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/vault"
@@ -52,6 +55,25 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL))
+}
+
+// Format prints the configuration with its secrets hidden: the Secret fields
+// redact themselves, and DATABASE_URL may carry a password.
+func (c Config) Format(f fmt.State, verb rune) {
+	type plain Config
+	p := plain(c)
+	p.DB.URL = redactDSN(p.DB.URL)
+	fmt.Fprintf(f, fmt.FormatString(f, verb), p)
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password=)[^&\s]*`)
+
+// redactDSN hides the password of a PostgreSQL URL or keyword/value string.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		dsn = u.Redacted()
+	}
+	return dsnPassword.ReplaceAllString(dsn, "${1}[redacted]")
 }
 
 // setting is one configuration value: its flag, its environment variable, its
@@ -145,7 +167,12 @@ func (e *ConfigError) Error() string {
 }
 
 // placeholders are values copied from examples that must never be used.
-var placeholders = []string{"changeme", "change-me", "change_me", "secret", "password", "example", "xxx", "your-", "replace", "todo"}
+var placeholders = []string{"changeme", "change-me", "change_me", "secret", "password", "example", "your-", "replace"}
+
+// placeholderWords are too short to look for inside a value: a random base64
+// key spells "xxx" in some letter case about once in 800. They count only as
+// whole words.
+var placeholderWords = []string{"xxx", "todo"}
 
 func isPlaceholder(v string) bool {
 	l := strings.ToLower(v)
@@ -154,8 +181,19 @@ func isPlaceholder(v string) bool {
 			return true
 		}
 	}
-	// One character repeated ("aaaa…", "0000…") is not random.
-	return strings.Count(l, l[:1]) == len(l)
+	words := strings.FieldsFunc(l, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	for _, w := range words {
+		if slices.Contains(placeholderWords, w) {
+			return true
+		}
+	}
+	// A handful of characters repeated ("aaaa…", "0000…", "xxxx-xxxx…") is
+	// not random.
+	distinct := map[rune]bool{}
+	for _, r := range l {
+		distinct[r] = true
+	}
+	return len(distinct) < 8
 }
 
 // validate checks values; the secrets are checked here only when present,
@@ -273,7 +311,13 @@ func (c *Config) ensureGeneratedSecrets() ([]string, error) {
 		}
 		*s.dst = mcpgate.Secret(strings.TrimSpace(string(b)))
 	}
-	if p := checkRootKey("generated encryption_key", c.Vault.EncryptionKey.Reveal()); len(p) > 0 {
+	// The stored files may have been edited, or left empty by a crash.
+	p := checkRootKey("generated encryption_key", c.Vault.EncryptionKey.Reveal())
+	if s := c.Session.JWTSecret.Reveal(); len(s) < 32 || isPlaceholder(s) {
+		p = append(p, "generated jwt_secret in DATA_DIR is shorter than 32 bytes or not random; "+
+			"delete it to generate a new one (this ends every session)")
+	}
+	if len(p) > 0 {
 		return nil, &ConfigError{Problems: p}
 	}
 	return generated, nil

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// envOf returns a getenv over m.
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// newKey returns a fresh root key, base64.
+func newKey(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// mustFile writes content to a new file and returns its path.
+func mustFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatalf("WriteFile() err = %v", err)
+	}
+	return p
+}
+
+func mustLoadConfig(t *testing.T, args []string, env map[string]string) *Config {
+	t.Helper()
+	c, err := LoadConfig(args, envOf(env))
+	if err != nil {
+		t.Fatalf("LoadConfig(%q) err = %v, want nil", args, err)
+	}
+	return c
+}
+
+// wantConfig is the configuration with every default.
+func wantConfig() *Config {
+	var c Config
+	c.HTTP.ListenAddr = ":8080"
+	c.HTTP.PublicURL = "http://localhost:8080"
+	c.DB.DataDir = "./data"
+	c.Session.Signup = "open"
+	c.E2B.APIURL = "https://api.e2b.app"
+	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
+	c.LogFormat = "json"
+	c.LogLevel = "info"
+	return &c
+}
+
+func TestLoadConfig_Defaults(t *testing.T) {
+	got := mustLoadConfig(t, nil, nil)
+	if diff := cmp.Diff(wantConfig(), got); diff != "" {
+		t.Errorf("LoadConfig() defaults (-want +got):\n%s", diff)
+	}
+	if !got.Embedded() {
+		t.Errorf("Embedded() = false without DATABASE_URL")
+	}
+}
+
+func TestLoadConfig_Sources(t *testing.T) {
+	key, jwtSecret := newKey(t), newKey(t)
+	allEnv := map[string]string{
+		"LISTEN_ADDR": "127.0.0.1:9000", "PUBLIC_URL": "https://gw.example.com/", "DATABASE_URL": "postgres://db.example.com/mcpgate",
+		"DATA_DIR": "/var/lib/mcpgate", "ENCRYPTION_KEY": key, "JWT_SECRET": jwtSecret, "SIGNUP": "invite",
+		"E2B_API_URL": "http://127.0.0.1:3000", "E2B_DASHBOARD_API_URL": "http://127.0.0.1:3001", "LOG_FORMAT": "text", "LOG_LEVEL": "debug",
+	}
+	fromEnv := func() *Config {
+		c := wantConfig()
+		c.HTTP.ListenAddr, c.HTTP.PublicURL = "127.0.0.1:9000", "https://gw.example.com"
+		c.DB.URL, c.DB.DataDir = "postgres://db.example.com/mcpgate", "/var/lib/mcpgate"
+		c.Vault.EncryptionKey, c.Session.JWTSecret = mcpgate.Secret(key), mcpgate.Secret(jwtSecret)
+		c.Session.Signup = "invite"
+		c.E2B.APIURL, c.E2B.DashboardAPIURL = "http://127.0.0.1:3000", "http://127.0.0.1:3001"
+		c.LogFormat, c.LogLevel = "text", "debug"
+		return c
+	}
+	otherKey := newKey(t)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func() *Config
+	}{
+		{name: "environment", env: allEnv, want: fromEnv},
+		{name: "flags beat the environment",
+			args: []string{"-listen", "127.0.0.1:9999", "--signup=open", "-jwt-secret", otherKey, "-log-format", "json"},
+			env:  allEnv,
+			want: func() *Config {
+				c := fromEnv()
+				c.HTTP.ListenAddr, c.Session.Signup, c.Session.JWTSecret, c.LogFormat = "127.0.0.1:9999", "open", mcpgate.Secret(otherKey), "json"
+				return c
+			}},
+		{name: "a flag beats NAME_FILE too",
+			args: []string{"-jwt-secret", otherKey},
+			env:  mergeEnv(allEnv, map[string]string{"JWT_SECRET": "", "JWT_SECRET_FILE": mustFile(t, jwtSecret)}),
+			want: func() *Config { c := fromEnv(); c.Session.JWTSecret = mcpgate.Secret(otherKey); return c }},
+		{name: "NAME_FILE variants, trimmed",
+			env: mergeEnv(allEnv, map[string]string{
+				"ENCRYPTION_KEY": "", "ENCRYPTION_KEY_FILE": mustFile(t, key+"\n"),
+				"JWT_SECRET": "", "JWT_SECRET_FILE": mustFile(t, "  "+jwtSecret+"\r\n"),
+				"DATABASE_URL": "", "DATABASE_URL_FILE": mustFile(t, "postgres://db.example.com/mcpgate\n"),
+			}),
+			want: fromEnv},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustLoadConfig(t, tt.args, tt.env)
+			if diff := cmp.Diff(tt.want(), got); diff != "" {
+				t.Errorf("LoadConfig() (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func mergeEnv(a, b map[string]string) map[string]string {
+	m := map[string]string{}
+	for k, v := range a {
+		m[k] = v
+	}
+	for k, v := range b {
+		m[k] = v
+	}
+	return m
+}
+
+func TestLoadConfig_Problems(t *testing.T) {
+	key := newKey(t)
+	external := map[string]string{"DATABASE_URL": "postgres://db.example.com/mcpgate", "ENCRYPTION_KEY": key, "JWT_SECRET": newKey(t)}
+	short := newKey(t)[:22] + "=="
+	tests := []struct {
+		name         string
+		env          map[string]string
+		wantProblems []string // one substring per problem, in order
+	}{
+		{name: "both NAME and NAME_FILE",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET_FILE": mustFile(t, newKey(t))}),
+			wantProblems: []string{"JWT_SECRET and JWT_SECRET_FILE are both set"}},
+		{name: "unreadable NAME_FILE",
+			env:          mergeEnv(external, map[string]string{"ENCRYPTION_KEY": "", "ENCRYPTION_KEY_FILE": "/nonexistent/key"}),
+			wantProblems: []string{"ENCRYPTION_KEY_FILE: cannot read /nonexistent/key", "ENCRYPTION_KEY is required"}},
+		{name: "four bad values at once",
+			env:          mergeEnv(external, map[string]string{"LISTEN_ADDR": "8080", "PUBLIC_URL": "ftp://example.com", "SIGNUP": "closed", "LOG_FORMAT": "xml"}),
+			wantProblems: []string{"LISTEN_ADDR", "PUBLIC_URL", "SIGNUP", "LOG_FORMAT"}},
+		{name: "every problem at once",
+			env: map[string]string{"LISTEN_ADDR": "nope", "PUBLIC_URL": "localhost", "E2B_API_URL": "api.e2b.app",
+				"E2B_DASHBOARD_API_URL": "//x", "SIGNUP": "", "LOG_FORMAT": "yaml", "LOG_LEVEL": "loud",
+				"DATABASE_URL": "postgres://db/x", "JWT_SECRET": "short"},
+			wantProblems: []string{"LISTEN_ADDR", "PUBLIC_URL", "E2B_API_URL", "E2B_DASHBOARD_API_URL", "LOG_FORMAT", "LOG_LEVEL",
+				"ENCRYPTION_KEY is required", "JWT_SECRET must be at least 32 bytes"}},
+		{name: "external database without secrets",
+			env:          map[string]string{"DATABASE_URL": "postgres://db.example.com/mcpgate"},
+			wantProblems: []string{"ENCRYPTION_KEY is required", "JWT_SECRET is required"}},
+		{name: "placeholder JWT secret",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET": "changeme-changeme-changeme-changeme"}),
+			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
+		{name: "placeholder JWT secret in a file",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET": "", "JWT_SECRET_FILE": mustFile(t, "your-jwt-secret-goes-here-please-replace\n")}),
+			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
+		{name: "one repeated character",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET": strings.Repeat("0", 40)}),
+			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
+		{name: "short JWT secret",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET": "k3Yq9vP2mX7rT4wZ"}),
+			wantProblems: []string{"JWT_SECRET must be at least 32 bytes"}},
+		{name: "placeholder encryption key",
+			env:          mergeEnv(external, map[string]string{"ENCRYPTION_KEY": "changeme"}),
+			wantProblems: []string{"ENCRYPTION_KEY looks like a placeholder"}},
+		{name: "encryption key of 16 bytes",
+			env:          mergeEnv(external, map[string]string{"ENCRYPTION_KEY": short}),
+			wantProblems: []string{"ENCRYPTION_KEY must be 32 random bytes"}},
+		{name: "encryption key not base64",
+			env:          mergeEnv(external, map[string]string{"ENCRYPTION_KEY": "!!" + key[2:]}),
+			wantProblems: []string{"ENCRYPTION_KEY must be 32 random bytes"}},
+		{name: "embedded, bad secrets still checked",
+			env:          map[string]string{"JWT_SECRET": "short", "ENCRYPTION_KEY": "changeme"},
+			wantProblems: []string{"ENCRYPTION_KEY looks like a placeholder", "JWT_SECRET must be at least 32 bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(nil, envOf(tt.env))
+			if len(tt.wantProblems) == 0 {
+				if err != nil {
+					t.Fatalf("LoadConfig() err = %v, want nil", err)
+				}
+				return
+			}
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("LoadConfig() err = %v, want a *ConfigError", err)
+			}
+			if len(ce.Problems) != len(tt.wantProblems) {
+				t.Fatalf("LoadConfig() problems = %q, want %d: %q", ce.Problems, len(tt.wantProblems), tt.wantProblems)
+			}
+			for i, want := range tt.wantProblems {
+				if !strings.Contains(ce.Problems[i], want) {
+					t.Errorf("problem %d = %q, want it to mention %q", i, ce.Problems[i], want)
+				}
+			}
+			// One line per problem.
+			if got := strings.Count(ce.Error(), "\n  - "); got != len(tt.wantProblems) {
+				t.Errorf("Error() has %d problem lines, want %d:\n%s", got, len(tt.wantProblems), ce.Error())
+			}
+			// A problem never echoes a secret.
+			for _, name := range []string{"JWT_SECRET", "ENCRYPTION_KEY"} {
+				if v := tt.env[name]; len(v) >= 8 && strings.Contains(ce.Error(), v) {
+					t.Errorf("Error() shows %s:\n%s", name, ce.Error())
+				}
+			}
+		})
+	}
+}
+
+func TestLoadConfig_BadArguments(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "unknown flag", args: []string{"-no-such-flag"}},
+		{name: "positional argument", args: []string{"extra"}},
+		{name: "flag without value", args: []string{"-listen"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := LoadConfig(tt.args, envOf(nil)); err == nil {
+				t.Fatalf("LoadConfig(%q) err = nil, want an error", tt.args)
+			}
+		})
+	}
+}
+
+// migrate never seals or signs, so it runs against an external database
+// without the secrets.
+func TestLoadConfig_MigrateNeedsNoSecrets(t *testing.T) {
+	if _, err := loadConfig("migrate", nil, envOf(map[string]string{"DATABASE_URL": "postgres://db/x"}), false); err != nil {
+		t.Fatalf("loadConfig(migrate) err = %v, want nil", err)
+	}
+}
+
+// keyContaining returns a deterministic 32-byte key whose encoding by enc
+// contains word in any letter case.
+func keyContaining(t *testing.T, enc *base64.Encoding, word string) string {
+	t.Helper()
+	for i := uint64(0); i < 50_000_000; i++ {
+		var seed [8]byte
+		binary.BigEndian.PutUint64(seed[:], i)
+		sum := sha256.Sum256(seed[:])
+		if s := enc.EncodeToString(sum[:]); strings.Contains(strings.ToLower(s), word) {
+			return s
+		}
+	}
+	t.Fatalf("no key found containing %q", word)
+	return ""
+}
+
+// A random key is never a placeholder, even when its letters happen to spell
+// a short placeholder word (about one `openssl rand -base64 32` key in 800
+// contains "xxx" in some letter case).
+func TestLoadConfig_RandomSecretsAccepted(t *testing.T) {
+	var keys []string
+	for _, word := range []string{"xxx", "todo"} {
+		keys = append(keys, keyContaining(t, base64.StdEncoding, word))
+	}
+	for range 2000 {
+		keys = append(keys, newKey(t))
+	}
+	for _, k := range keys {
+		env := map[string]string{"DATABASE_URL": "postgres://db/x", "ENCRYPTION_KEY": k, "JWT_SECRET": k}
+		if _, err := LoadConfig(nil, envOf(env)); err != nil {
+			t.Fatalf("LoadConfig() with random key %q err = %v, want nil", k, err)
+		}
+	}
+	// Hex secrets (openssl rand -hex 32) are fine for JWT_SECRET.
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	env := map[string]string{"DATABASE_URL": "postgres://db/x", "ENCRYPTION_KEY": newKey(t), "JWT_SECRET": hex.EncodeToString(b)}
+	if _, err := LoadConfig(nil, envOf(env)); err != nil {
+		t.Fatalf("LoadConfig() with a hex JWT secret err = %v, want nil", err)
+	}
+}
+
+func TestEnsureGeneratedSecrets(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	env := map[string]string{"DATA_DIR": dir}
+
+	first := mustLoadConfig(t, nil, env)
+	generated, err := first.ensureGeneratedSecrets()
+	if err != nil {
+		t.Fatalf("ensureGeneratedSecrets() err = %v", err)
+	}
+	wantPaths := []string{filepath.Join(dir, "encryption_key"), filepath.Join(dir, "jwt_secret")}
+	if diff := cmp.Diff(wantPaths, generated); diff != "" {
+		t.Fatalf("generated (-want +got):\n%s", diff)
+	}
+	for _, p := range wantPaths {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatalf("Stat(%s) err = %v", p, err)
+		}
+		if st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, want 0600", p, st.Mode().Perm())
+		}
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("data dir mode = %v, %v; want 0700", st.Mode().Perm(), err)
+	}
+	// The generated values pass the same checks as given ones.
+	checked := mustLoadConfig(t, nil, map[string]string{"DATA_DIR": dir,
+		"ENCRYPTION_KEY": first.Vault.EncryptionKey.Reveal(), "JWT_SECRET": first.Session.JWTSecret.Reveal()})
+	if checked.Vault.EncryptionKey != first.Vault.EncryptionKey {
+		t.Fatalf("generated encryption key did not round-trip")
+	}
+
+	// A second start reuses them.
+	second := mustLoadConfig(t, nil, env)
+	generated, err = second.ensureGeneratedSecrets()
+	if err != nil || len(generated) != 0 {
+		t.Fatalf("second ensureGeneratedSecrets() = %q, %v; want nothing generated", generated, err)
+	}
+	if second.Vault.EncryptionKey != first.Vault.EncryptionKey || second.Session.JWTSecret != first.Session.JWTSecret {
+		t.Fatalf("second start got different secrets")
+	}
+	if first.Vault.EncryptionKey == mcpgate.Secret(first.Session.JWTSecret) {
+		t.Fatalf("encryption key and JWT secret are the same")
+	}
+
+	// A given secret wins, and the other is still read from DATA_DIR.
+	given := newKey(t)
+	third := mustLoadConfig(t, nil, map[string]string{"DATA_DIR": dir, "JWT_SECRET": given})
+	if _, err := third.ensureGeneratedSecrets(); err != nil {
+		t.Fatalf("ensureGeneratedSecrets() err = %v", err)
+	}
+	if third.Session.JWTSecret.Reveal() != given || third.Vault.EncryptionKey != first.Vault.EncryptionKey {
+		t.Fatalf("a given JWT_SECRET was not kept, or the stored key not read")
+	}
+}
+
+func TestEnsureGeneratedSecrets_ExternalDatabase(t *testing.T) {
+	dir := t.TempDir()
+	c := mustLoadConfig(t, nil, map[string]string{"DATA_DIR": dir, "DATABASE_URL": "postgres://db/x",
+		"ENCRYPTION_KEY": newKey(t), "JWT_SECRET": newKey(t)})
+	if generated, err := c.ensureGeneratedSecrets(); err != nil || len(generated) != 0 {
+		t.Fatalf("ensureGeneratedSecrets() = %q, %v; want nothing with DATABASE_URL", generated, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("DATA_DIR has %d files, want none", len(entries))
+	}
+}
+
+// A secret file in DATA_DIR damaged by hand (or left empty by a crash) is
+// refused, never used as it is.
+func TestEnsureGeneratedSecrets_BadStoredSecret(t *testing.T) {
+	tests := []struct {
+		name, file, content string
+	}{
+		{name: "short encryption key", file: "encryption_key", content: base64.StdEncoding.EncodeToString(make([]byte, 16))},
+		{name: "empty encryption key", file: "encryption_key", content: ""},
+		{name: "short JWT secret", file: "jwt_secret", content: "tooshort\n"},
+		{name: "empty JWT secret", file: "jwt_secret", content: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := mustLoadConfig(t, nil, map[string]string{"DATA_DIR": dir})
+			var ce *ConfigError
+			if _, err := c.ensureGeneratedSecrets(); !errors.As(err, &ce) {
+				t.Fatalf("ensureGeneratedSecrets() err = %v, want a *ConfigError", err)
+			}
+		})
+	}
+}
+
+func TestConfig_PrintingHidesSecrets(t *testing.T) {
+	key, jwtSecret, dbPassword := newKey(t), newKey(t), "db-pass-Zq81kx"
+	for _, dsn := range []string{
+		"postgres://mcpgate:" + dbPassword + "@db.example.com:5432/mcpgate?sslmode=require",
+		"postgres://db.example.com/mcpgate?user=mcpgate&password=" + dbPassword,
+		"host=db.example.com user=mcpgate password=" + dbPassword + " dbname=mcpgate",
+	} {
+		c := mustLoadConfig(t, nil, map[string]string{"DATABASE_URL": dsn, "ENCRYPTION_KEY": key, "JWT_SECRET": jwtSecret})
+		var out bytes.Buffer
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			fmt.Fprintf(&out, verb+"\n", c)
+			fmt.Fprintf(&out, verb+"\n", *c)
+		}
+		slog.New(slog.NewJSONHandler(&out, nil)).Info("config", "config", c, "value", *c)
+		slog.New(slog.NewTextHandler(&out, nil)).Info("config", "config", c, "value", *c)
+		for name, secret := range map[string]string{"ENCRYPTION_KEY": key, "JWT_SECRET": jwtSecret, "DATABASE_URL password": dbPassword} {
+			if strings.Contains(out.String(), secret) {
+				t.Errorf("printed config shows %s:\n%s", name, out.String())
+			}
+		}
+		if !strings.Contains(out.String(), "db.example.com") || !strings.Contains(out.String(), "http://localhost:8080") {
+			t.Errorf("printed config lost the non-secret parts:\n%s", out.String())
+		}
+		if c.DB.URL != dsn {
+			t.Errorf("printing changed DB.URL to %q", c.DB.URL)
+		}
+	}
+}
