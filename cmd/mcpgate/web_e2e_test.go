@@ -1,0 +1,652 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/mcp"
+	"github.com/mcpgate/mcpgate/web"
+)
+
+// webChromiumPath is Debian's chromium; `make test` installs it
+// (scripts/ensure-chromium.sh).
+const webChromiumPath = "/usr/bin/chromium"
+
+// webScreenshotDir is testoutput/screenshots at the repository root.
+var webScreenshotDir = filepath.Join("..", "..", "testoutput", "screenshots")
+
+// TestWebJourney drives the dashboard in a real headless Chromium against the
+// real program (serve) with a real database and the E2B simulator: sign up,
+// connect E2B, create a key and read its setup snippet, call a tool over MCP
+// with that key, find the call in the audit log, enable kill as admin, kill
+// the sandbox from its page after typing its id, and check that an invited
+// member sees no admin switches. It saves a screenshot of every page.
+func TestWebJourney(t *testing.T) {
+	if _, err := os.Stat(webChromiumPath); err != nil {
+		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
+	}
+	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base := webStartDashboard(t)
+
+	ctx, cancel := webNewBrowser(t)
+	defer cancel()
+	var problems webBrowserProblems
+	problems.listen(ctx)
+
+	const password = "correct horse battery staple"
+	ownerEmail := "owner@example.com"
+
+	// Landing, sign up.
+	webRun(t, ctx, "landing", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(".hero")))
+	webShot(t, ctx, "01-landing")
+	webRun(t, ctx, "sign up",
+		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), ownerEmail),
+		chromedp.SendKeys(chromedp.ID("#password"), "short"),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-form-error]`)))
+	if msg := webText(t, ctx, `[data-form-error]`); !strings.Contains(msg, "10 characters") {
+		t.Errorf("signup error = %q, want the password rule", msg)
+	}
+	webShot(t, ctx, "02-signup-error")
+	webRun(t, ctx, "sign up again",
+		webClear("#password"),
+		chromedp.SendKeys(chromedp.ID("#password"), password),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	webShot(t, ctx, "03-overview-new")
+	loc := webLocation(t, ctx)
+	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(loc)
+	if m == "" {
+		t.Fatalf("after signup at %q, want /app/w/<id>", loc)
+	}
+	wsBase := base + m
+
+	// Connect E2B: a key E2B refuses first, then a good one.
+	webRun(t, ctx, "bad E2B key",
+		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#api_key")),
+		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_nothex"),
+		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-form-error]:not([hidden])`)))
+	webShot(t, ctx, "04-connections-error")
+	webRun(t, ctx, "good E2B key",
+		webClear("#api_key"),
+		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_0123abcd"),
+		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=key-hint]`)))
+	if hint := webText(t, ctx, `[data-testid=key-hint]`); !strings.HasPrefix(hint, "e2b_") || strings.Contains(hint, "0123abcd") {
+		t.Errorf("key hint = %q, want a hint, not the key", hint)
+	}
+	webShot(t, ctx, "05-connections")
+
+	// Create a key; read it and the Claude Code snippet.
+	webRun(t, ctx, "create key",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), "Claude on <laptop>"),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#new-key")))
+	key := webText(t, ctx, "#new-key-value")
+	connectorURL := webText(t, ctx, "#new-key-url")
+	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-0")))
+	snippet := webText(t, ctx, "#snip-claude-code-0")
+	webShot(t, ctx, "06-keys-created")
+	sm := regexp.MustCompile(`^claude mcp add --transport http --scope user mcpgate (\S+) --header "Authorization: Bearer (\S+)"$`).FindStringSubmatch(snippet)
+	if sm == nil {
+		t.Fatalf("Claude Code snippet = %q, want the add command with the key", snippet)
+	}
+	if sm[1] != base+"/mcp" || sm[2] != key || !strings.HasPrefix(key, "mcpg_") {
+		t.Fatalf("snippet URL %q key %q; want %q and the new key %q", sm[1], sm[2], base+"/mcp", key)
+	}
+
+	// A real MCP call with what the snippet says.
+	sandboxID := webMCPCreateSandbox(t, sm[1], sm[2])
+	webMCPListTools(t, connectorURL)
+
+	// The call is in the audit log (written asynchronously: poll).
+	webWaitText(t, ctx, wsBase+"/audit", "#audit-table", "e2b_create_sandbox")
+	webShot(t, ctx, "07-audit")
+	webRun(t, ctx, "audit filter",
+		chromedp.Navigate(wsBase+"/audit?tool=e2b_create_sandbox&outcome=ok&since=1h"), chromedp.WaitVisible(chromedp.ID("#audit-table")))
+	if s := webText(t, ctx, "#audit-table"); !strings.Contains(s, "e2b_create_sandbox") || strings.Contains(s, "key.created") {
+		t.Errorf("filtered audit table = %q", s)
+	}
+
+	// The sandbox shows up; its page has no kill button yet.
+	webWaitText(t, ctx, wsBase+"/sandboxes", "#sandboxes-table", sandboxID)
+	webShot(t, ctx, "08-sandboxes")
+	webRun(t, ctx, "sandbox page", chromedp.Navigate(wsBase+"/sandboxes/"+sandboxID), chromedp.WaitVisible(chromedp.ID("#metrics-title")))
+	if n := webCount(t, ctx, "#kill-button"); n != 0 {
+		t.Errorf("kill button shown while kill is off")
+	}
+	webShot(t, ctx, "09-sandbox")
+
+	// Enable kill as admin, through the confirmation dialog.
+	webRun(t, ctx, "settings", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#kill-switch")))
+	webShot(t, ctx, "10-settings-owner")
+	webRun(t, ctx, "enable kill",
+		chromedp.Click(chromedp.ID("#kill-switch")),
+		chromedp.WaitVisible(chromedp.ID("#confirm-ok")))
+	webShot(t, ctx, "11-settings-confirm-kill")
+	webRun(t, ctx, "confirm kill switch",
+		chromedp.Click(chromedp.ID("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS(".kill-card.kill-on")))
+
+	// Kill the sandbox after typing its id.
+	webWaitFor(t, ctx, wsBase+"/sandboxes/"+sandboxID, "#kill-button")
+	webRun(t, ctx, "kill",
+		chromedp.Click(chromedp.ID("#kill-button")), chromedp.WaitVisible(chromedp.ID("#confirm-type")))
+	disabled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('confirm-ok').disabled`))
+	if err != nil {
+		t.Fatalf("read the kill confirmation button: %v", err)
+	}
+	if !disabled {
+		t.Errorf("kill confirmation enabled before the id was typed")
+	}
+	webRun(t, ctx, "type id", chromedp.SendKeys(chromedp.ID("#confirm-type"), sandboxID))
+	webShot(t, ctx, "12-kill-confirm")
+	webRun(t, ctx, "confirm kill",
+		chromedp.Click(chromedp.ID("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS(".summary-row")))
+	if s := webText(t, ctx, "#main"); strings.Contains(s, sandboxID) {
+		t.Errorf("sandbox %s still listed after kill", sandboxID)
+	}
+	webShot(t, ctx, "13-sandboxes-after-kill")
+	webWaitText(t, ctx, wsBase+"/audit?tool=e2b_kill_sandbox", "#audit-table", "dashboard")
+
+	// Invite a member.
+	webRun(t, ctx, "invite",
+		chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#inv-email")),
+		chromedp.SendKeys(chromedp.ID("#inv-email"), "member@example.com"),
+		chromedp.Click(chromedp.CSS(`form[data-api-path$="/invitations"] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#invite-result")))
+	acceptURL := webText(t, ctx, "#invite-url")
+	webShot(t, ctx, "14-settings-invited")
+	if !strings.HasPrefix(acceptURL, base+"/invite/") {
+		t.Fatalf("accept URL = %q", acceptURL)
+	}
+
+	// Log out; the member signs up through the invitation.
+	webRun(t, ctx, "logout",
+		chromedp.Click(chromedp.CSS(".user-menu summary")),
+		chromedp.Click(chromedp.CSS(`.user-menu button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".hero")))
+	webRun(t, ctx, "invite page", chromedp.Navigate(acceptURL), chromedp.WaitVisible(chromedp.ID("#password")))
+	webShot(t, ctx, "15-invite")
+	webRun(t, ctx, "member signup",
+		chromedp.SendKeys(chromedp.ID("#password"), password),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#recent")))
+	loc = webLocation(t, ctx)
+	if loc != wsBase {
+		t.Errorf("member landed on %q, want the shared workspace %q", loc, wsBase)
+	}
+	webRun(t, ctx, "member settings", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#readonly-notice")))
+	if n := webCount(t, ctx, `input[role=switch], #inv-email, form[data-api-path*="/members/"]`); n != 0 {
+		t.Errorf("member sees %d admin controls on settings", n)
+	}
+	webShot(t, ctx, "16-settings-member")
+
+	// Phone width.
+	webRun(t, ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	for _, p := range []struct{ path, wait, name string }{
+		{"", "#recent", "17-phone-overview"},
+		{"/keys", "#setup", "18-phone-keys"},
+		{"/sandboxes", ".summary-row", "19-phone-sandboxes"},
+		{"/audit", "#chart-title", "20-phone-audit"},
+		{"/settings", "#members", "21-phone-settings"},
+	} {
+		webRun(t, ctx, p.name, chromedp.Navigate(wsBase+p.path), chromedp.WaitVisible(chromedp.CSS(p.wait)))
+		webShotViewport(t, ctx, p.name)
+	}
+	webRun(t, ctx, "desktop", chromedp.EmulateViewport(1280, 900))
+	webRun(t, ctx, "404", chromedp.Navigate(base+"/app/w/00000000-0000-0000-0000-000000000000"), chromedp.WaitVisible(chromedp.CSS(".error-page")))
+	webShot(t, ctx, "22-not-found")
+
+	problems.check(t)
+}
+
+// webStartDashboard starts serve on 127.0.0.1:0 behind a front server whose
+// address is PUBLIC_URL, and returns that URL. When serve does not mount the
+// dashboard yet (Options.Web unset in newGateway), the front serves the pages
+// itself from a second gateway instance on the same database, as another
+// replica would.
+func webStartDashboard(t *testing.T) string {
+	t.Helper()
+	dsn := storetest.NewDatabase(t)
+	sim := httptest.NewServer(e2bsim.New(e2bsim.Options{}))
+	t.Cleanup(sim.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	publicURL := "http://" + ln.Addr().String()
+	env := map[string]string{
+		"DATABASE_URL": dsn, "ENCRYPTION_KEY": webRandomBase64(32), "JWT_SECRET": webRandomHex(32),
+		"E2B_API_URL": sim.URL, "E2B_DASHBOARD_API_URL": sim.URL,
+		"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": publicURL, "LOG_FORMAT": "text", "LOG_LEVEL": "warn",
+	}
+	getenv := func(k string) string { return env[k] }
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	logs := &webLockedBuffer{}
+	go func() { done <- serve(ctx, nil, getenv, logs, ready) }()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve() err = %v; log:\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatalf("serve did not start; log:\n%s", logs)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve() err = %v", err)
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs)
+		}
+	})
+	backend := &url.URL{Scheme: "http", Host: addr}
+	front := http.Handler(httputil.NewSingleHostReverseProxy(backend))
+	if !webDashboardMounted(t, backend.String()) {
+		front = webFallbackDashboard(t, ctx, getenv, publicURL, front)
+	}
+	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return publicURL
+}
+
+func webDashboardMounted(t *testing.T, backend string) bool {
+	t.Helper()
+	res, err := http.Get(backend + "/login")
+	if err != nil {
+		t.Fatalf("GET /login: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`data-api-path="/api/v1/auth/login"`))
+}
+
+// webFallbackDashboard serves the pages from a second instance (its own
+// gateway and session checker, same database and secrets) and proxies
+// everything else to serve.
+func webFallbackDashboard(t *testing.T, ctx context.Context, getenv func(string) string, publicURL string, proxy http.Handler) http.Handler {
+	t.Helper()
+	t.Log("serve does not mount the dashboard yet (api.Options.Web); serving it from a second instance")
+	cfg, err := LoadConfig(nil, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, cfg.DB.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gw, err := newGateway(ctx, cfg, db, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { gw.Close(); db.Close() })
+	pages := gw.api.OptionalUser(web.New(web.Options{Data: webE2EData{DB: db, Gateway: gw.mcp}, Logger: log,
+		PublicURL: publicURL, Version: "e2e"}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if strings.HasPrefix(p, "/api/") || p == "/mcp" || strings.HasPrefix(p, "/c/") || p == "/healthz" || p == "/readyz" {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header() // what api's securityHeaders sets
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
+		pages.ServeHTTP(w, r)
+	})
+}
+
+// webE2EData is the adapter cmd gives the dashboard: the store's reads and
+// the gateway's tools, with the hourly counts mapped to web's type.
+type webE2EData struct {
+	*store.DB
+	*mcp.Gateway
+}
+
+func (d webE2EData) CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]web.HourCount, error) {
+	buckets, err := d.DB.AuditHourly(ctx, workspaceID, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.HourCount, len(buckets))
+	for i, b := range buckets {
+		out[i] = web.HourCount{Hour: b.Hour, Calls: b.Calls, Errors: b.Errors}
+	}
+	return out, nil
+}
+
+func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(webChromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	browserCtx, cancelCtx := chromedp.NewContext(allocCtx)
+	// The first run starts the browser; it must not carry a timeout, which
+	// would stop the browser when it ends.
+	if err := chromedp.Do(browserCtx); err != nil {
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(browserCtx, 4*time.Minute)
+	return ctx, func() { cancelTimeout(); cancelCtx(); cancelAlloc() }
+}
+
+// webBrowserProblems collects script exceptions, console errors and CSP
+// violations; the journey must have none.
+type webBrowserProblems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (p *webBrowserProblems) listen(ctx context.Context) {
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if (m.Type == chromedp.ConsoleError || m.IsException()) && !webExpectedHTTPError(m) {
+				p.mu.Lock()
+				p.list = append(p.list, m.String()+" "+m.URL)
+				p.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// webExpectedHTTPError lets through the failed responses the journey causes on
+// purpose (a refused E2B key, a short password, the 404 page); a CSP
+// violation or a script error is never expected.
+func webExpectedHTTPError(m chromedp.ConsoleMessage) bool {
+	return m.Source == "network" && regexp.MustCompile(`status of (400|401|403|404|409|422|502)`).MatchString(m.Text)
+}
+
+func (p *webBrowserProblems) check(t *testing.T) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.list {
+		t.Errorf("browser: %s", m)
+	}
+}
+
+func webRun(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	stepCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(stepCtx, actions...); err != nil {
+		loc, _ := chromedp.Run(ctx, chromedp.Location())
+		webShot(t, ctx, "failed-"+strings.ReplaceAll(step, " ", "-"))
+		body, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		t.Fatalf("%s (at %s): %v\npage text:\n%s", step, loc, err, body)
+	}
+}
+
+func webLocation(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	loc, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatalf("read the location: %v", err)
+	}
+	return loc
+}
+
+func webText(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	webRun(t, ctx, "wait for "+sel, chromedp.WaitReady(chromedp.CSS(sel)))
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("read %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+// webClear empties an input (SetValue refuses the empty string).
+func webClear(sel string) chromedp.Action[chromedp.Void] {
+	q, _ := json.Marshal(sel)
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool](`(document.querySelector(`+string(q)+`).value = "", true)`)(ctx, tg)
+		return err
+	})
+}
+
+// webCount counts the elements matching sel now, without waiting.
+func webCount(t *testing.T, ctx context.Context, sel string) int {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+string(q)+`).length`))
+	if err != nil {
+		t.Fatalf("count %s: %v", sel, err)
+	}
+	return n
+}
+
+// webWaitText loads a page until the element contains want (for data written
+// asynchronously, such as the audit log).
+func webWaitText(t *testing.T, ctx context.Context, pageURL, sel, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	var got string
+	for time.Now().Before(deadline) {
+		webRun(t, ctx, "load "+pageURL, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.CSS("#main")))
+		if webCount(t, ctx, sel) > 0 {
+			if got = webText(t, ctx, sel); strings.Contains(got, want) {
+				return
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Fatalf("%s %s = %q, want it to contain %q", pageURL, sel, got, want)
+}
+
+// webWaitFor loads a page until an element matching sel is on it. With more
+// than one instance (see webFallbackDashboard) a change made through one
+// reaches the other's cache a moment later, as between replicas.
+func webWaitFor(t *testing.T, ctx context.Context, pageURL, sel string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		webRun(t, ctx, "load "+pageURL, chromedp.Navigate(pageURL), chromedp.WaitReady(chromedp.CSS("#main")))
+		if webCount(t, ctx, sel) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no %s", pageURL, sel)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+func webShot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	webShotWith(t, ctx, name, chromedp.FullScreenshot(100))
+}
+
+// webShotViewport saves what the screen shows (for the phone width, where a
+// full page is too tall to read).
+func webShotViewport(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	webShotWith(t, ctx, name, chromedp.CaptureScreenshot())
+}
+
+func webShotWith(t *testing.T, ctx context.Context, name string, capture chromedp.Action[[]byte]) {
+	t.Helper()
+	shotCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	// From the top, so that the sticky header is where a person sees it.
+	_, _ = chromedp.Run(shotCtx, chromedp.Evaluate[bool](`(window.scrollTo(0, 0), true)`))
+	png, err := chromedp.Run(shotCtx, capture)
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(webScreenshotDir, name+".png"), png, 0o644); err != nil {
+		t.Errorf("save screenshot: %v", err)
+	}
+}
+
+// webBearer adds the MCP key to every request, as a client configured with the
+// snippet's header does.
+type webBearer struct {
+	key  string
+	base http.RoundTripper
+}
+
+func (b webBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.key != "" {
+		r.Header.Set("Authorization", "Bearer "+b.key)
+	}
+	return b.base.RoundTrip(r)
+}
+
+func webMCPSession(t *testing.T, endpoint, key string) *sdk.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "web-e2e", Version: "1"}, nil)
+	s, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: webBearer{key: key, base: http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatalf("MCP connect %s: %v", endpoint, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func webMCPCreateSandbox(t *testing.T, endpoint, key string) string {
+	t.Helper()
+	s := webMCPSession(t, endpoint, key)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "e2b_create_sandbox",
+		Arguments: map[string]any{"template_id": "base", "timeout": 900, "metadata": map[string]string{"owner": "web-e2e"}}})
+	if err != nil {
+		t.Fatalf("CallTool(e2b_create_sandbox) err = %v", err)
+	}
+	if res.IsError {
+		t.Fatalf("e2b_create_sandbox failed: %s", webContentText(res))
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out struct {
+		SandboxID string `json:"sandbox_id"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil || out.SandboxID == "" {
+		t.Fatalf("e2b_create_sandbox output = %s, want a sandbox_id", b)
+	}
+	return out.SandboxID
+}
+
+// webMCPListTools connects with the connector URL alone (no header), as
+// URL-only clients do.
+func webMCPListTools(t *testing.T, connectorURL string) {
+	t.Helper()
+	s := webMCPSession(t, connectorURL, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := s.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("ListTools via the connector URL err = %v", err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == "e2b_kill_sandbox" {
+			t.Errorf("e2b_kill_sandbox listed while it is off")
+		}
+	}
+	if len(res.Tools) == 0 {
+		t.Errorf("no tools via the connector URL")
+	}
+}
+
+func webContentText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func webRandomBase64(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func webRandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// webLockedBuffer is the server's log, written from its goroutines.
+type webLockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *webLockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *webLockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return fmt.Sprint(l.buf.String())
+}

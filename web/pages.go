@@ -1,0 +1,435 @@
+package web
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+func (h *handler) handleLanding(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "landing", h.newView(r, "MCP gateway for E2B sandboxes", "", nil))
+}
+
+type authPage struct {
+	Next       string
+	Email      string
+	Invitation string
+}
+
+func (h *handler) handleSignup(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	if mcpgate.UserFromContext(r.Context()) != nil {
+		http.Redirect(w, r, orDefault(next, "/app"), http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, "signup", h.newView(r, "Create your account", "", authPage{Next: orDefault(next, "/app")}))
+}
+
+func (h *handler) handleLogin(w http.ResponseWriter, r *http.Request) {
+	next := safeNext(r.URL.Query().Get("next"))
+	if mcpgate.UserFromContext(r.Context()) != nil {
+		http.Redirect(w, r, orDefault(next, "/app"), http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, "login", h.newView(r, "Log in", "", authPage{Next: orDefault(next, "/app")}))
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+type invitePage struct {
+	Token      string
+	Invitation *mcpgate.Invitation
+	Next       string
+	// WrongUser is set when the logged-in user's email is not the one
+	// invited.
+	WrongUser bool
+}
+
+func (h *handler) handleInvite(w http.ResponseWriter, r *http.Request) {
+	token := chi.URLParam(r, "token")
+	sum := sha256.Sum256([]byte(token))
+	inv, err := h.data.FindOpenInvitation(r.Context(), sum[:])
+	if err != nil {
+		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid || c == mcpgate.EConflict {
+			h.renderError(w, r, http.StatusNotFound, "This invitation is not valid",
+				"It may have expired, been used already, or been withdrawn. Ask a workspace admin for a new one.")
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	u := mcpgate.UserFromContext(r.Context())
+	p := invitePage{Token: token, Invitation: inv, Next: "/invite/" + token}
+	if u != nil && u.Email != inv.Email {
+		p.WrongUser = true
+	}
+	h.render(w, r, http.StatusOK, "invite", h.newView(r, "Join a workspace", "", p))
+}
+
+// handleApp sends the user to their personal workspace (or the first one).
+func (h *handler) handleApp(w http.ResponseWriter, r *http.Request) {
+	u := mcpgate.UserFromContext(r.Context())
+	wss, err := h.data.WorkspacesOfUser(r.Context(), u.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if len(wss) == 0 {
+		h.renderError(w, r, http.StatusNotFound, "No workspace yet",
+			"Your account is not in any workspace. Ask an admin for an invitation.")
+		return
+	}
+	target := wss[0]
+	for _, ws := range wss {
+		if ws.Personal {
+			target = ws
+			break
+		}
+	}
+	http.Redirect(w, r, "/app/w/"+url.PathEscape(target.ID), http.StatusSeeOther)
+}
+
+// connection returns the workspace's E2B connection, or nil when there is
+// none.
+func (h *handler) connection(ctx context.Context, wsID string) (*mcpgate.Connection, error) {
+	c, err := h.data.Connection(ctx, wsID, "e2b")
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return nil, nil
+	}
+	return c, err
+}
+
+// keysFor lists the keys a user may see: all of them for an admin, their own
+// otherwise (the API's rule).
+func (h *handler) keysFor(ctx context.Context, ws *mcpgate.Workspace, u *mcpgate.User) ([]mcpgate.APIKey, error) {
+	owner := ""
+	if !ws.Role.CanAdmin() {
+		owner = u.ID
+	}
+	return h.data.ListKeys(ctx, ws.ID, owner)
+}
+
+type overviewPage struct {
+	Connection *mcpgate.Connection
+	ActiveKeys int
+	Recent     []mcpgate.AuditEvent
+	Steps      []step
+	StepsDone  int
+	AllDone    bool
+	Members    int
+}
+
+type step struct {
+	Done  bool
+	Title string
+	Text  string
+	Link  string
+	Label string
+}
+
+func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
+	conn, err := h.connection(ctx, ws.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	keys, err := h.keysFor(ctx, ws, u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p := overviewPage{Connection: conn}
+	now := h.opts.Now()
+	for i := range keys {
+		if keys[i].Active(now) {
+			p.ActiveKeys++
+		}
+	}
+	f := mcpgate.AuditFilter{Limit: 6}
+	if !ws.Role.CanAdmin() {
+		f.ActorID = u.ID
+	}
+	p.Recent, _, err = h.data.ListAudit(ctx, ws.ID, f)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	calls, _, err := h.data.ListAudit(ctx, ws.ID, mcpgate.AuditFilter{Kind: "tool_call", ActorID: f.ActorID, Limit: 1})
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	base := "/app/w/" + ws.ID
+	p.Steps = []step{
+		{Done: conn != nil, Title: "Connect your E2B team", Text: "Paste your E2B team API key; it is checked with E2B and stored encrypted.",
+			Link: base + "/connections", Label: "Connect E2B"},
+		{Done: p.ActiveKeys > 0, Title: "Create an MCP key", Text: "Each AI client gets its own key; you can revoke it at any time.",
+			Link: base + "/keys", Label: "Create a key"},
+		{Done: len(calls) > 0, Title: "Connect your AI client", Text: "Copy the ready-made setup for Claude, Cursor, VS Code and others, then ask “List all my active sandboxes”.",
+			Link: base + "/keys#setup", Label: "See client setup"},
+	}
+	if ws.Role.CanAdmin() {
+		members, err := h.data.ListMembers(ctx, ws.ID)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		p.Members = len(members)
+		p.Steps = append(p.Steps, step{Done: len(members) > 1, Title: "Invite your team (optional)",
+			Text: "Teammates get their own keys; you decide which tools they can use.", Link: base + "/settings#members", Label: "Invite"})
+	}
+	for _, s := range p.Steps {
+		if s.Done {
+			p.StepsDone++
+		}
+	}
+	p.AllDone = p.StepsDone == len(p.Steps)
+	h.render(w, r, http.StatusOK, "overview", h.newView(r, ws.Name, "overview", p))
+}
+
+type connectionsPage struct {
+	Connection *mcpgate.Connection
+	// AuthFailed is set when E2B rejected the stored key since it was
+	// last verified.
+	AuthFailed bool
+}
+
+func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
+	ws := workspaceFrom(r.Context())
+	conn, err := h.connection(r.Context(), ws.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p := connectionsPage{Connection: conn}
+	if conn != nil && conn.LastAuthFail != nil && conn.LastAuthFail.After(conn.VerifiedAt) {
+		p.AuthFailed = true
+	}
+	h.render(w, r, http.StatusOK, "connections", h.newView(r, "E2B connection", "connections", p))
+}
+
+type keysPage struct {
+	Keys       []mcpgate.APIKey
+	Active     int
+	Clients    []setupClient
+	Prompts    []string
+	MCPURL     string
+	Connection *mcpgate.Connection
+}
+
+func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
+	keys, err := h.keysFor(ctx, ws, u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	conn, err := h.connection(ctx, ws.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	// Active keys first, newest first; revoked and expired ones after.
+	now := h.opts.Now()
+	slices.SortStableFunc(keys, func(a, b mcpgate.APIKey) int {
+		if a.Active(now) != b.Active(now) {
+			if a.Active(now) {
+				return -1
+			}
+			return 1
+		}
+		return b.CreatedAt.Compare(a.CreatedAt)
+	})
+	p := keysPage{Keys: keys, Clients: setupClients(h.opts.PublicURL), Prompts: examplePrompts,
+		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn}
+	for i := range keys {
+		if keys[i].Active(now) {
+			p.Active++
+		}
+	}
+	h.render(w, r, http.StatusOK, "keys", h.newView(r, "MCP keys", "keys", keyRows{keysPage: p, now: now}))
+}
+
+// keyRows adds the per-row state the template needs.
+type keyRows struct {
+	keysPage
+	now time.Time
+}
+
+// Rows returns the keys with their state.
+func (k keyRows) Rows() []keyRow {
+	out := make([]keyRow, 0, len(k.Keys))
+	for _, key := range k.Keys {
+		row := keyRow{APIKey: key, State: "active"}
+		switch {
+		case key.RevokedAt != nil:
+			row.State = "revoked"
+		case key.ExpiresAt != nil && !k.now.Before(*key.ExpiresAt):
+			row.State = "expired"
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+type keyRow struct {
+	mcpgate.APIKey
+	State string
+}
+
+type settingsPage struct {
+	Admin       bool
+	Me          string
+	Members     []mcpgate.Member
+	Invitations []mcpgate.Invitation
+	Tools       []mcpgate.ToolInfo
+	Kill        *mcpgate.ToolInfo
+}
+
+func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
+	p := settingsPage{Admin: ws.Role.CanAdmin(), Me: u.ID}
+	var err error
+	if p.Members, err = h.data.ListMembers(ctx, ws.ID); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if p.Admin {
+		invs, err := h.data.ListInvitations(ctx, ws.ID)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		now := h.opts.Now()
+		for _, inv := range invs {
+			if inv.AcceptedAt == nil && now.Before(inv.ExpiresAt) {
+				p.Invitations = append(p.Invitations, inv)
+			}
+		}
+	}
+	if p.Tools, err = h.data.Tools(ctx, ws.ID); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for i := range p.Tools {
+		if p.Tools[i].Name == "e2b_kill_sandbox" {
+			p.Kill = &p.Tools[i]
+		}
+	}
+	h.render(w, r, http.StatusOK, "settings", h.newView(r, "Workspace settings", "settings", p))
+}
+
+type auditPage struct {
+	Admin    bool
+	Events   []mcpgate.AuditEvent
+	Next     string
+	Filter   auditQuery
+	Tools    []string
+	Actions  []string
+	Members  []mcpgate.Member
+	Outcomes []mcpgate.Outcome
+	Chart    *barChart
+	Calls24  int
+	Errors24 int
+	Filtered bool
+	// NewestURL is the first page with the same filters.
+	NewestURL string
+	NextURL   string
+}
+
+type auditQuery struct {
+	Tool, Outcome, Actor, Since, Cursor string
+}
+
+var sinceChoices = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
+
+// adminActions are the admin events the API records, for the filter.
+var adminActions = []string{"credential.stored", "credential.replaced", "credential.rejected", "credential.removed",
+	"key.created", "key.revoked", "tool.enabled", "tool.disabled", "tool.updated",
+	"member.role_changed", "member.removed", "invitation.created", "invitation.withdrawn", "invitation.accepted"}
+
+func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
+	q := r.URL.Query()
+	aq := auditQuery{Tool: q.Get("tool"), Outcome: q.Get("outcome"), Actor: q.Get("actor"), Since: q.Get("since"), Cursor: q.Get("cursor")}
+	p := auditPage{Admin: ws.Role.CanAdmin(), Filter: aq,
+		Outcomes: []mcpgate.Outcome{mcpgate.OutcomeOK, mcpgate.OutcomeError, mcpgate.OutcomeDenied, mcpgate.OutcomeConfirm, mcpgate.OutcomeCancelled}}
+	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: aq.Outcome, Limit: 50}
+	if _, err := strconv.ParseInt(aq.Cursor, 10, 64); err == nil {
+		f.Cursor = aq.Cursor
+	}
+	if d, ok := sinceChoices[aq.Since]; ok {
+		f.Since = h.opts.Now().Add(-d)
+	}
+	if p.Admin {
+		f.ActorID = aq.Actor
+		members, err := h.data.ListMembers(ctx, ws.ID)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		p.Members = members
+	} else {
+		f.ActorID = u.ID // members see only their own events, as in the API
+	}
+	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != ""
+	events, next, err := h.data.ListAudit(ctx, ws.ID, f)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Events, p.Next = events, next
+	tools, err := h.data.Tools(ctx, ws.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, t := range tools {
+		p.Tools = append(p.Tools, t.Name)
+	}
+	if p.Admin {
+		p.Actions = adminActions
+	}
+	qs := url.Values{}
+	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since} {
+		if v != "" {
+			qs.Set(k, v)
+		}
+	}
+	base := "/app/w/" + ws.ID + "/audit"
+	p.NewestURL = base
+	if len(qs) > 0 {
+		p.NewestURL += "?" + qs.Encode()
+	}
+	if next != "" {
+		qs.Set("cursor", next)
+		p.NextURL = base + "?" + qs.Encode()
+	}
+	now := h.opts.Now()
+	since := now.Truncate(time.Hour).Add(-23 * time.Hour)
+	buckets, err := h.data.CallsPerHour(ctx, ws.ID, since)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Chart, p.Calls24, p.Errors24 = hourlyChart(since, buckets)
+	h.render(w, r, http.StatusOK, "audit", h.newView(r, "Audit log", "audit", p))
+}

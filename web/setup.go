@@ -1,0 +1,153 @@
+package web
+
+// Client setup snippets, following guides/mcp-clients.md field for field.
+// They are rendered with keyPlaceholder where the key goes; when a key is
+// created, the page's script swaps in the real key (it exists only in the
+// API's one-time response, never on the server after that).
+
+// keyPlaceholder stands for the MCP key in snippets until one is created.
+const keyPlaceholder = "<YOUR_MCP_KEY>"
+
+// serverName is the label snippets give the gateway in each client.
+const serverName = "mcpgate"
+
+type setupClient struct {
+	ID    string
+	Name  string
+	Intro string
+	Steps []string
+	// Snippets are copyable blocks, in order of preference.
+	Snippets []snippet
+	Notes    []string
+}
+
+type snippet struct {
+	Label string
+	Text  string
+}
+
+func setupClients(publicURL string) []setupClient {
+	mcpURL := publicURL + "/mcp"
+	connectorURL := publicURL + "/c/" + keyPlaceholder + "/mcp"
+	bearer := "Bearer " + keyPlaceholder
+	return []setupClient{
+		{
+			ID: "claude", Name: "Claude Desktop & claude.ai",
+			Intro: "Add a custom connector: it works in Claude Desktop, on claude.ai and (once added on the web) in the mobile apps.",
+			Steps: []string{
+				"Open Settings → Connectors → Add custom connector.",
+				"Enter a name (for example “E2B sandboxes”) and paste the connector URL below, then click Add.",
+				"Claude connects from Anthropic’s cloud, so this gateway’s URL must be reachable from the internet.",
+			},
+			Snippets: []snippet{{Label: "Connector URL (the key is inside it: keep it secret)", Text: connectorURL}},
+			Notes: []string{
+				"Prefer a config file? Claude Desktop does not connect to remote servers listed in claude_desktop_config.json directly; " +
+					"use the mcp-remote bridge (needs Node.js), then restart Claude Desktop. File: macOS ~/Library/Application Support/Claude/claude_desktop_config.json, " +
+					"Windows %APPDATA%\\Claude\\claude_desktop_config.json.",
+			},
+		},
+		{
+			ID: "claude-code", Name: "Claude Code",
+			Intro: "One command; --scope user makes it available in every project.",
+			Snippets: []snippet{
+				{Label: "Terminal", Text: "claude mcp add --transport http --scope user " + serverName + " " + mcpURL +
+					` --header "Authorization: ` + bearer + `"`},
+				{Label: "If the header does not arrive", Text: "claude mcp add-json " + serverName + ` '{"type":"http","url":"` + mcpURL +
+					`","headers":{"Authorization":"` + bearer + `"}}' --scope user`},
+			},
+			Notes: []string{"Check the connection with /mcp inside Claude Code, or claude mcp list."},
+		},
+		{
+			ID: "cursor", Name: "Cursor",
+			Intro: "Add this to ~/.cursor/mcp.json (all projects) or .cursor/mcp.json (one project).",
+			Snippets: []snippet{{Label: "mcp.json", Text: `{"mcpServers":{"` + serverName + `":{"url":"` + mcpURL +
+				`","headers":{"Authorization":"` + bearer + `"}}}}`}},
+			Notes: []string{"To keep the key out of the file, write \"Bearer ${env:MCP_KEY}\" and set MCP_KEY in your environment. " +
+				"Never commit a project .cursor/mcp.json that contains a key."},
+		},
+		{
+			ID: "vscode", Name: "VS Code",
+			Intro: "Add this to .vscode/mcp.json (or run “MCP: Open User Configuration” for all workspaces). VS Code asks for the key once and stores it securely.",
+			Snippets: []snippet{
+				{Label: ".vscode/mcp.json", Text: `{"inputs":[{"type":"promptString","id":"mcp-key","description":"MCP key","password":true}],"servers":{"` +
+					serverName + `":{"type":"http","url":"` + mcpURL + `","headers":{"Authorization":"Bearer ${input:mcp-key}"}}}}`},
+				{Label: "Paste this when VS Code asks for the MCP key", Text: keyPlaceholder},
+			},
+		},
+		{
+			ID: "windsurf", Name: "Windsurf",
+			Intro: "Add this to ~/.codeium/windsurf/mcp_config.json, then press refresh in the MCP panel.",
+			Snippets: []snippet{{Label: "mcp_config.json", Text: `{"mcpServers":{"` + serverName + `":{"serverUrl":"` + mcpURL +
+				`","headers":{"Authorization":"` + bearer + `"}}}}`}},
+			Notes: []string{"Windows: %USERPROFILE%\\.codeium\\windsurf\\mcp_config.json. You can write \"Bearer ${env:MCP_KEY}\" to read the key from the environment."},
+		},
+		{
+			ID: "cline", Name: "Cline",
+			Intro: "Open MCP Servers → Configure (the file is ~/.cline/data/settings/cline_mcp_settings.json) and add:",
+			Snippets: []snippet{{Label: "cline_mcp_settings.json", Text: `{"mcpServers":{"` + serverName + `":{"type":"streamableHttp","url":"` + mcpURL +
+				`","headers":{"Authorization":"` + bearer + `"},"disabled":false}}}`}},
+			Notes: []string{"Keep \"type\": \"streamableHttp\": without it Cline treats the URL as legacy SSE."},
+		},
+		{
+			ID: "jetbrains", Name: "JetBrains AI Assistant",
+			Intro: "Open Settings | Tools | AI Assistant | Model Context Protocol (MCP) → Add, and paste:",
+			Snippets: []snippet{
+				{Label: "AI Assistant 2026.1 and later", Text: `{"mcpServers":{"` + serverName + `":{"type":"http","url":"` + mcpURL +
+					`","headers":{"Authorization":"` + bearer + `"}}}}`},
+				{Label: "Older versions and Junie (stdio only: uses the mcp-remote bridge, needs Node.js)", Text: `{"mcpServers":{"` + serverName +
+					`":{"command":"npx","args":["-y","mcp-remote","` + mcpURL + `","--header","Authorization:${AUTH_HEADER}"],"env":{"AUTH_HEADER":"` + bearer + `"}}}}`},
+			},
+		},
+		{
+			ID: "chatgpt", Name: "ChatGPT",
+			Intro: "ChatGPT takes a URL only (no key field), so use the connector URL, which carries the key.",
+			Steps: []string{
+				"Go to chatgpt.com/plugins → + → Add custom MCP server (web only).",
+				"Enter a name and paste the connector URL below as the Server URL.",
+				"Choose “No authentication” (the key is in the URL), accept the warning, and create it.",
+			},
+			Snippets: []snippet{{Label: "Connector URL (keep it secret)", Text: connectorURL}},
+			Notes:    []string{"ChatGPT connects from OpenAI’s servers, so this gateway’s URL must be reachable from the internet."},
+		},
+		{
+			ID: "gemini", Name: "Gemini CLI",
+			Snippets: []snippet{{Label: "Terminal", Text: "gemini mcp add --transport http -s user --header \"Authorization: " + bearer + "\" " +
+				serverName + " " + mcpURL}},
+		},
+		{
+			ID: "codex", Name: "Codex CLI",
+			Intro: "Codex reads the key from an environment variable.",
+			Snippets: []snippet{
+				{Label: "Terminal", Text: "export MCP_KEY=" + keyPlaceholder + "\ncodex mcp add " + serverName + " --url " + mcpURL +
+					" --bearer-token-env-var MCP_KEY"},
+				{Label: "Or in ~/.codex/config.toml", Text: "[mcp_servers." + serverName + "]\nurl = \"" + mcpURL + "\"\nbearer_token_env_var = \"MCP_KEY\""},
+			},
+		},
+		{
+			ID: "zed", Name: "Zed",
+			Intro: "Add this to ~/.config/zed/settings.json:",
+			Snippets: []snippet{{Label: "settings.json", Text: `{"context_servers":{"` + serverName + `":{"url":"` + mcpURL +
+				`","headers":{"Authorization":"` + bearer + `"}}}}`}},
+		},
+		{
+			ID: "generic", Name: "Other clients",
+			Intro: "Any MCP client that speaks Streamable HTTP:",
+			Snippets: []snippet{
+				{Label: "Server URL", Text: mcpURL},
+				{Label: "Header", Text: "Authorization: " + bearer},
+				{Label: "URL-only clients (no header field): connector URL, keep it secret", Text: connectorURL},
+			},
+			Notes: []string{"X-API-Key: <key> works in place of the Authorization header."},
+		},
+	}
+}
+
+// examplePrompts are what to ask once connected.
+var examplePrompts = []string{
+	"List all my active sandboxes.",
+	"Check for idle sandboxes and pause them.",
+	"Which sandboxes end in the next 10 minutes? Extend the ones tagged app=prod by an hour.",
+	"Show me the last 50 log lines of sandbox <id> and explain any errors.",
+	"How much CPU and memory is sandbox <id> using?",
+	"Start a sandbox from the base template with metadata user=me, then tell me its ID.",
+}

@@ -1,0 +1,381 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Data is everything the dashboard reads. *store.DB and *mcp.Gateway have
+// these methods with these signatures, except CallsPerHour, which adapts
+// store.DB.AuditHourly.
+type Data interface {
+	WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error)
+	// FindMembership returns the workspace with the user's role, or an
+	// ENotFound error when the user is not a member.
+	FindMembership(ctx context.Context, workspaceID, userID string) (*mcpgate.Workspace, error)
+	ListMembers(ctx context.Context, workspaceID string) ([]mcpgate.Member, error)
+	ListInvitations(ctx context.Context, workspaceID string) ([]mcpgate.Invitation, error)
+	// FindOpenInvitation finds an unexpired, unaccepted invitation by the
+	// SHA-256 of its token.
+	FindOpenInvitation(ctx context.Context, tokenHash []byte) (*mcpgate.Invitation, error)
+	// ListKeys lists a workspace's keys; a non-empty userID lists only theirs.
+	ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error)
+	ListAudit(ctx context.Context, workspaceID string, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error)
+	// CallsPerHour counts the workspace's tool calls and failed ones per
+	// hour since the given time; hours without calls may be left out.
+	CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]HourCount, error)
+	// Connection returns what may be shown of a stored credential, or an
+	// ENotFound error when there is none.
+	Connection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error)
+	Tools(ctx context.Context, workspaceID string) ([]mcpgate.ToolInfo, error)
+	// CallTool runs a tool under the workspace's policy and audits it; the
+	// dashboard uses it for the read-only sandbox tools.
+	CallTool(ctx context.Context, workspaceID, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error)
+}
+
+// HourCount is the number of tool calls, and of failed ones, in the hour
+// starting at Hour.
+type HourCount struct {
+	Hour   time.Time
+	Calls  int
+	Errors int
+}
+
+// Options configure the dashboard.
+type Options struct {
+	Data   Data
+	Logger *slog.Logger
+	// PublicURL is where users reach the gateway, without a trailing slash;
+	// setup snippets and connector URLs are built from it.
+	PublicURL string
+	Version   string
+	// Now returns the current time; tests fix it. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Cookie names shared with the API (api.CSRFCookie): the page's script echoes
+// the CSRF cookie in the X-CSRF-Token header of every write.
+const csrfCookie = "mcpgate_csrf"
+
+type handler struct {
+	data   Data
+	log    *slog.Logger
+	opts   Options
+	pages  map[string]*template.Template
+	assets map[string]asset // by hashed name
+	urls   map[string]string
+	router chi.Router
+}
+
+type asset struct {
+	body []byte
+	ct   string
+}
+
+// New returns the dashboard handler. It parses every template now, so a
+// broken template stops the process at start-up; it panics on one, as it is
+// a programming error in the embedded files.
+func New(opts Options) http.Handler {
+	h, err := newHandler(opts)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func newHandler(opts Options) (*handler, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
+	h := &handler{data: opts.Data, log: opts.Logger, opts: opts, assets: map[string]asset{}, urls: map[string]string{}}
+	if err := h.loadAssets(); err != nil {
+		return nil, err
+	}
+	if err := h.parseTemplates(); err != nil {
+		return nil, err
+	}
+	h.routes()
+	return h, nil
+}
+
+// loadAssets names every static file by its content hash:
+// app.css becomes /static/app.<hash>.css, cached forever.
+func (h *handler) loadAssets() error {
+	entries, err := fs.ReadDir(files, "static")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		b, err := fs.ReadFile(files, "static/"+e.Name())
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		ext := path.Ext(e.Name())
+		hashed := strings.TrimSuffix(e.Name(), ext) + "." + hex.EncodeToString(sum[:6]) + ext
+		ct := mime.TypeByExtension(ext)
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		h.assets[hashed] = asset{body: b, ct: ct}
+		h.urls[e.Name()] = "/static/" + hashed
+	}
+	return nil
+}
+
+// pageFiles are the pages; each is parsed together with layout.html, which
+// defines the frame and the shared partials.
+var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
+	"sandboxes", "sandbox", "settings", "audit", "error"}
+
+func (h *handler) parseTemplates() error {
+	funcs := template.FuncMap{
+		"asset": func(name string) (string, error) {
+			u, ok := h.urls[name]
+			if !ok {
+				return "", fmt.Errorf("no static asset %q", name)
+			}
+			return u, nil
+		},
+		"time":     fmtTime,
+		"timeAgo":  func(t time.Time) string { return timeAgo(h.opts.Now(), t) },
+		"timePtr":  func(t *time.Time) string { return fmtTimePtr(t) },
+		"agoPtr":   func(t *time.Time) string { return agoPtr(h.opts.Now(), t) },
+		"rfc3339":  fmtRFC3339,
+		"relStr":   func(s string) string { return relString(h.opts.Now(), s) },
+		"absStr":   absString,
+		"bytes":    fmtBytes,
+		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
+		"json":     compactJSON,
+		"initial":  initial,
+		"eq2":      func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
+		"add":      func(a, b int) int { return a + b },
+		"dict":     dict,
+		"sub":      func(a, b float64) float64 { return a - b },
+		"deref":    func(b *bool) bool { return b != nil && *b },
+		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
+	}
+	h.pages = map[string]*template.Template{}
+	for _, name := range pageFiles {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return fmt.Errorf("parse template %s: %w", name, err)
+		}
+		h.pages[name] = t
+	}
+	return nil
+}
+
+func dict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict needs key/value pairs")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+func (h *handler) routes() {
+	r := chi.NewRouter()
+	r.Get("/static/{name}", h.serveStatic)
+	r.Group(func(r chi.Router) {
+		r.Use(h.pageHeaders)
+		r.Get("/", h.handleLanding)
+		r.Get("/signup", h.handleSignup)
+		r.Get("/login", h.handleLogin)
+		r.Get("/invite/{token}", h.handleInvite)
+		r.Route("/app", func(r chi.Router) {
+			r.Use(h.requireUser)
+			r.Get("/", h.handleApp)
+			r.Route("/w/{ws}", func(r chi.Router) {
+				r.Use(h.requireMember)
+				r.Get("/", h.handleOverview)
+				r.Get("/connections", h.handleConnections)
+				r.Get("/keys", h.handleKeys)
+				r.Get("/sandboxes", h.handleSandboxes)
+				r.Get("/sandboxes/{id}", h.handleSandbox)
+				r.Get("/settings", h.handleSettings)
+				r.Get("/audit", h.handleAudit)
+			})
+		})
+		r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r) })
+		r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+			h.renderError(w, r, http.StatusMethodNotAllowed, "Method not allowed",
+				"Pages only answer GET; changes go through the API.")
+		})
+	})
+	h.router = r
+}
+
+func (h *handler) serveStatic(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.assets[chi.URLParam(r, "name")]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", a.ct)
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(a.body)
+}
+
+// pageHeaders marks pages as private and uncacheable (they show keys and
+// audit data) and makes sure a logged-in browser has a CSRF cookie for the
+// script to echo.
+func (h *handler) pageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if mcpgate.UserFromContext(r.Context()) != nil {
+			if c, err := r.Cookie(csrfCookie); err != nil || len(c.Value) < 32 {
+				b := make([]byte, 24)
+				_, _ = rand.Read(b)
+				http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: "/",
+					MaxAge: 12 * 3600, Secure: strings.HasPrefix(h.opts.PublicURL, "https://"), SameSite: http.SameSiteLaxMode})
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type wsKey struct{}
+
+// requireUser sends a logged-out visitor to the login page, with a way back.
+func (h *handler) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if mcpgate.UserFromContext(r.Context()) == nil {
+			http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireMember loads the {ws} workspace with the user's role. A workspace
+// the user does not belong to is a 404, as if it did not exist.
+func (h *handler) requireMember(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u := mcpgate.UserFromContext(r.Context())
+		ws, err := h.data.FindMembership(r.Context(), chi.URLParam(r, "ws"), u.ID)
+		if err != nil {
+			if mcpgate.ErrorCode(err) == mcpgate.ENotFound || mcpgate.ErrorCode(err) == mcpgate.EInvalid {
+				h.notFound(w, r)
+				return
+			}
+			h.serverError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), wsKey{}, ws)))
+	})
+}
+
+func workspaceFrom(ctx context.Context) *mcpgate.Workspace {
+	ws, _ := ctx.Value(wsKey{}).(*mcpgate.Workspace)
+	return ws
+}
+
+// view is what every page template gets.
+type view struct {
+	Title      string
+	Nav        string
+	User       *mcpgate.User
+	Workspace  *mcpgate.Workspace
+	Workspaces []mcpgate.Workspace
+	PublicURL  string
+	Version    string
+	// Base is the current workspace's page prefix, /app/w/<id>.
+	Base string
+	// API is the current workspace's API prefix, /api/v1/workspaces/<id>.
+	API  string
+	Data any
+}
+
+func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
+	v := &view{Title: title, Nav: nav, User: mcpgate.UserFromContext(r.Context()), Workspace: workspaceFrom(r.Context()),
+		PublicURL: h.opts.PublicURL, Version: h.opts.Version, Data: data}
+	if v.Workspace != nil {
+		v.Base = "/app/w/" + v.Workspace.ID
+		v.API = "/api/v1/workspaces/" + v.Workspace.ID
+		if wss, err := h.data.WorkspacesOfUser(r.Context(), v.User.ID); err == nil {
+			v.Workspaces = wss
+		}
+	}
+	return v
+}
+
+// render executes a page into a buffer first, so that a template error
+// becomes a clean 500 rather than half a page.
+func (h *handler) render(w http.ResponseWriter, r *http.Request, status int, page string, v *view) {
+	t, ok := h.pages[page]
+	if !ok {
+		h.serverError(w, r, fmt.Errorf("no page %q", page))
+		return
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, v); err != nil {
+		h.log.ErrorContext(r.Context(), "render page", "page", page, "err", err)
+		if page != "error" {
+			h.renderError(w, r, http.StatusInternalServerError, "Something went wrong",
+				"The page could not be shown. Try again; if it keeps happening, tell the person who runs this gateway.")
+			return
+		}
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+type errorPage struct {
+	Status  int
+	Heading string
+	Message string
+}
+
+func (h *handler) renderError(w http.ResponseWriter, r *http.Request, status int, heading, msg string) {
+	h.render(w, r, status, "error", h.newView(r, heading, "", errorPage{Status: status, Heading: heading, Message: msg}))
+}
+
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	// A workspace the user is not in must look like one that does not
+	// exist: drop any workspace from the frame.
+	r = r.WithContext(context.WithValue(r.Context(), wsKey{}, (*mcpgate.Workspace)(nil)))
+	h.renderError(w, r, http.StatusNotFound, "Page not found",
+		"There is nothing here, or you do not have access to it. Check the address, or go back to your dashboard.")
+}
+
+func (h *handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.ErrorContext(r.Context(), "dashboard page", "path", r.URL.Path, "err", err)
+	h.renderError(w, r, http.StatusInternalServerError, "Something went wrong",
+		"The page could not be loaded. Try again in a moment.")
+}
