@@ -17,7 +17,7 @@ func (g *Gateway) PutCredential(ctx context.Context, workspaceID, userID, connec
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no connector named %q", connector)
 	}
 	_, findErr := g.opts.Backend.FindConnection(ctx, workspaceID, connector)
-	replacing := findErr == nil
+	replacing := mcpgate.ErrorCode(findErr) != mcpgate.ENotFound
 	if err := c.CheckCredential(ctx, credential); err != nil {
 		g.record(ctx, mcpgate.AuditEvent{WorkspaceID: workspaceID, ActorID: userID, Kind: "admin", Action: "credential.rejected",
 			Arguments: map[string]any{"connector": connector}, Outcome: mcpgate.OutcomeError, Message: mcpgate.ErrorMessage(err),

@@ -16,6 +16,10 @@ const usageText = `mcpgate: a multi-tenant MCP gateway for E2B sandboxes
 Usage:
   mcpgate serve [flags]             run the gateway (flags: mcpgate serve -h)
   mcpgate migrate [up|down|status]  apply, roll back one, or list migrations
+  mcpgate vault status|rotate|rekey|prune
+                                    manage the credential keyring (mcpgate vault help)
+  mcpgate user list|set-admin|unset-admin|reset-password
+                                    manage dashboard accounts (mcpgate user help)
   mcpgate version                   print the version
 
 Configuration comes from flags or the environment: LISTEN_ADDR, PUBLIC_URL,
@@ -51,6 +55,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, args[1:], getenv, stdout, nil)
 	case "migrate":
 		return migrate(ctx, args[1:], getenv, stdout)
+	case "vault":
+		return vaultCommand(ctx, args[1:], getenv, stdout)
+	case "user":
+		return userCommand(ctx, args[1:], getenv, os.Stdin, stdout)
 	case "version":
 		fmt.Fprintln(stdout, "mcpgate", version)
 		return nil

@@ -113,12 +113,9 @@ func (db *DB) DeleteConnection(ctx context.Context, workspaceID, connector strin
 // call. The ciphertext is read first and the connection released before it
 // is opened, so no database connection is held while it is used.
 func (db *DB) OpenCredential(ctx context.Context, sealer Sealer, workspaceID, connector string) (mcpgate.Secret, error) {
-	var id string
-	var ct []byte
-	err := db.Pool.QueryRow(ctx, `SELECT id, ciphertext FROM connections WHERE workspace_id = $1 AND connector = $2`,
-		workspaceID, connector).Scan(&id, &ct)
+	id, ct, err := db.sealedCredential(ctx, workspaceID, connector)
 	if err != nil {
-		return "", mapError(err, connNotFound)
+		return "", err
 	}
 	pt, err := sealer.OpenContext(ctx, ct, connectionAAD(workspaceID, id))
 	if err != nil {
@@ -160,31 +157,39 @@ func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
 // ResealOld re-seals up to batch credentials still under a term older than
 // the sealer's active term, each row in its own short transaction (locked
 // with SKIP LOCKED, so two runs share the work). It returns how many rows it
-// moved; 0 means none are left. A crash at any point leaves every row either
-// under its old term or its new one, and both open.
-func (db *DB) ResealOld(ctx context.Context, sealer Sealer, batch int) (int, error) {
+// moved (0: none left but those in skip) and the ids of rows that could not be
+// opened: they are left as they are and must be passed in skip on the next
+// call, so that one damaged row never blocks the others. A crash at any point
+// leaves every row either under its old term or its new one, and both open.
+func (db *DB) ResealOld(ctx context.Context, sealer Sealer, batch int, skip []string) (moved int, failed []string, err error) {
 	active := int64(sealer.ActiveTerm())
-	moved := 0
+	skip = append([]string{}, skip...)
 	for range batch {
-		done, err := db.resealOne(ctx, sealer, active)
-		if err != nil {
-			return moved, err
-		}
-		if done {
-			return moved, nil
+		id, done, err := db.resealOne(ctx, sealer, active, skip)
+		switch {
+		case err != nil && id != "":
+			failed = append(failed, id)
+			skip = append(skip, id)
+			continue
+		case err != nil:
+			return moved, failed, err
+		case done:
+			return moved, failed, nil
 		}
 		moved++
 	}
-	return moved, nil
+	return moved, failed, nil
 }
 
-func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64) (none bool, err error) {
+// resealOne moves one row. An error with an id is that row's own failure
+// (it does not open); an error without one is the database's.
+func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64, skip []string) (rowID string, none bool, err error) {
 	err = db.inTx(ctx, func(tx pgx.Tx) error {
-		var id, ws string
+		var ws string
 		var ct []byte
 		err := tx.QueryRow(ctx, `
-			SELECT id, workspace_id, ciphertext FROM connections WHERE key_term < $1
-			ORDER BY key_term, id LIMIT 1 FOR UPDATE SKIP LOCKED`, active).Scan(&id, &ws, &ct)
+			SELECT id, workspace_id, ciphertext FROM connections WHERE key_term < $1 AND NOT (id::text = ANY($2))
+			ORDER BY key_term, id LIMIT 1 FOR UPDATE SKIP LOCKED`, active, skip).Scan(&rowID, &ws, &ct)
 		if errors.Is(err, pgx.ErrNoRows) {
 			none = true
 			return nil
@@ -192,12 +197,20 @@ func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64) (none 
 		if err != nil {
 			return err
 		}
-		next, _, err := sealer.Reseal(ctx, ct, connectionAAD(ws, id))
+		next, _, err := sealer.Reseal(ctx, ct, connectionAAD(ws, rowID))
 		if err != nil {
-			return fmt.Errorf("reseal connection %s: %w", id, err)
+			return &resealError{err}
 		}
-		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, id, next, int64(termOf(next)))
+		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, rowID, next, int64(termOf(next)))
 		return err
 	})
-	return none, mapError(err, "")
+	var re *resealError
+	if errors.As(err, &re) {
+		return rowID, false, fmt.Errorf("reseal connection %s: %w", rowID, re.err)
+	}
+	return "", none, mapError(err, "")
 }
+
+type resealError struct{ err error }
+
+func (e *resealError) Error() string { return e.err.Error() }

@@ -186,6 +186,8 @@ func mapError(err error, notFound string) error {
 			return &mcpgate.Error{Code: mcpgate.EConflict, Message: "already exists", Err: err}
 		case "22P02": // invalid text representation, e.g. a malformed uuid in a path
 			return mcpgate.Errorf(mcpgate.ENotFound, "%s", notFound)
+		case "23503": // a foreign key names a row that is gone (a deleted workspace)
+			return mcpgate.Errorf(mcpgate.ENotFound, "%s", notFound)
 		case "57P01", "57P02", "57P03", "08000", "08003", "08006":
 			return &mcpgate.Error{Code: mcpgate.EUnavailable, Message: "the database is unavailable; try again shortly", Err: err}
 		}

@@ -141,7 +141,10 @@ func (db *DB) DeleteVaultTerm(ctx context.Context, term uint32) error {
 		if int64(term) >= max {
 			return vault.ErrActiveTerm
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM vault_keys WHERE term = $1`, int64(term))
+		tag, err := tx.Exec(ctx, `DELETE FROM vault_keys WHERE term = $1`, int64(term))
+		if err == nil && tag.RowsAffected() == 0 {
+			return pgx.ErrNoRows
+		}
 		return err
 	}), "no such key term")
 }

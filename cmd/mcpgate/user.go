@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/password"
+)
+
+const userUsage = `Usage: mcpgate user COMMAND [flags]
+
+Manage dashboard accounts from the server, for when nobody can log in as an
+instance admin. Reads the same database configuration as serve (DATABASE_URL
+or DATA_DIR); with the embedded database (no DATABASE_URL), stop mcpgate serve
+first.
+
+Commands:
+  list                     list every account, oldest first
+  set-admin EMAIL          make an account an instance admin
+  unset-admin EMAIL        withdraw instance admin
+  reset-password [--stdin] EMAIL
+                           set a new password and end every session of the
+                           account. With --stdin the password is the first
+                           line of standard input; otherwise one is generated
+                           and printed once.
+`
+
+// userPasswordParams are the argon2id costs of reset-password; tests lower
+// them.
+var userPasswordParams = password.Default
+
+// userCommand runs `mcpgate user ...`; stdin is read by reset-password
+// --stdin only.
+func userCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, userUsage)
+		return errors.New("user: no command given")
+	}
+	cmd, args := args[0], args[1:]
+	var fromStdin bool
+	var define func(fs *flag.FlagSet)
+	wantArgs := 1
+	switch cmd {
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, userUsage)
+		return nil
+	case "list":
+		wantArgs = 0
+	case "set-admin", "unset-admin":
+	case "reset-password":
+		define = func(fs *flag.FlagSet) {
+			fs.BoolVar(&fromStdin, "stdin", false, "read the new password from the first line of standard input")
+		}
+	default:
+		fmt.Fprint(stdout, userUsage)
+		return fmt.Errorf("user: unknown command %q", cmd)
+	}
+	cfgArgs, positional, err := parseFlags("user "+cmd, args, define, userUsage, stdout)
+	if errors.Is(err, errHelpShown) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if len(positional) != wantArgs {
+		if wantArgs == 0 {
+			return fmt.Errorf("user %s: unexpected arguments %v", cmd, positional)
+		}
+		return fmt.Errorf("user %s: give one email address", cmd)
+	}
+	var email string
+	if wantArgs == 1 {
+		if email, err = mcpgate.NormalizeEmail(positional[0]); err != nil {
+			return fmt.Errorf("user %s: %q is not a valid email address", cmd, positional[0])
+		}
+	}
+	// Read and check the password before touching the database.
+	var newPassword string
+	generated := false
+	if cmd == "reset-password" {
+		if fromStdin {
+			if newPassword, err = readPassword(stdin); err != nil {
+				return err
+			}
+		} else {
+			newPassword, generated = generatePassword(), true
+		}
+		if err := mcpgate.ValidatePassword(newPassword); err != nil {
+			return fmt.Errorf("user reset-password: %s", mcpgate.ErrorMessage(err))
+		}
+	}
+
+	cfg, err := loadConfig("user "+cmd, cfgArgs, getenv, false)
+	if err != nil {
+		return err
+	}
+	db, closeDB, err := openCommandDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+
+	switch cmd {
+	case "list":
+		users, err := db.ListUsers(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "EMAIL\tINSTANCE ADMIN\tCREATED")
+		for _, u := range users {
+			admin := "no"
+			if u.InstanceAdmin {
+				admin = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Email, admin, u.CreatedAt.UTC().Format("2006-01-02 15:04:05Z"))
+		}
+		tw.Flush()
+		fmt.Fprintf(stdout, "%d account(s)\n", len(users))
+	case "set-admin", "unset-admin":
+		admin := cmd == "set-admin"
+		if err := db.SetInstanceAdmin(ctx, email, admin); err != nil {
+			return userError(cmd, email, err)
+		}
+		if admin {
+			fmt.Fprintf(stdout, "%s is now an instance admin\n", email)
+		} else {
+			fmt.Fprintf(stdout, "%s is no longer an instance admin\n", email)
+		}
+	case "reset-password":
+		u, _, err := db.FindUserByEmail(ctx, email)
+		if err != nil {
+			return userError(cmd, email, err)
+		}
+		hash, err := password.Hash(newPassword, userPasswordParams)
+		if err != nil {
+			return err
+		}
+		if err := db.SetPassword(ctx, u.ID, hash); err != nil {
+			return userError(cmd, email, err)
+		}
+		fmt.Fprintf(stdout, "password of %s changed; every session of the account was ended\n", email)
+		if generated {
+			fmt.Fprintf(stdout, "new password (shown only this once):\n%s\n", newPassword)
+		}
+	}
+	return nil
+}
+
+func userError(cmd, email string, err error) error {
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return fmt.Errorf("user %s: no account with the email %s", cmd, email)
+	}
+	return fmt.Errorf("user %s: %w", cmd, err)
+}
+
+// readPassword reads the first line of r, without its line ending.
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(io.LimitReader(r, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("user reset-password: read standard input: %w", err)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", errors.New("user reset-password: standard input holds no password")
+	}
+	return line, nil
+}
+
+// generatePassword returns 24 characters from 144 random bits.
+func generatePassword() string {
+	b := make([]byte, 18)
+	rand.Read(b) // never fails since Go 1.24
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/password"
+	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/store/storetest"
+)
+
+// userEnv is a test database with two accounts.
+type userEnv struct {
+	db    *store.DB
+	env   map[string]string
+	admin *mcpgate.User
+	other *mcpgate.User
+}
+
+func newUserEnv(t *testing.T) *userEnv {
+	t.Helper()
+	dsn := storetest.NewDatabase(t)
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("store.Open() err = %v", err)
+	}
+	t.Cleanup(db.Close)
+	e := &userEnv{db: db, env: map[string]string{"DATABASE_URL": dsn}}
+	ctx := context.Background()
+	if e.admin, err = db.CreateUser(ctx, "admin@example.com", "h", nil); err != nil {
+		t.Fatal(err)
+	}
+	if e.other, err = db.CreateUser(ctx, "bob@example.com", "h", nil); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// user runs `mcpgate user args...` with stdin.
+func (e *userEnv) user(stdin string, args ...string) (string, error) {
+	var out bytes.Buffer
+	err := userCommand(context.Background(), args, func(k string) string { return e.env[k] }, strings.NewReader(stdin), &out)
+	return out.String(), err
+}
+
+func (e *userEnv) isAdmin(t *testing.T, email string) bool {
+	t.Helper()
+	u, _, err := e.db.FindUserByEmail(context.Background(), email)
+	if err != nil {
+		t.Fatalf("FindUserByEmail() err = %v", err)
+	}
+	return u.InstanceAdmin
+}
+
+func TestUserList(t *testing.T) {
+	e := newUserEnv(t)
+	out, err := e.user("", "list")
+	if err != nil {
+		t.Fatalf("user list err = %v", err)
+	}
+	for _, re := range []string{`(?m)^admin@example\.com +yes +\d{4}-`, `(?m)^bob@example\.com +no +\d{4}-`, `2 account\(s\)`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Fatalf("user list output does not match %q:\n%s", re, out)
+		}
+	}
+	if strings.Index(out, "admin@") > strings.Index(out, "bob@") {
+		t.Fatalf("user list is not oldest first:\n%s", out)
+	}
+	// Through run, as the program does.
+	var buf bytes.Buffer
+	if err := run(context.Background(), []string{"user", "list"}, func(k string) string { return e.env[k] }, &buf, &buf); err != nil ||
+		!strings.Contains(buf.String(), "bob@example.com") {
+		t.Fatalf("run(user list) err = %v\n%s", err, buf.String())
+	}
+}
+
+func TestUserSetAdmin(t *testing.T) {
+	e := newUserEnv(t)
+	tests := []struct {
+		name      string
+		args      []string
+		wantErr   string
+		wantAdmin bool // bob's state afterwards
+	}{
+		{name: "set", args: []string{"set-admin", "bob@example.com"}, wantAdmin: true},
+		{name: "set again", args: []string{"set-admin", "bob@example.com"}, wantAdmin: true},
+		{name: "unset, email normalised", args: []string{"unset-admin", "  Bob@Example.COM "}, wantAdmin: false},
+		{name: "set, flags after the email", args: []string{"set-admin", "bob@example.com", "--log-level", "warn"}, wantAdmin: true},
+		{name: "unknown account", args: []string{"unset-admin", "nobody@example.com"}, wantErr: "no account with the email nobody@example.com", wantAdmin: true},
+		{name: "not an email", args: []string{"unset-admin", "bob"}, wantErr: "not a valid email address", wantAdmin: true},
+		{name: "no email", args: []string{"unset-admin"}, wantErr: "give one email address", wantAdmin: true},
+		{name: "two emails", args: []string{"unset-admin", "bob@example.com", "admin@example.com"}, wantErr: "give one email address", wantAdmin: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := e.user("", tt.args...)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("user %v err = %v, want %q\n%s", tt.args, err, tt.wantErr, out)
+			}
+			if got := e.isAdmin(t, "bob@example.com"); got != tt.wantAdmin {
+				t.Fatalf("bob instance admin = %v, want %v", got, tt.wantAdmin)
+			}
+			if !e.isAdmin(t, "admin@example.com") {
+				t.Fatal("admin lost instance admin")
+			}
+		})
+	}
+}
+
+func TestUserResetPassword(t *testing.T) {
+	saved := userPasswordParams
+	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
+	t.Cleanup(func() { userPasswordParams = saved })
+	e := newUserEnv(t)
+	ctx := context.Background()
+	session := func() string {
+		id, err := e.db.CreateSession(ctx, e.other.ID, time.Now().Add(time.Hour))
+		if err != nil {
+			t.Fatalf("CreateSession() err = %v", err)
+		}
+		return id
+	}
+	checkPassword := func(want string) {
+		t.Helper()
+		_, hash, err := e.db.FindUserByEmail(ctx, "bob@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := password.Verify(want, hash); err != nil {
+			t.Fatalf("password.Verify(new password) err = %v", err)
+		}
+	}
+	checkRevoked := func(id string) {
+		t.Helper()
+		if _, err := e.db.FindSessionUser(ctx, id); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
+			t.Fatalf("FindSessionUser() after reset err = %v, want unauthorized", err)
+		}
+	}
+
+	// From standard input.
+	s1 := session()
+	out, err := e.user("correct horse battery\r\nignored\n", "reset-password", "--stdin", "bob@example.com")
+	if err != nil {
+		t.Fatalf("reset-password --stdin err = %v\n%s", err, out)
+	}
+	if strings.Contains(out, "correct horse") || !strings.Contains(out, "every session of the account was ended") {
+		t.Fatalf("reset-password --stdin output:\n%s", out)
+	}
+	checkPassword("correct horse battery")
+	checkRevoked(s1)
+	if _, err := e.db.FindSessionUser(ctx, session()); err != nil {
+		t.Fatalf("a session started after the reset err = %v", err)
+	}
+
+	// Generated, printed once.
+	s2 := session()
+	out, err = e.user("", "reset-password", "bob@example.com")
+	if err != nil {
+		t.Fatalf("reset-password err = %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`new password \(shown only this once\):\n([A-Za-z0-9_-]{24})\n`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("reset-password output shows no generated password:\n%s", out)
+	}
+	checkPassword(m[1])
+	checkRevoked(s2)
+
+	// Refused, and nothing changes.
+	_, before, _ := e.db.FindUserByEmail(ctx, "bob@example.com")
+	for _, tt := range []struct {
+		name, stdin string
+		args        []string
+		wantErr     string
+	}{
+		{name: "too short", stdin: "short\n", args: []string{"--stdin", "bob@example.com"}, wantErr: "at least 10 characters"},
+		{name: "empty stdin", stdin: "", args: []string{"--stdin", "bob@example.com"}, wantErr: "holds no password"},
+		{name: "unknown account", args: []string{"nobody@example.com"}, wantErr: "no account with the email"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := e.user(tt.stdin, append([]string{"reset-password"}, tt.args...)...)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("reset-password err = %v, want %q\n%s", err, tt.wantErr, out)
+			}
+			if strings.Contains(out, "new password") {
+				t.Fatalf("a refused reset printed a password:\n%s", out)
+			}
+		})
+	}
+	if _, after, _ := e.db.FindUserByEmail(ctx, "bob@example.com"); after != before {
+		t.Fatal("a refused reset changed the password")
+	}
+}
+
+func TestUserCommand_Usage(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+		wantOut string
+	}{
+		{name: "no command", args: nil, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
+		{name: "unknown", args: []string{"delete", "a@example.com"}, wantErr: `unknown command "delete"`},
+		{name: "help", args: []string{"help"}, wantOut: "reset-password [--stdin] EMAIL"},
+		{name: "flag help", args: []string{"list", "-h"}, wantOut: "Usage: mcpgate user"},
+		{name: "list takes no argument", args: []string{"list", "x"}, wantErr: "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := userCommand(context.Background(), tt.args, func(string) string { return "" }, strings.NewReader(""), &out)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("user %v err = %v, want %q", tt.args, err, tt.wantErr)
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Fatalf("user %v output lacks %q:\n%s", tt.args, tt.wantOut, out.String())
+			}
+		})
+	}
+}
