@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: run demo build test vet fuzz bench clean
+.PHONY: run demo build test vet fuzz vulncheck bench clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o mcpgate ./cmd/mcpgate
@@ -38,12 +38,28 @@ test: vet
 	TEST_DATABASE_URL="$$(sh scripts/test-db.sh)" $(GO) test -race -count=1 -timeout 20m ./...
 
 # Longer fuzzing of every fuzz target (make test runs their seeds only).
+# FUZZTIME per target (default 30s); some targets need the test database.
 fuzz:
-	@for pkg in $$($(GO) list ./...); do \
+	sh scripts/ensure-postgres.sh
+	@export TEST_DATABASE_URL="$${TEST_DATABASE_URL:-$$(sh scripts/test-db.sh)}"; \
+	for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg 2>/dev/null | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $${FUZZTIME:-30s} $$pkg || exit 1; \
 	  done; \
 	done
+
+# Known vulnerabilities in the dependencies and the standard library. Not part
+# of make test: govulncheck downloads its database from vuln.go.dev, which
+# offline machines cannot reach (the module proxy serves the tool, not the
+# database). Set GOVULNDB=file:///path/to/vulndb to use a local copy.
+vulncheck:
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.9.0 $${GOVULNDB:+-db $$GOVULNDB} ./...
+
+# Load benchmark (design.md §10): e2bsim, the gateway and a fresh database
+# on this machine, MCP clients against direct E2B calls; prints one table.
+bench:
+	@sh scripts/ensure-postgres.sh
+	@TEST_DATABASE_URL="$$(sh scripts/test-db.sh)" $(GO) run ./bench $(BENCH_FLAGS)
 
 clean:
 	rm -f mcpgate e2bsim

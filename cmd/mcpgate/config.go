@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -42,8 +43,20 @@ type Config struct {
 		APIURL          string
 		DashboardAPIURL string
 	}
+	MCP struct {
+		KeyRate  string
+		KeyBurst string
+	}
 	LogFormat string
 	LogLevel  string
+}
+
+// KeyRate returns the per-key rate limit: calls per second and burst. Valid
+// after LoadConfig.
+func (c *Config) KeyRate() (float64, int) {
+	r, _ := strconv.ParseFloat(c.MCP.KeyRate, 64)
+	b, _ := strconv.Atoi(c.MCP.KeyBurst)
+	return r, b
 }
 
 // Embedded reports whether serve runs its own PostgreSQL.
@@ -95,6 +108,8 @@ func (c *Config) settings() []setting {
 		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, &c.Session.Signup},
 		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
+		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP calls per second allowed per key", false, &c.MCP.KeyRate},
+		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -219,6 +234,12 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		p = append(p, fmt.Sprintf("LOG_FORMAT must be json or text, not %q", c.LogFormat))
+	}
+	if r, err := strconv.ParseFloat(c.MCP.KeyRate, 64); err != nil || !(r > 0) || r > 1e9 {
+		p = append(p, fmt.Sprintf("MCP_KEY_RATE must be a positive number of calls per second, not %q", c.MCP.KeyRate))
+	}
+	if b, err := strconv.Atoi(c.MCP.KeyBurst); err != nil || b < 1 || b > 1e9 {
+		p = append(p, fmt.Sprintf("MCP_KEY_BURST must be a whole number of at least 1, not %q", c.MCP.KeyBurst))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())

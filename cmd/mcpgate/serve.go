@@ -10,18 +10,23 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/pgembed"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
+	"github.com/mcpgate/mcpgate/web"
 )
 
 // serve runs the gateway until ctx ends. When ready is not nil it receives
@@ -32,6 +37,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 		return err
 	}
 	log := newLogger(cfg, logOut)
+	setGCDefaults(getenv, log)
 	generated, err := cfg.ensureGeneratedSecrets()
 	if err != nil {
 		return err
@@ -95,6 +101,21 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	return nil
 }
 
+// setGCDefaults trades memory for CPU unless the operator chose GOGC: the MCP
+// SDK allocates hundreds of kilobytes of short-lived buffers per call, and at
+// Go's default GOGC=100 the collector takes a large share of the CPU. A
+// memory limit keeps the heap bounded all the same. /metrics reports both.
+func setGCDefaults(getenv func(string) string, log *slog.Logger) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+		log.Debug("GOGC not set; using 400")
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+		log.Debug("GOMEMLIMIT not set; using 1 GiB")
+	}
+}
+
 // openDatabase returns the DSN to use: DATABASE_URL, or an embedded
 // PostgreSQL started under DATA_DIR (stopped by the returned func).
 func openDatabase(ctx context.Context, cfg *Config, log *slog.Logger) (string, func(), error) {
@@ -126,6 +147,8 @@ type gateway struct {
 	mcp     *mcp.Gateway
 	keyring *vault.Keyring
 	audit   *audit.Writer
+	metrics *metrics.Registry
+	creds   *store.CredentialCache
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -146,11 +169,15 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &gateway{cfg: cfg, db: db, log: log, keyring: keyring, cancel: cancel}
 	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
+	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat})
+	gw.creds = db.NewCredentialCache(30 * time.Second)
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: cfg.E2B.APIURL, DashboardURL: cfg.E2B.DashboardAPIURL}))
+	keyRate, keyBurst := cfg.KeyRate()
 	gw.mcp = mcp.New(mcp.Options{
-		Registry: registry, Backend: backend{db, keyring}, Audit: gw.audit, Logger: log,
+		Registry: registry, Backend: backend{db, keyring, gw.creds}, Audit: gw.audit, Metrics: gw.metrics, Logger: log,
 		PublicURL: cfg.HTTP.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(cfg.Session.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
+		KeyRate:            rate.Limit(keyRate), KeyBurst: keyBurst,
 	})
 	gw.api = api.New(api.Options{
 		Store:     db,
@@ -164,10 +191,18 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		Keys:      db,
 		AuditLog:  db,
 		MCP:       gw.mcp.Handler(),
+		Metrics:   gw.metrics.Handler(),
+		Web: web.New(web.Options{Data: webData{DB: db, Gateway: gw.mcp}, Logger: log,
+			PublicURL: cfg.HTTP.PublicURL, Version: version}),
 	})
 	listening := make(chan struct{})
 	gw.goBackground(func() {
-		db.Listen(ctx, log, listening, func(inv store.Invalidation) { gw.mcp.Invalidate(inv.Kind, inv.WorkspaceID) })
+		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
+			gw.mcp.Invalidate(inv.Kind, inv.WorkspaceID)
+			if inv.Kind == store.InvalidateConn || inv.Kind == "" {
+				gw.creds.Invalidate(inv.WorkspaceID)
+			}
+		})
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
 	gw.goBackground(func() {
@@ -227,17 +262,50 @@ func (gw *gateway) pruneLoop(ctx context.Context) {
 }
 
 // backend adapts the store and the keyring to what the MCP gateway needs:
-// credentials are sealed and opened with the keyring, everything else is the
-// store's.
+// credentials are sealed and opened with the keyring (from a cache of
+// ciphertexts, so a call needs no query), everything else is the store's.
 type backend struct {
 	*store.DB
 	keyring *vault.Keyring
+	creds   *store.CredentialCache
 }
 
 func (b backend) OpenCredential(ctx context.Context, workspaceID, connector string) (mcpgate.Secret, error) {
-	return b.DB.OpenCredential(ctx, b.keyring, workspaceID, connector)
+	return b.creds.Open(ctx, b.keyring, workspaceID, connector)
 }
 
 func (b backend) PutConnection(ctx context.Context, c *mcpgate.Connection, credential mcpgate.Secret) error {
-	return b.DB.PutConnection(ctx, b.keyring, c, credential)
+	if err := b.DB.PutConnection(ctx, b.keyring, c, credential); err != nil {
+		return err
+	}
+	// This replica drops its copy at once; the others on the notification.
+	b.creds.Invalidate(c.WorkspaceID)
+	return nil
+}
+
+func (b backend) DeleteConnection(ctx context.Context, workspaceID, connector string) error {
+	if err := b.DB.DeleteConnection(ctx, workspaceID, connector); err != nil {
+		return err
+	}
+	b.creds.Invalidate(workspaceID)
+	return nil
+}
+
+// webData gives the dashboard the store's reads and the gateway's tools.
+type webData struct {
+	*store.DB
+	*mcp.Gateway
+}
+
+// CallsPerHour maps store.DB.AuditHourly to the dashboard's type.
+func (d webData) CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]web.HourCount, error) {
+	buckets, err := d.DB.AuditHourly(ctx, workspaceID, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]web.HourCount, len(buckets))
+	for i, b := range buckets {
+		out[i] = web.HourCount{Hour: b.Hour, Calls: b.Calls, Errors: b.Errors}
+	}
+	return out, nil
 }

@@ -66,12 +66,27 @@ func NewClient(opts Options) *Client {
 	if c.http == nil {
 		// A little more than the per-call deadline, so that the context, which
 		// gives the clearer error, normally fires first.
-		c.http = &http.Client{Timeout: c.timeout + 5*time.Second}
+		c.http = &http.Client{Timeout: c.timeout + 5*time.Second, Transport: newTransport()}
 	}
 	if c.now == nil {
 		c.now = time.Now
 	}
 	return c
+}
+
+// newTransport keeps enough idle connections to E2B for a busy gateway:
+// http.DefaultTransport keeps two per host, so concurrent calls would open
+// (and leave in TIME_WAIT) a new TCP and TLS connection almost every time.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     true,
+	}
 }
 
 func cmpOr(s, def string) string {

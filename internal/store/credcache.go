@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// CredentialCache keeps workspaces' credentials in their sealed form, so that
+// a tool call does not query the database for its credential: it opens the
+// cached ciphertext with the keyring (microseconds) instead. Plain text is
+// never cached. Entries are dropped by Invalidate, which the gateway calls
+// on the replicas' change notifications, and expire after a TTL as a safety
+// net.
+type CredentialCache struct {
+	db  *DB
+	ttl time.Duration
+	// gen counts invalidations; an entry read before one is not stored, so a
+	// fetch racing a change cannot keep the old ciphertext.
+	gen     atomic.Uint64
+	entries sync.Map // workspace + "\x00" + connector -> *sealedEntry
+}
+
+type sealedEntry struct {
+	workspace string
+	id        string
+	ct        []byte
+	fetched   time.Time
+}
+
+// NewCredentialCache returns a cache over the database.
+func (db *DB) NewCredentialCache(ttl time.Duration) *CredentialCache {
+	return &CredentialCache{db: db, ttl: ttl}
+}
+
+// Open returns a workspace's credential in plain text for one call.
+func (c *CredentialCache) Open(ctx context.Context, sealer Sealer, workspaceID, connector string) (mcpgate.Secret, error) {
+	key := workspaceID + "\x00" + connector
+	var e *sealedEntry
+	if v, ok := c.entries.Load(key); ok && time.Since(v.(*sealedEntry).fetched) < c.ttl {
+		e = v.(*sealedEntry)
+	} else {
+		gen := c.gen.Load()
+		id, ct, err := c.db.sealedCredential(ctx, workspaceID, connector)
+		if err != nil {
+			return "", err
+		}
+		e = &sealedEntry{workspace: workspaceID, id: id, ct: ct, fetched: time.Now()}
+		if c.gen.Load() == gen {
+			c.entries.Store(key, e)
+		}
+	}
+	pt, err := sealer.OpenContext(ctx, e.ct, connectionAAD(workspaceID, e.id))
+	if err != nil {
+		c.entries.Delete(key)
+		return "", fmt.Errorf("open credential: %w", err)
+	}
+	return mcpgate.Secret(pt), nil
+}
+
+// Invalidate drops a workspace's cached credentials, or every workspace's
+// when workspaceID is "".
+func (c *CredentialCache) Invalidate(workspaceID string) {
+	c.gen.Add(1)
+	c.entries.Range(func(k, v any) bool {
+		if workspaceID == "" || v.(*sealedEntry).workspace == workspaceID {
+			c.entries.Delete(k)
+		}
+		return true
+	})
+}
+
+func (db *DB) sealedCredential(ctx context.Context, workspaceID, connector string) (string, []byte, error) {
+	var id string
+	var ct []byte
+	err := db.Pool.QueryRow(ctx, `SELECT id, ciphertext FROM connections WHERE workspace_id = $1 AND connector = $2`,
+		workspaceID, connector).Scan(&id, &ct)
+	if err != nil {
+		return "", nil, mapError(err, connNotFound)
+	}
+	return id, ct, nil
+}
