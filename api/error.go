@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate"
 )
@@ -83,7 +85,19 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	} else {
 		return mcpgate.Errorf(mcpgate.EInvalid, "the request body must be application/json")
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+	if err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return mcpgate.Errorf(mcpgate.EInvalid, "the request body is larger than %d bytes", maxJSONBody)
+		}
+		return mcpgate.Errorf(mcpgate.EInvalid, "the request body could not be read")
+	}
+	// encoding/json would silently turn invalid UTF-8 into U+FFFD, storing
+	// a name or email (or hashing a password) other than the one sent.
+	if !utf8.Valid(body) {
+		return mcpgate.Errorf(mcpgate.EInvalid, "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var tooBig *http.MaxBytesError

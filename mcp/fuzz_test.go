@@ -1,0 +1,267 @@
+package mcp
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/connectors/e2b"
+)
+
+// fuzzBackend knows one key and counts upstream-facing calls; it fails the
+// test if a fuzzed request ever gets as far as opening the credential.
+type fuzzBackend struct {
+	key  mcpgate.APIKey
+	hash []byte
+
+	mu     sync.Mutex
+	spent  map[string]bool
+	opened int
+}
+
+func (b *fuzzBackend) FindKeyForAuth(_ context.Context, id string) (*mcpgate.APIKey, []byte, error) {
+	if id != b.key.ID {
+		return nil, nil, mcpgate.Errorf(mcpgate.ENotFound, "key not found")
+	}
+	k := b.key
+	return &k, b.hash, nil
+}
+func (b *fuzzBackend) TouchKeys(context.Context, map[string]time.Time) error { return nil }
+func (b *fuzzBackend) ToolPolicies(context.Context, string) (map[string]mcpgate.ToolPolicy, error) {
+	return nil, nil
+}
+func (b *fuzzBackend) SetToolPolicy(context.Context, string, string, mcpgate.ToolPolicy) error {
+	return nil
+}
+func (b *fuzzBackend) OpenCredential(context.Context, string, string) (mcpgate.Secret, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.opened++
+	return "", mcpgate.Errorf(mcpgate.ENotFound, "no credential")
+}
+func (b *fuzzBackend) PutConnection(context.Context, *mcpgate.Connection, mcpgate.Secret) error {
+	return nil
+}
+func (b *fuzzBackend) FindConnection(context.Context, string, string) (*mcpgate.Connection, error) {
+	return nil, mcpgate.Errorf(mcpgate.ENotFound, "not found")
+}
+func (b *fuzzBackend) DeleteConnection(context.Context, string, string) error { return nil }
+func (b *fuzzBackend) MarkAuthFailure(context.Context, string, string) error  { return nil }
+func (b *fuzzBackend) SpendToken(_ context.Context, id string, _ time.Time) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.spent == nil {
+		b.spent = map[string]bool{}
+	}
+	fresh := !b.spent[id]
+	b.spent[id] = true
+	return fresh, nil
+}
+
+func newFuzzGateway(tb testing.TB) (*Gateway, *fuzzBackend, string) {
+	tb.Helper()
+	key, id, hash := mcpgate.NewMCPKey()
+	b := &fuzzBackend{key: mcpgate.APIKey{ID: id, WorkspaceID: "ws-1", UserID: "user-1", Scope: mcpgate.ScopeFull}, hash: hash}
+	g := New(Options{
+		// Nothing listens there: no fuzzed input may reach E2B.
+		Registry:           connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: "http://127.0.0.1:1", DashboardURL: "http://127.0.0.1:1"})),
+		Backend:            b,
+		ConfirmationSecret: []byte("fuzz-confirmation-secret-0123456789"),
+		CallTimeout:        time.Second,
+	})
+	tb.Cleanup(g.Close)
+	return g, b, key
+}
+
+// FuzzKeyFromRequest sends arbitrary connector URL paths, Authorization and
+// X-API-Key headers to the MCP endpoint: nothing panics, only the real key
+// is accepted, and a refusal is 401 (or 429 once an address has guessed too
+// often), never a server error.
+func FuzzKeyFromRequest(f *testing.F) {
+	g, _, key := newFuzzGateway(f)
+	h := g.Handler()
+	f.Add("/mcp", "Bearer "+key, "")
+	f.Add("/c/"+key+"/mcp", "", "")
+	f.Add("/mcp", "", key)
+	f.Add("/c/../"+key+"/mcp", "", "")
+	f.Add("/c/%2e%2e/mcp", "bearer  "+key+" ", "")
+	f.Add("/c//mcp", "Basic "+key, key)
+	f.Add("/c/"+strings.Repeat("x", 5000)+"/mcp", "Bearer", "\x00")
+	f.Add("/c/mcpg_abcdefghijkm_"+strings.Repeat("é", 20)+"/mcp", "Bearer mcpg_", "mcpg_")
+	f.Fuzz(func(t *testing.T, path, authz, apiKey string) {
+		got := keyFromRequest(&http.Request{URL: &url.URL{Path: path}, Header: http.Header{
+			"Authorization": {authz}, "X-Api-Key": {apiKey}}})
+		if got != "" && !strings.Contains(path+authz+apiKey, got) {
+			t.Fatalf("keyFromRequest() = %q, not part of the request", got)
+		}
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		r.URL.Path = path
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header["Authorization"] = []string{authz}
+		r.Header["X-Api-Key"] = []string{apiKey}
+		r.RemoteAddr = "192.0.2.1:1234"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		accepted := got == key
+		switch {
+		case accepted && w.Code >= 500:
+			t.Fatalf("the real key answered %d: %s", w.Code, w.Body)
+		case !accepted && w.Code != http.StatusUnauthorized && w.Code != http.StatusTooManyRequests:
+			t.Fatalf("presented %q: status %d, want 401 or 429; body %s", got, w.Code, w.Body)
+		}
+		if !accepted && len(got) >= 20 && strings.Contains(w.Body.String(), got) {
+			t.Fatalf("the refusal echoes the presented key: %s", w.Body)
+		}
+	})
+}
+
+// FuzzRedeem presents arbitrary confirmation tokens for a kill: only the
+// token minted for exactly this identity, tool and arguments works, once;
+// everything else is the same refusal, and nothing panics.
+func FuzzRedeem(f *testing.F) {
+	g, _, _ := newFuzzGateway(f)
+	id := &Identity{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
+	args := map[string]any{"sandbox_id": "iabc123"}
+	valid, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
+	otherArgs, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, map[string]any{"sandbox_id": "iother"})
+	otherKey, _ := g.mint(purposeConfirm, &Identity{KeyID: "key2", UserID: "user-1", WorkspaceID: "ws-1"}, e2b.ToolKillSandbox, args)
+	state, _ := g.mint(purposeState, id, e2b.ToolKillSandbox, args)
+	for _, s := range []string{valid, otherArgs, otherKey, state, "", tokenPrefix, tokenPrefix + ".", valid + "x",
+		valid[:len(valid)-1], strings.Replace(valid, ".", "..", 1), tokenPrefix + "e30." + strings.Repeat("A", 43),
+		tokenPrefix + strings.Repeat("A", 3000)} {
+		f.Add(s)
+	}
+	want := grant{Purpose: purposeConfirm, Workspace: id.WorkspaceID, Key: id.KeyID, User: id.UserID,
+		Tool: e2b.ToolKillSandbox, Args: argsHash(args)}
+	f.Fuzz(func(t *testing.T, token string) {
+		err := g.redeem(context.Background(), purposeConfirm, token, id, e2b.ToolKillSandbox, args)
+		if err == nil {
+			// Accepted: it must be a token this gateway's secret signed for
+			// exactly this call. (Fuzz workers are separate processes, each
+			// minting its own tokens, so the check reads the payload rather
+			// than comparing with one string.) Single use is the spent set's.
+			p64, _, _ := strings.Cut(strings.TrimPrefix(token, tokenPrefix), ".")
+			payload, _ := base64.RawURLEncoding.DecodeString(p64)
+			var gr grant
+			_ = json.Unmarshal(payload, &gr)
+			gr.Expires, gr.Nonce = 0, ""
+			if gr != want {
+				t.Fatalf("redeem(%q) accepted a token for %+v", token, gr)
+			}
+			if err := g.redeem(context.Background(), purposeConfirm, token, id, e2b.ToolKillSandbox, args); err == nil {
+				t.Fatalf("redeem(%q) accepted the same token twice", token)
+			}
+			return
+		}
+		if !errors.Is(err, errBadConfirmation) {
+			t.Fatalf("redeem(%q) err = %v, want the one refusal", token, err)
+		}
+	})
+}
+
+// FuzzToolArguments feeds arbitrary JSON to every tool the way a tools/call
+// does (confirmation_token split off, then Decode): nothing panics, a refusal
+// is a short, coded invalid-argument error, and accepted arguments can be
+// audited, described and hashed.
+func FuzzToolArguments(f *testing.F) {
+	g, _, _ := newFuzzGateway(f)
+	tools := g.opts.Registry.Tools()
+	seeds := []string{`{}`, `null`, `[]`, `"x"`, `{"sandbox_id":"../../etc/passwd"}`, `{"sandbox_id":"%2e%2e%2f"}`,
+		`{"sandbox_id":"` + strings.Repeat("a", 10000) + `"}`, `{"sandbox_id":"i\u202e\u0000"}`,
+		`{"limit":-1}`, `{"limit":1e308}`, `{"limit":1e999}`, `{"timeout":-5}`, `{"timeout":99999999999999999999}`,
+		`{"metadata":{"a":"b"},"env_vars":{"K":"V"}}`, `{"confirmation_token":5}`, `{"confirmation_token":"mcpc_x"}`,
+		`{"template_id":"base","unknown":1}`, "{\"sandbox_id\":\"\xff\xfe\"}", `{"a":1}{"b":2}`, `{"start":1,"end":-1}`}
+	for i, s := range seeds {
+		f.Add(uint8(i), []byte(s))
+	}
+	f.Fuzz(func(t *testing.T, which uint8, raw []byte) {
+		tool := tools[int(which)%len(tools)]
+		args, _, err := splitConfirmation(raw)
+		var decoded map[string]any
+		if err == nil {
+			decoded, err = tool.Decode(args)
+		}
+		if err != nil {
+			if mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+				t.Fatalf("%s(%q) err = %v (code %s), want invalid", tool.Name, raw, err, mcpgate.ErrorCode(err))
+			}
+			if msg := mcpgate.ErrorMessage(err); msg == "" || len(msg) > 1000 {
+				t.Fatalf("%s(%q) error message is %d bytes", tool.Name, raw, len(msg))
+			}
+			return
+		}
+		if _, err := json.Marshal(decoded); err != nil {
+			t.Fatalf("%s(%q) accepted arguments that cannot be sent: %v", tool.Name, raw, err)
+		}
+		_ = Redact(decoded)
+		_ = describe(tool, decoded)
+		_ = argsHash(decoded)
+	})
+}
+
+// TestBadToolArguments: arguments a model might send by mistake or malice
+// get a clear invalid-argument error before anything reaches E2B (the
+// credential is never opened, so no state can change).
+func TestBadToolArguments(t *testing.T) {
+	g, b, _ := newFuzzGateway(t)
+	huge := map[string]any{}
+	for i := range 1000 {
+		huge["k"+strings.Repeat("x", i%50)+string(rune('a'+i%26))+string(rune('a'+i/26%26))] = "v"
+	}
+	validID := "i" + strings.Repeat("a1", 10)
+	tests := []struct {
+		name string
+		tool string
+		args any
+		want string
+	}{
+		{"path traversal", e2b.ToolGetSandbox, map[string]any{"sandbox_id": "../../v2/sandboxes"}, "sandbox_id"},
+		{"encoded traversal", e2b.ToolResumeSandbox, map[string]any{"sandbox_id": "%2e%2e%2fsandboxes"}, "sandbox_id"},
+		{"slash", e2b.ToolPauseSandbox, map[string]any{"sandbox_id": "abc/def"}, "sandbox_id"},
+		{"unicode", e2b.ToolGetSandbox, map[string]any{"sandbox_id": "iабв\u202e"}, "sandbox_id"},
+		{"very long id", e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": strings.Repeat("a", 100000)}, "sandbox_id"},
+		{"empty id", e2b.ToolGetSandbox, map[string]any{"sandbox_id": ""}, "sandbox_id"},
+		{"id of the wrong type", e2b.ToolGetSandbox, map[string]any{"sandbox_id": 42}, "sandbox_id"},
+		{"negative limit", e2b.ToolListSandboxes, map[string]any{"limit": -1}, "limit"},
+		{"enormous limit", e2b.ToolListSandboxes, map[string]any{"limit": 1 << 60}, "limit"},
+		{"fractional limit", e2b.ToolListSandboxes, map[string]any{"limit": 1.5}, "limit"},
+		{"log limit over max", e2b.ToolGetSandboxLogs, map[string]any{"sandbox_id": validID, "limit": 1001}, "limit"},
+		{"negative timeout", e2b.ToolCreateSandbox, map[string]any{"timeout": -1}, "timeout"},
+		{"enormous timeout", e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": validID, "timeout": 1e18}, "timeout"},
+		{"huge metadata map", e2b.ToolCreateSandbox, map[string]any{"metadata": huge}, "metadata"},
+		{"huge env map", e2b.ToolCreateSandbox, map[string]any{"env_vars": huge}, "env_vars"},
+		{"unknown field", e2b.ToolListSandboxes, map[string]any{"limti": 5}, "limti"},
+		{"not an object", e2b.ToolListSandboxes, []any{1, 2}, "JSON object"},
+		{"bad state", e2b.ToolListSandboxes, map[string]any{"state": []string{"exploded"}}, "state"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw, _ := json.Marshal(tt.args)
+			_, err := g.Call(context.Background(), Call{WorkspaceID: "ws-1", UserID: "user-1", Tool: tt.tool, Arguments: raw, Source: "mcp", Confirmed: true})
+			if mcpgate.ErrorCode(err) != mcpgate.EInvalid || !strings.Contains(mcpgate.ErrorMessage(err), tt.want) {
+				t.Errorf("Call(%s) err = %v, want invalid naming %q", tt.tool, err, tt.want)
+			}
+			if msg := mcpgate.ErrorMessage(err); len(msg) > 1000 {
+				t.Errorf("error message is %d bytes", len(msg))
+			}
+		})
+	}
+	raw := []byte("{\"sandbox_id\":\"\xff\xfe\"}")
+	if _, err := g.Call(context.Background(), Call{WorkspaceID: "ws-1", Tool: e2b.ToolGetSandbox, Arguments: raw}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Errorf("invalid UTF-8 id: err = %v, want invalid", err)
+	}
+	if b.opened != 0 {
+		t.Errorf("the credential was opened %d times: a bad argument reached the upstream path", b.opened)
+	}
+}
