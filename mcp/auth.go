@@ -80,6 +80,7 @@ func (g *Gateway) authenticate(ctx context.Context, presented string) (*Identity
 	if v, ok := g.keys.Load(id); ok && now.Sub(v.(*cachedKey).fetched) < g.opts.CacheTTL {
 		ck = v.(*cachedKey)
 	} else {
+		gen := g.gen.Load()
 		k, hash, err := g.opts.Backend.FindKeyForAuth(ctx, id)
 		if err != nil {
 			if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
@@ -88,7 +89,7 @@ func (g *Gateway) authenticate(ctx context.Context, presented string) (*Identity
 			return nil, "", err
 		}
 		ck = &cachedKey{key: *k, hash: hash, fetched: now}
-		g.keys.Store(id, ck)
+		g.storeIfCurrent(&g.keys, id, ck, gen)
 	}
 	if subtle.ConstantTimeCompare(mcpgate.HashMCPKeySecret(secret), ck.hash) != 1 {
 		return nil, reasonUnknown, nil
@@ -127,11 +128,6 @@ func (g *Gateway) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := clientAddress(r)
 		now := g.now()
-		if limited, wait := g.authFails.exhausted(addr, now); limited {
-			g.metrics.RateLimited()
-			writeHTTPError(w, http.StatusTooManyRequests, wait, "rate_limited", "too many requests with invalid keys; wait and try again")
-			return
-		}
 		id, reason, err := g.authenticate(r.Context(), keyFromRequest(r))
 		if err != nil {
 			g.log.ErrorContext(r.Context(), "authenticate MCP key", "err", err)
@@ -139,6 +135,14 @@ func (g *Gateway) Handler() http.Handler {
 			return
 		}
 		if id == nil {
+			// The limit applies to failures only: behind a proxy every
+			// client shares one address, and someone else's bad keys must
+			// not lock out valid ones.
+			if limited, wait := g.authFails.exhausted(addr, now); limited {
+				g.metrics.RateLimited()
+				writeHTTPError(w, http.StatusTooManyRequests, wait, "rate_limited", "too many requests with invalid keys; wait and try again")
+				return
+			}
 			g.authFails.allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP key refused", "reason", reason)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -82,8 +83,12 @@ type Gateway struct {
 	metrics Metrics
 	now     func() time.Time
 
-	keys      sync.Map // key id -> *cachedKey
-	policies  sync.Map // workspace id -> *workspaceTools
+	keys     sync.Map // key id -> *cachedKey
+	policies sync.Map // workspace id -> *workspaceTools
+	// gen counts invalidations. A load that overlapped one may have read
+	// the database before the change committed, so it is not kept in the
+	// cache (see storeIfCurrent).
+	gen       atomic.Uint64
 	limiters  limiterSet
 	authFails limiterSet
 
@@ -178,6 +183,10 @@ func (g *Gateway) touch(keyID string) {
 // "conn", or "" for everything of every workspace (after a lost listener
 // connection, when notifications may have been missed).
 func (g *Gateway) Invalidate(kind, workspaceID string) {
+	// First the generation, then the deletes: a load that stored its entry
+	// before this point is deleted below, one that stores it after sees
+	// the new generation and takes it back.
+	g.gen.Add(1)
 	dropKeys := func() {
 		g.keys.Range(func(k, v any) bool {
 			if workspaceID == "" || v.(*cachedKey).key.WorkspaceID == workspaceID {
@@ -259,4 +268,14 @@ func (s *limiterSet) sweep(now time.Time) {
 		}
 		return true
 	})
+}
+
+// storeIfCurrent caches v under k unless an invalidation happened since gen
+// was read (before the load): the load may have read the database before
+// the change that the invalidation announced.
+func (g *Gateway) storeIfCurrent(m *sync.Map, k, v any, gen uint64) {
+	m.Store(k, v)
+	if g.gen.Load() != gen {
+		m.CompareAndDelete(k, v)
+	}
 }

@@ -46,13 +46,14 @@ func (g *Gateway) workspace(ctx context.Context, workspaceID string) (*workspace
 			return wt, nil
 		}
 	}
+	gen := g.gen.Load()
 	stored, err := g.opts.Backend.ToolPolicies(ctx, workspaceID)
 	if err != nil {
 		return nil, fmt.Errorf("load tool policy: %w", err)
 	}
 	wt := &workspaceTools{id: workspaceID, policy: effectivePolicy(g.opts.Registry.Tools(), stored),
 		fetched: g.now(), byScope: map[mcpgate.Scope]*sdk.Server{}}
-	g.policies.Store(workspaceID, wt)
+	g.storeIfCurrent(&g.policies, workspaceID, wt, gen)
 	return wt, nil
 }
 
@@ -90,7 +91,7 @@ func (g *Gateway) SetTool(ctx context.Context, workspaceID, userID, name string,
 	if err := g.opts.Backend.SetToolPolicy(ctx, workspaceID, userID, p); err != nil {
 		return nil, err
 	}
-	g.policies.Delete(workspaceID)
+	g.Invalidate("policy", workspaceID)
 	prev := before.policy[name]
 	action := "tool.updated"
 	switch {

@@ -63,6 +63,7 @@ func wantConfig() *Config {
 	c.Session.Signup = "open"
 	c.E2B.APIURL = "https://api.e2b.app"
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
+	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
 	c.LogFormat = "json"
 	c.LogLevel = "info"
 	return &c
@@ -418,6 +419,22 @@ func TestConfig_PrintingHidesSecrets(t *testing.T) {
 		}
 		if c.DB.URL != dsn {
 			t.Errorf("printing changed DB.URL to %q", c.DB.URL)
+		}
+	}
+}
+
+func TestLoadConfig_KeyRate(t *testing.T) {
+	base := map[string]string{"DATA_DIR": t.TempDir()}
+	c := mustLoadConfig(t, []string{"--mcp-key-rate", "2.5", "--mcp-key-burst", "5"}, base)
+	if r, b := c.KeyRate(); r != 2.5 || b != 5 {
+		t.Fatalf("KeyRate() = %v, %v; want 2.5, 5", r, b)
+	}
+	for _, args := range [][]string{
+		{"--mcp-key-rate", "0"}, {"--mcp-key-rate", "-1"}, {"--mcp-key-rate", "NaN"}, {"--mcp-key-rate", "fast"},
+		{"--mcp-key-burst", "0"}, {"--mcp-key-burst", "1.5"},
+	} {
+		if _, err := LoadConfig(args, envOf(base)); err == nil {
+			t.Errorf("LoadConfig(%q) err = nil, want a problem", args)
 		}
 	}
 }

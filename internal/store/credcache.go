@@ -50,8 +50,11 @@ func (c *CredentialCache) Open(ctx context.Context, sealer Sealer, workspaceID, 
 			return "", err
 		}
 		e = &sealedEntry{workspace: workspaceID, id: id, ct: ct, fetched: time.Now()}
-		if c.gen.Load() == gen {
-			c.entries.Store(key, e)
+		// Store, then check: an invalidation between the read and the
+		// store takes the entry back out, so no change is missed.
+		c.entries.Store(key, e)
+		if c.gen.Load() != gen {
+			c.entries.CompareAndDelete(key, e)
 		}
 	}
 	pt, err := sealer.OpenContext(ctx, e.ct, connectionAAD(workspaceID, e.id))
