@@ -38,7 +38,6 @@ type config struct {
 	blockprofile string
 	trace        string
 	e2bIdleConns int
-	cacheSealed  bool
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
@@ -62,7 +61,6 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.blockprofile, "blockprofile", "", "with --inprocess: write block and mutex profiles to this file name + .block/.mutex")
 	fs.StringVar(&c.trace, "trace", "", "with --inprocess: write an execution trace of each phase through the gateway to this file name + .C<n> or .open")
 	fs.IntVar(&c.e2bIdleConns, "e2b-idle-conns", 0, "with --inprocess: give the E2B client a transport keeping this many idle connections (0: the connector's default, as serve does)")
-	fs.BoolVar(&c.cacheSealed, "cache-sealed-credential", false, "with --inprocess: cache sealed credentials in memory (the proposed change) instead of reading them per call")
 	fs.StringVar(&c.memprofile, "memprofile", "", "with --inprocess: write an allocation profile to this file at the end")
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the gateway (default: whatever the gateway sets)")
 	fs.StringVar(&c.gatewayBin, "gateway-bin", "", "mcpgate binary to run (default: build ./cmd/mcpgate)")
@@ -235,7 +233,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 				debug.SetGCPercent(n)
 			}
 		}
-		o := inprocOptions{dsn: dsn, e2bURL: simURL, jwtSecret: secrets.jwt, encryptionKey: secrets.enc, cacheSealed: c.cacheSealed}
+		o := inprocOptions{dsn: dsn, e2bURL: simURL, jwtSecret: secrets.jwt, encryptionKey: secrets.enc}
 		if c.e2bIdleConns > 0 {
 			o.e2bHTTP = &http.Client{Timeout: 35 * time.Second, Transport: newTransport(c.e2bIdleConns)}
 		}

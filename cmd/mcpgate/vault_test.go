@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
@@ -404,9 +405,8 @@ func TestVaultRekey(t *testing.T) {
 		t.Fatalf("newGateway(new key) err = %v", err)
 	}
 	defer gw.Close()
-	b := backend{e.db, gw.keyring, gw.creds}
 	for ws, key := range want {
-		got, err := b.OpenCredential(context.Background(), ws, "e2b")
+		got, err := gw.Creds.Open(context.Background(), gw.Keyring, ws, "e2b")
 		if err != nil || got.Reveal() != key {
 			t.Fatalf("gateway OpenCredential(%s) = %q, %v; want %q", ws, got.Reveal(), err, key)
 		}
@@ -446,7 +446,7 @@ func TestVaultRekey_ReplacesTheDataDirKeyFile(t *testing.T) {
 
 // startGateway runs serve's start-up (newGateway) with root as
 // ENCRYPTION_KEY, logging to log.
-func (e *cmdEnv) startGateway(t *testing.T, root string, log io.Writer) (*gateway, error) {
+func (e *cmdEnv) startGateway(t *testing.T, root string, log io.Writer) (*app.Gateway, error) {
 	t.Helper()
 	env := map[string]string{}
 	for k, v := range e.env {
@@ -619,15 +619,15 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 			t.Fatalf("OpenCredential() = %q, %v; want %q", s.Reveal(), err, want)
 		}
 	}
-	open(gw.keyring, good) // trimmed before it was sealed
+	open(gw.Keyring, good) // trimmed before it was sealed
 
 	// rotate while the gateway serves: the gateway opens the re-sealed row
 	// (loading the new term on demand), and seals new keys under it after a
 	// refresh.
 	e.mustRun(t, "vault", "rotate", "--settle", "0")
-	open(gw.keyring, good)
+	open(gw.Keyring, good)
 	c.want(200, "PUT", conn, `{"api_key":"`+good2+`"}`)
-	open(gw.keyring, good2)
+	open(gw.Keyring, good2)
 	e.checkAll(t, map[string]string{ws: good2}, 2)
 
 	// rekey while it serves: it keeps opening and sealing with the keys it
@@ -637,7 +637,7 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	e.mustRun(t, "vault", "rekey")
 	delete(e.env, "NEW_ENCRYPTION_KEY")
 	c.want(200, "PUT", conn, `{"api_key":"`+good+`"}`)
-	open(gw.keyring, good)
+	open(gw.Keyring, good)
 	gw.Close()
 	if _, err := e.startGateway(t, e.root, &logs); err == nil || !strings.Contains(err.Error(), "ENCRYPTION_KEY") {
 		t.Fatalf("restart with the old key err = %v, want a refusal", err)
@@ -647,7 +647,7 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restart with the new key err = %v", err)
 	}
-	open(gw.keyring, good)
+	open(gw.Keyring, good)
 	e.checkAll(t, map[string]string{ws: good}, 2)
 
 	for _, k := range []string{good, good2, unknown, personal} {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,10 +26,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
-	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/mcp"
-	"github.com/mcpgate/mcpgate/web"
 )
 
 // webChromiumPath is Debian's chromium; `make test` installs it
@@ -232,11 +228,9 @@ func TestWebJourney(t *testing.T) {
 	problems.check(t)
 }
 
-// webStartDashboard starts serve on 127.0.0.1:0 behind a front server whose
-// address is PUBLIC_URL, and returns that URL. When serve does not mount the
-// dashboard yet (Options.Web unset in newGateway), the front serves the pages
-// itself from a second gateway instance on the same database, as another
-// replica would.
+// webStartDashboard starts serve on 127.0.0.1:0 behind a front proxy whose
+// address is PUBLIC_URL (known before serve starts, as in a real deployment),
+// and returns that URL.
 func webStartDashboard(t *testing.T) string {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
@@ -280,7 +274,7 @@ func webStartDashboard(t *testing.T) string {
 	backend := &url.URL{Scheme: "http", Host: addr}
 	front := http.Handler(httputil.NewSingleHostReverseProxy(backend))
 	if !webDashboardMounted(t, backend.String()) {
-		front = webFallbackDashboard(t, ctx, getenv, publicURL, front)
+		t.Fatal("serve does not serve the dashboard at /login")
 	}
 	srv := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
@@ -297,62 +291,6 @@ func webDashboardMounted(t *testing.T, backend string) bool {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return res.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`data-api-path="/api/v1/auth/login"`))
-}
-
-// webFallbackDashboard serves the pages from a second instance (its own
-// gateway and session checker, same database and secrets) and proxies
-// everything else to serve.
-func webFallbackDashboard(t *testing.T, ctx context.Context, getenv func(string) string, publicURL string, proxy http.Handler) http.Handler {
-	t.Helper()
-	t.Log("serve does not mount the dashboard yet (api.Options.Web); serving it from a second instance")
-	cfg, err := LoadConfig(nil, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := store.Open(ctx, cfg.DB.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gw, err := newGateway(ctx, cfg, db, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { gw.Close(); db.Close() })
-	pages := gw.api.OptionalUser(web.New(web.Options{Data: webE2EData{DB: db, Gateway: gw.mcp}, Logger: log,
-		PublicURL: publicURL, Version: "e2e"}))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		if strings.HasPrefix(p, "/api/") || p == "/mcp" || strings.HasPrefix(p, "/c/") || p == "/healthz" || p == "/readyz" {
-			proxy.ServeHTTP(w, r)
-			return
-		}
-		h := w.Header() // what api's securityHeaders sets
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-			"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'")
-		pages.ServeHTTP(w, r)
-	})
-}
-
-// webE2EData is the adapter cmd gives the dashboard: the store's reads and
-// the gateway's tools, with the hourly counts mapped to web's type.
-type webE2EData struct {
-	*store.DB
-	*mcp.Gateway
-}
-
-func (d webE2EData) CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]web.HourCount, error) {
-	buckets, err := d.DB.AuditHourly(ctx, workspaceID, since)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]web.HourCount, len(buckets))
-	for i, b := range buckets {
-		out[i] = web.HourCount{Hour: b.Hour, Calls: b.Calls, Errors: b.Errors}
-	}
-	return out, nil
 }
 
 func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
