@@ -60,6 +60,7 @@ func (b *benchBackend) SpendToken(context.Context, string, time.Time) (bool, err
 type discardAudit struct{}
 
 func (discardAudit) Record(context.Context, mcpgate.AuditEvent) {}
+func (discardAudit) Saturated() bool                            { return false }
 
 // benchConnector has one read-only tool that answers a sandbox-sized object
 // without any I/O.

@@ -76,6 +76,13 @@ func (g *Gateway) Call(ctx context.Context, call Call) (json.RawMessage, error) 
 // and audits the call. args are already decoded and validated.
 func (g *Gateway) run(ctx context.Context, id *Identity, t *connectors.Tool, args map[string]any, source string) (any, error) {
 	start := time.Now()
+	if g.opts.Audit != nil && g.opts.Audit.Saturated() {
+		// Fail closed: every call must be auditable, and the audit log has
+		// been unable to write for too long.
+		g.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the gateway cannot record calls in its audit log right now, "+
+			"so nothing was done; try again shortly")
+	}
 	c, _ := g.opts.Registry.ConnectorOf(t.Name)
 	cred, err := g.opts.Backend.OpenCredential(ctx, id.WorkspaceID, c.Name())
 	if err != nil {

@@ -43,6 +43,8 @@ func (a *credAuditor) Record(_ context.Context, ev mcpgate.AuditEvent) {
 	a.events = append(a.events, ev)
 }
 
+func (a *credAuditor) Saturated() bool { return false }
+
 func (a *credAuditor) actions() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

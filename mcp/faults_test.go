@@ -77,6 +77,8 @@ func (a *auditLog) Record(_ context.Context, ev mcpgate.AuditEvent) {
 	a.events = append(a.events, ev)
 }
 
+func (a *auditLog) Saturated() bool { return false }
+
 func (a *auditLog) last() (mcpgate.AuditEvent, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

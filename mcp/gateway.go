@@ -33,6 +33,10 @@ type Backend interface {
 // Auditor records audit events without blocking the call.
 type Auditor interface {
 	Record(ctx context.Context, ev mcpgate.AuditEvent)
+	// Saturated reports that events cannot be taken for now (the audit log's
+	// database has been away too long). Tool calls are then refused rather
+	// than run unaudited.
+	Saturated() bool
 }
 
 // Metrics observes the gateway. Labels are low-cardinality: tool names,

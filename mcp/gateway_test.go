@@ -416,3 +416,26 @@ func gwPostInitialize(t *testing.T, url, key string) *http.Response {
 	_ = resp.Body.Close()
 	return resp
 }
+
+// saturatedAudit is an audit log that cannot take events.
+type saturatedAudit struct{ recorded int }
+
+func (a *saturatedAudit) Record(context.Context, mcpgate.AuditEvent) { a.recorded++ }
+func (a *saturatedAudit) Saturated() bool                            { return true }
+
+// A call that cannot be audited must not run: the gateway fails closed.
+func TestCall_RefusedWhenAuditSaturated(t *testing.T) {
+	conn := newGWConnector()
+	b := newGWBackend()
+	g := mcp.New(mcp.Options{Registry: connectors.NewRegistry(conn), Backend: b, Audit: &saturatedAudit{},
+		PublicURL: "http://gateway.test", ConfirmationSecret: make([]byte, 32)})
+	t.Cleanup(g.Close)
+	_, err := g.Call(context.Background(), mcp.Call{WorkspaceID: gwWorkspace, UserID: "u", Tool: "demo_delete",
+		Arguments: []byte(`{"id":"x"}`), Source: "dashboard", Confirmed: true})
+	if mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
+		t.Fatalf("Call() err = %v, want unavailable", err)
+	}
+	if got := conn.deletedIDs(); len(got) != 0 {
+		t.Fatalf("the tool ran (deleted %v) although the call could not be audited", got)
+	}
+}

@@ -80,6 +80,11 @@ func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
 // Len is the number of events waiting to be written.
 func (w *Writer) Len() int { return len(w.queue) }
 
+// Saturated reports whether the queue is nearly full: the database has been
+// away long enough that new events may not fit. Callers that must not act
+// unaudited (tool calls) refuse to act while it is.
+func (w *Writer) Saturated() bool { return len(w.queue) >= cap(w.queue)*9/10 }
+
 // Close writes every queued event and stops the loop. Events recorded after
 // Close are not written. It waits at most until ctx ends.
 func (w *Writer) Close(ctx context.Context) error {

@@ -123,10 +123,13 @@ func TestDatabaseOutage(t *testing.T) {
 	if st, _ := httpGet(gw.URL + "/healthz"); st != http.StatusOK {
 		t.Errorf("/healthz during the outage = %d, want 200 (the process is up)", st)
 	}
+	// A key, policy and sealed credential this replica has cached keep
+	// serving calls without the database (their audit rows are written once
+	// it is back: checked below); anything else must fail clearly.
 	r := call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil)
 	seen.add(r)
-	if r.ok() || r.err != nil || !strings.Contains(r.text, "try again") {
-		t.Errorf("call during the outage = %v, want a tool error asking to try again", r)
+	if !r.ok() && (r.err != nil || !strings.Contains(r.text, "try again")) {
+		t.Errorf("call during the outage = %v, want success from the caches or a tool error asking to try again", r)
 	}
 	st, body := tn.try("POST", "/api/v1/workspaces/"+tn.ws+"/keys", map[string]string{"name": "during the outage"})
 	if st != http.StatusServiceUnavailable || !strings.Contains(string(body), `"code":"unavailable"`) {

@@ -1,0 +1,87 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+)
+
+// flakySink fails while down is set, and keeps what it stored.
+type flakySink struct {
+	mu     sync.Mutex
+	down   bool
+	stored []mcpgate.AuditEvent
+}
+
+func (s *flakySink) InsertAudit(_ context.Context, evs []mcpgate.AuditEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("database unavailable")
+	}
+	s.stored = append(s.stored, evs...)
+	return nil
+}
+
+func (s *flakySink) set(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
+}
+
+func (s *flakySink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.stored)
+}
+
+func TestWriter_RetriesAndDrainsOnClose(t *testing.T) {
+	sink := &flakySink{down: true}
+	w := audit.New(audit.Options{Sink: sink, QueueSize: 100, BatchSize: 7, FlushEvery: 10 * time.Millisecond})
+	for i := range 30 {
+		w.Record(context.Background(), mcpgate.AuditEvent{WorkspaceID: "ws", Action: "a", DurationMS: float64(i)})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := sink.count(); n != 0 {
+		t.Fatalf("stored %d events while the database was down", n)
+	}
+	sink.set(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	if n := sink.count(); n != 30 {
+		t.Fatalf("stored %d events after Close, want all 30", n)
+	}
+}
+
+func TestWriter_Saturated(t *testing.T) {
+	sink := &flakySink{down: true}
+	w := audit.New(audit.Options{Sink: sink, QueueSize: 10, BatchSize: 1, FlushEvery: time.Hour})
+	// The loop holds one event (the batch it retries); the queue fills behind it.
+	for range 11 {
+		w.Record(context.Background(), mcpgate.AuditEvent{WorkspaceID: "ws", Action: "a"})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !w.Saturated() && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !w.Saturated() {
+		t.Fatalf("Saturated() = false with %d of 10 queued while the database is down", w.Len())
+	}
+	sink.set(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	if w.Saturated() || sink.count() != 11 {
+		t.Fatalf("after recovery: Saturated() = %v, stored %d; want false, 11", w.Saturated(), sink.count())
+	}
+}
