@@ -115,14 +115,11 @@ func openDatabase(ctx context.Context, cfg *Config, log *slog.Logger) (string, f
 	if err != nil {
 		return "", nil, err
 	}
-	log.Info("embedded postgres running", "data_dir", cfg.DB.DataDir)
 	return cluster.DSN(), func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := cluster.Stop(stopCtx); err != nil {
 			log.Error("stop embedded postgres", "err", err)
-		} else {
-			log.Info("embedded postgres stopped")
 		}
 	}, nil
 }

@@ -95,6 +95,28 @@ func NewDatabase(t testing.TB) string {
 	return withDatabase(admin, name)
 }
 
+// NewEmptyDatabase creates a database with no schema at all (for migration
+// tests) and returns its URL; it is dropped when the test ends.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	admin := AdminURL(t)
+	name := "mcpgate_empty_" + randomHex(6)
+	ctx := context.Background()
+	if err := withAdmin(ctx, admin, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, name))
+		return err
+	}); err != nil {
+		t.Fatalf("create empty database: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = withAdmin(ctx, admin, func(c *pgx.Conn) error {
+			_, err := c.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
+			return err
+		})
+	})
+	return withDatabase(admin, name)
+}
+
 func isBusy(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55006"
