@@ -425,7 +425,9 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.opts.Now()
 	since := now.Truncate(time.Hour).Add(-23 * time.Hour)
-	buckets, err := h.data.CallsPerHour(ctx, ws.ID, since)
+	// The chart follows the table: a member's own calls; an admin's whole
+	// workspace, or the member filtered on.
+	buckets, err := h.data.CallsPerHour(ctx, ws.ID, f.ActorID, since)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

@@ -41,7 +41,7 @@ type Data interface {
 	ListAudit(ctx context.Context, workspaceID string, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error)
 	// CallsPerHour counts the workspace's tool calls and failed ones per
 	// hour since the given time; hours without calls may be left out.
-	CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]HourCount, error)
+	CallsPerHour(ctx context.Context, workspaceID, actorID string, since time.Time) ([]HourCount, error)
 	// Connection returns what may be shown of a stored credential, or an
 	// ENotFound error when there is none.
 	Connection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error)

@@ -35,6 +35,7 @@ type fakeData struct {
 
 	lastAudit mcpgate.AuditFilter
 	lastOwner string
+	lastChart string // the actor CallsPerHour was asked for
 	calls     []string
 }
 
@@ -104,7 +105,8 @@ func (f *fakeData) ListAudit(_ context.Context, _ string, flt mcpgate.AuditFilte
 	return f.audit, "", nil
 }
 
-func (f *fakeData) CallsPerHour(context.Context, string, time.Time) ([]HourCount, error) {
+func (f *fakeData) CallsPerHour(_ context.Context, _, actorID string, _ time.Time) ([]HourCount, error) {
+	f.lastChart = actorID
 	return []HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 5, Errors: 1}}, nil
 }
 
@@ -331,6 +333,9 @@ func TestReads_FollowAPIVisibility(t *testing.T) {
 	get(t, h, "/app/w/ws1/audit?actor=u2", testUser)
 	if f.lastAudit.ActorID != "u1" {
 		t.Errorf("member's audit ActorID = %q, want own id u1", f.lastAudit.ActorID)
+	}
+	if f.lastChart != "u1" {
+		t.Errorf("member's 24 h chart counts actor %q, want own id u1 (not the whole workspace)", f.lastChart)
 	}
 	get(t, h, "/app/w/ws1/keys", testUser)
 	if f.lastOwner != "u1" {

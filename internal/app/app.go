@@ -216,8 +216,8 @@ type webData struct {
 }
 
 // CallsPerHour maps store.DB.AuditHourly to the dashboard's type.
-func (d webData) CallsPerHour(ctx context.Context, workspaceID string, since time.Time) ([]web.HourCount, error) {
-	buckets, err := d.DB.AuditHourly(ctx, workspaceID, since)
+func (d webData) CallsPerHour(ctx context.Context, workspaceID, actorID string, since time.Time) ([]web.HourCount, error) {
+	buckets, err := d.DB.AuditHourly(ctx, workspaceID, actorID, since)
 	if err != nil {
 		return nil, err
 	}

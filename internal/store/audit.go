@@ -107,12 +107,13 @@ type AuditBucket struct {
 }
 
 // AuditHourly counts a workspace's tool calls and failed ones per hour since
-// the given time.
-func (db *DB) AuditHourly(ctx context.Context, workspaceID string, since time.Time) ([]AuditBucket, error) {
+// the given time; with actorID set, only that user's.
+func (db *DB) AuditHourly(ctx context.Context, workspaceID, actorID string, since time.Time) ([]AuditBucket, error) {
 	rows, err := db.Pool.Query(ctx, `
 		SELECT date_trunc('hour', created_at) h, count(*), count(*) FILTER (WHERE outcome <> 'ok')
 		FROM audit_log WHERE workspace_id = $1 AND kind = 'tool_call' AND created_at >= $2
-		GROUP BY h ORDER BY h`, workspaceID, since)
+			AND ($3 = '' OR actor_id::text = $3)
+		GROUP BY h ORDER BY h`, workspaceID, since, actorID)
 	if err != nil {
 		return nil, mapError(err, "")
 	}
