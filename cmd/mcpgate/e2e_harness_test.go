@@ -10,9 +10,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,6 +29,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // e2ePublicURL is PUBLIC_URL of every replica. The replicas listen on random
@@ -55,7 +53,7 @@ type e2eEnv struct {
 // newE2EEnv starts the simulator and n replicas of serve on one database.
 func newE2EEnv(t *testing.T, n int) *e2eEnv {
 	t.Helper()
-	e := &e2eEnv{t: t, dsn: storetest.NewDatabase(t), encKey: e2eRandomB64(32), jwtSecret: e2eRandomB64(32),
+	e := &e2eEnv{t: t, dsn: storetest.NewDatabase(t), encKey: testutil.RandomBase64(32), jwtSecret: testutil.RandomBase64(32),
 		sim: e2bsim.New(e2bsim.Options{}), simLog: &e2eSimLog{}, rec: &e2eRecorder{secrets: map[string]string{}}}
 	simSrv := httptest.NewServer(e.simLog.wrap(e.sim))
 	t.Cleanup(simSrv.Close)
@@ -66,21 +64,9 @@ func newE2EEnv(t *testing.T, n int) *e2eEnv {
 	return e
 }
 
-func e2eRandomB64(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func e2eRandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // teamKey returns a new E2B team key; the simulator makes each its own team.
 func (e *e2eEnv) teamKey() string {
-	k := "e2b_" + e2eRandomHex(20)
+	k := "e2b_" + testutil.RandomHex(20)
 	e.rec.secret(k, "E2B team key")
 	return k
 }
@@ -88,7 +74,7 @@ func (e *e2eEnv) teamKey() string {
 // e2eReplica is one running serve.
 type e2eReplica struct {
 	url  string
-	log  *e2eLog
+	log  *testutil.LockedBuffer
 	stop func()
 }
 
@@ -103,7 +89,7 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 		"LOG_FORMAT": "json", "LOG_LEVEL": "debug",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &e2eReplica{log: &e2eLog{}}
+	r := &e2eReplica{log: &testutil.LockedBuffer{}}
 	done := make(chan error, 1)
 	ready := make(chan string, 1)
 	go func() { done <- serve(ctx, nil, func(k string) string { return env[k] }, r.log, ready) }()
@@ -133,24 +119,6 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 	}
 	t.Cleanup(r.stop)
 	return r
-}
-
-// e2eLog is the replica's log output, safe for concurrent writes.
-type e2eLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *e2eLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *e2eLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // e2eSimLog records the team key of every request the gateway sent to the

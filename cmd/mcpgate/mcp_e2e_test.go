@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 const (
@@ -509,7 +510,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			t.Fatalf("PUT needs_confirmation = %v", info)
 		}
 		cs := e.session(t, r1.url+"/mcp", e2eBearer(k.Key), "2025-11-25", nil)
-		secret := "confirm-" + e2eRandomHex(12)
+		secret := "confirm-" + testutil.RandomHex(12)
 		e.rec.secret(secret, "env_vars value in a confirmed call")
 		args := map[string]any{"timeout": 60, "metadata": map[string]any{"step": "two"}, "env_vars": map[string]any{"TOKEN": secret}}
 		mark := e.simLog.mark()
@@ -545,7 +546,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		carol := carol.with(t)
 		csA := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "", nil)
 		csC := e.session(t, r2.url+"/mcp", e2eBearer(keyC.Key), "2025-11-25", nil)
-		envSecret := "s3cr3t-" + e2eRandomHex(12)
+		envSecret := "s3cr3t-" + testutil.RandomHex(12)
 		e.rec.secret(envSecret, "env_vars value")
 		out := e2eCallOK(t, csA, toolCreate, map[string]any{"timeout": 60,
 			"metadata": map[string]any{"purpose": "audit"}, "env_vars": map[string]any{"DB_PASSWORD": envSecret, "PLAIN": envSecret}})
@@ -991,8 +992,8 @@ func TestMCPEndToEnd(t *testing.T) {
 		// the gateway: get, list, resume (connect mints tokens).
 		sb := e.simSandbox(teamA, map[string]any{"secure": true, "network": map[string]any{
 			"allowPublicTraffic": false,
-			"egressProxy":        map[string]any{"address": "proxy.example:3128", "username": "proxyuser-" + e2eRandomHex(6), "password": "proxypass-" + e2eRandomHex(6)},
-			"rules":              map[string]any{"api.example.com": []any{map[string]any{"transform": map[string]any{"headers": map[string]any{"Authorization": "Bearer hdr-" + e2eRandomHex(8)}}}}},
+			"egressProxy":        map[string]any{"address": "proxy.example:3128", "username": "proxyuser-" + testutil.RandomHex(6), "password": "proxypass-" + testutil.RandomHex(6)},
+			"rules":              map[string]any{"api.example.com": []any{map[string]any{"transform": map[string]any{"headers": map[string]any{"Authorization": "Bearer hdr-" + testutil.RandomHex(8)}}}}},
 		}})
 		cs := e.session(t, r2.url+"/mcp", e2eBearer(keyA.Key), "2025-06-18", nil)
 		e2eCallOK(t, cs, "e2b_get_sandbox", map[string]any{"sandbox_id": sb})

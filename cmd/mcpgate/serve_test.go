@@ -10,33 +10,14 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
-
-// syncBuffer is a log sink that serve's goroutines may write while the test
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serveEnv is the environment of a test instance: a fresh database,
 // generated secrets, a loopback port chosen by the kernel, and an E2B API
@@ -53,7 +34,7 @@ func serveEnv(t *testing.T) map[string]string {
 // serveInstance is serve running in the test process.
 type serveInstance struct {
 	base   string
-	logs   *syncBuffer
+	logs   *testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -63,7 +44,7 @@ type serveInstance struct {
 func mustServe(t *testing.T, env map[string]string) *serveInstance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &serveInstance{logs: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &serveInstance{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)
 	go func() { in.done <- serve(ctx, nil, envOf(env), in.logs, ready) }()
 	t.Cleanup(func() {

@@ -3,11 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -27,6 +23,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // webChromiumPath is Debian's chromium; `make test` installs it
@@ -242,7 +239,7 @@ func webStartDashboard(t *testing.T) string {
 	}
 	publicURL := "http://" + ln.Addr().String()
 	env := map[string]string{
-		"DATABASE_URL": dsn, "ENCRYPTION_KEY": webRandomBase64(32), "JWT_SECRET": webRandomHex(32),
+		"DATABASE_URL": dsn, "ENCRYPTION_KEY": testutil.RandomBase64(32), "JWT_SECRET": testutil.RandomHex(32),
 		"E2B_API_URL": sim.URL, "E2B_DASHBOARD_API_URL": sim.URL,
 		"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": publicURL, "LOG_FORMAT": "text", "LOG_LEVEL": "warn",
 	}
@@ -250,7 +247,7 @@ func webStartDashboard(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	logs := &webLockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	go func() { done <- serve(ctx, nil, getenv, logs, ready) }()
 	var addr string
 	select {
@@ -557,34 +554,4 @@ func webContentText(res *sdk.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, " ")
-}
-
-func webRandomBase64(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func webRandomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// webLockedBuffer is the server's log, written from its goroutines.
-type webLockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *webLockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *webLockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return fmt.Sprint(l.buf.String())
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestMCPKeyBruteForceLimited guesses keys from one address: after a burst
@@ -16,7 +17,7 @@ import (
 func TestMCPKeyBruteForceLimited(t *testing.T) {
 	t.Parallel()
 	simURL := startSim(t)
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	gw := startGateway(t, newGWConfig(t, storetest.NewDatabase(t), simURL), &logs)
 	tn := newTenant(t, gw.URL, nil)
 	keyID := tn.key.Key[len("mcpg_") : len("mcpg_")+12]
@@ -27,7 +28,7 @@ func TestMCPKeyBruteForceLimited(t *testing.T) {
 	for i := range 40 {
 		// Guesses for the real key's id, so that each one reaches the hash
 		// comparison.
-		guess := "mcpg_" + keyID + "_" + randomHex(21) + "a"
+		guess := "mcpg_" + keyID + "_" + testutil.RandomHex(21) + "a"
 		guesses = append(guesses, guess)
 		req, _ := http.NewRequest("POST", gw.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		if i%2 == 1 {

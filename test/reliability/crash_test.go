@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -41,7 +42,7 @@ func TestCrashDuringKeyCreation(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.NewDatabase(t)
 	cfg := newGWConfig(t, dsn, startSim(t))
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	gw := startGateway(t, cfg, &logs)
 	tn := newTenant(t, gw.URL, nil)
 
@@ -113,7 +114,7 @@ func TestCrashDuringAuditFlush(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.NewDatabase(t)
 	cfg := newGWConfig(t, dsn, startSim(t))
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	gw := startGateway(t, cfg, &logs)
 	tn := newTenant(t, gw.URL, nil)
 	cs := mustSession(t, gw.URL, tn.key.Key, false)
@@ -208,7 +209,7 @@ func TestCrashDuringVaultRotation(t *testing.T) {
 	const n = 300
 	creds := map[string]mcpgate.Secret{}
 	for i := range n {
-		u, err := sdb.CreateUser(ctx, "v"+randomHex(6)+"@example.com", "x", nil)
+		u, err := sdb.CreateUser(ctx, "v"+testutil.RandomHex(6)+"@example.com", "x", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +217,7 @@ func TestCrashDuringVaultRotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret := mcpgate.Secret("e2b_" + randomHex(20))
+		secret := mcpgate.Secret("e2b_" + testutil.RandomHex(20))
 		if err := sdb.PutConnection(ctx, keyring, &mcpgate.Connection{WorkspaceID: ws.ID, Connector: "e2b", KeyHint: "e2b_…",
 			VerifiedAt: time.Now()}, secret); err != nil {
 			t.Fatalf("PutConnection %d: %v", i, err)
@@ -232,7 +233,7 @@ func TestCrashDuringVaultRotation(t *testing.T) {
 		return cmd
 	}
 	cmd := rotate("--batch", "1", "--pause", "5ms", "--settle", "0s")
-	var out syncBuffer
+	var out testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/pgembed"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // clusterDir returns a DATA_DIR the embedded PostgreSQL can use; as root it
@@ -83,7 +84,7 @@ func TestDatabaseOutage(t *testing.T) {
 	cluster := mustCluster(t, dir)
 	dsn := cluster.DSN()
 	simURL := startSim(t)
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	gw := startGateway(t, newGWConfig(t, dsn, simURL), &logs)
 	tn := newTenant(t, gw.URL, nil)
 	second := tn.createKey("revoked after the outage")
@@ -135,7 +136,7 @@ func TestDatabaseOutage(t *testing.T) {
 	if st != http.StatusServiceUnavailable || !strings.Contains(string(body), `"code":"unavailable"`) {
 		t.Errorf("POST keys during the outage = %d %s, want 503 unavailable", st, body)
 	}
-	st, body = tn.try("PUT", "/api/v1/workspaces/"+tn.ws+"/connections/e2b", map[string]string{"api_key": "e2b_" + randomHex(20)})
+	st, body = tn.try("PUT", "/api/v1/workspaces/"+tn.ws+"/connections/e2b", map[string]string{"api_key": "e2b_" + testutil.RandomHex(20)})
 	if st != http.StatusServiceUnavailable {
 		t.Errorf("PUT connection during the outage = %d %s, want 503", st, body)
 	}

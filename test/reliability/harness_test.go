@@ -7,9 +7,6 @@ package reliability
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -30,6 +27,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // bin holds the paths of the binaries TestMain built.
@@ -57,24 +55,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer collects a subprocess's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // freeAddr returns a loopback address nothing listens on, so that a
 // restarted gateway comes back on the same URL.
 func freeAddr(t *testing.T) string {
@@ -87,18 +67,6 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func randomB64(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // gwConfig is how a gateway process is started; the same config restarts
 // the same instance.
 type gwConfig struct {
@@ -106,7 +74,7 @@ type gwConfig struct {
 }
 
 func newGWConfig(t *testing.T, dsn, e2bURL string) gwConfig {
-	return gwConfig{dsn: dsn, e2bURL: e2bURL, addr: freeAddr(t), encKey: randomB64(32), jwt: randomB64(48)}
+	return gwConfig{dsn: dsn, e2bURL: e2bURL, addr: freeAddr(t), encKey: testutil.RandomBase64(32), jwt: testutil.RandomBase64(48)}
 }
 
 func (c gwConfig) env(dataDir string) []string {
@@ -130,14 +98,14 @@ type gateway struct {
 	cfg  gwConfig
 	URL  string
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *testutil.LockedBuffer
 	done chan struct{}
 }
 
 // startGateway starts `mcpgate serve` with cfg, appending its output to logs
 // (shared across restarts, so that a test scans everything), and waits until
 // /healthz answers.
-func startGateway(t *testing.T, cfg gwConfig, logs *syncBuffer) *gateway {
+func startGateway(t *testing.T, cfg gwConfig, logs *testutil.LockedBuffer) *gateway {
 	t.Helper()
 	cmd := exec.Command(bin.mcpgate, "serve")
 	cmd.Env = cfg.env(t.TempDir())
@@ -205,7 +173,7 @@ func startSim(t *testing.T, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(bin.e2bsim, append([]string{"--listen", addr}, args...)...)
-	var out syncBuffer
+	var out testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -335,7 +303,7 @@ type keyCreated struct {
 func signup(t *testing.T, base string, rec *recorder) *tenant {
 	t.Helper()
 	c := newClient(t, base, rec)
-	email := "u" + randomHex(4) + "@example.com"
+	email := "u" + testutil.RandomHex(4) + "@example.com"
 	var me struct {
 		Workspaces []struct {
 			ID string `json:"id"`
@@ -352,7 +320,7 @@ func signup(t *testing.T, base string, rec *recorder) *tenant {
 func newTenant(t *testing.T, base string, rec *recorder) *tenant {
 	t.Helper()
 	tn := signup(t, base, rec)
-	tn.e2bKey = "e2b_" + randomHex(20)
+	tn.e2bKey = "e2b_" + testutil.RandomHex(20)
 	tn.must("PUT", "/api/v1/workspaces/"+tn.ws+"/connections/e2b", map[string]string{"api_key": tn.e2bKey}, http.StatusOK, nil)
 	tn.key = tn.createKey("first")
 	return tn

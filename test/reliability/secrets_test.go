@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestNoSecretLeavesItsPlace runs a whole journey through the real gateway
@@ -32,7 +33,7 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 	simSrv := httptest.NewServer(sim)
 	t.Cleanup(simSrv.Close)
 	dsn := storetest.NewDatabase(t)
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	rec := &recorder{}
 	cfg := newGWConfig(t, dsn, simSrv.URL)
 	gw := startGateway(t, cfg, &logs)
@@ -52,7 +53,7 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 	second.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword}, http.StatusOK, nil)
 	jwt2 := second.cookie(api.SessionCookie)
 
-	envValue := "envsecret-" + randomHex(16)
+	envValue := "envsecret-" + testutil.RandomHex(16)
 	mustOK := func(r callResult, what string) map[string]any {
 		t.Helper()
 		if !r.ok() {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // faultyUpstream is e2bsim with faults the simulator cannot make itself:
@@ -71,7 +72,7 @@ func TestUpstreamFaults(t *testing.T) {
 	e2bSrv := httptest.NewServer(up)
 	t.Cleanup(e2bSrv.Close)
 	dsn := storetest.NewDatabase(t)
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	gw := startGateway(t, newGWConfig(t, dsn, e2bSrv.URL), &logs)
 	tn := newTenant(t, gw.URL, nil)
 	cs := mustSession(t, gw.URL, tn.key.Key, false)
