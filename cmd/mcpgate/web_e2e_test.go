@@ -513,7 +513,7 @@ func webMCPCreateSandbox(t *testing.T, endpoint, key string) string {
 		t.Fatalf("CallTool(e2b_create_sandbox) err = %v", err)
 	}
 	if res.IsError {
-		t.Fatalf("e2b_create_sandbox failed: %s", webContentText(res))
+		t.Fatalf("e2b_create_sandbox failed: %s", e2eText(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {
@@ -544,14 +544,4 @@ func webMCPListTools(t *testing.T, connectorURL string) {
 	if len(res.Tools) == 0 {
 		t.Errorf("no tools via the connector URL")
 	}
-}
-
-func webContentText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, " ")
 }
