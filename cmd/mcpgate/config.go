@@ -177,6 +177,7 @@ func usage(fs *flag.FlagSet) string {
 // ConfigError lists every configuration problem found.
 type ConfigError struct{ Problems []string }
 
+// Error lists the problems, one a line.
 func (e *ConfigError) Error() string {
 	return "invalid configuration:\n  - " + strings.Join(e.Problems, "\n  - ")
 }
