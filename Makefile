@@ -25,8 +25,10 @@ demo: build
 	E2B_API_URL=http://127.0.0.1:3001 E2B_DASHBOARD_API_URL=http://127.0.0.1:3001 \
 	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve
 
+# go vet, staticcheck (fetched from the module proxy at a pinned version) and gofmt.
 vet:
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Every test: unit, real-Postgres integration, MCP end to end and browser.

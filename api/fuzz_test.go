@@ -44,14 +44,13 @@ func (b stackBackend) PutConnection(ctx context.Context, c *mcpgate.Connection, 
 // stack is the whole HTTP surface over a real database, as serve wires it,
 // with e2bsim as E2B; owner is a signed-in workspace owner.
 type stack struct {
-	db      *store.DB
-	h       http.Handler
-	sim     *e2bsim.Server
-	owner   stackUser
-	ws      string
-	keyID   string
-	secret  []byte
-	cleanup []func()
+	db     *store.DB
+	h      http.Handler
+	sim    *e2bsim.Server
+	owner  stackUser
+	ws     string
+	keyID  string
+	secret []byte
 }
 
 // stackUser is a session: its cookies, sent by hand.

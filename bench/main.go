@@ -41,7 +41,6 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
-	repo         string
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {

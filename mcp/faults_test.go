@@ -227,10 +227,10 @@ func TestUpstreamFaultsInProcess(t *testing.T) {
 		m, _ := mode.Load("mode")
 		switch m {
 		case "500":
-			http.Error(w, `{"code":500,"message":"db exploded"}`, 500)
+			http.Error(w, `{"code":500,"message":"db exploded"}`, http.StatusInternalServerError)
 		case "429":
 			w.Header().Set("Retry-After", "42")
-			http.Error(w, `{"code":429,"message":"slow down"}`, 429)
+			http.Error(w, `{"code":429,"message":"slow down"}`, http.StatusTooManyRequests)
 		case "reset":
 			w.Header().Set("Content-Length", "5000")
 			w.WriteHeader(200)

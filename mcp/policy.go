@@ -16,12 +16,11 @@ import (
 // MCP servers (one per key scope). It is immutable once built, apart from the
 // servers, and replaced whole on invalidation.
 type workspaceTools struct {
-	id       string
-	policy   map[string]mcpgate.ToolPolicy // every tool, defaults applied
-	fetched  time.Time
-	mu       sync.Mutex
-	byScope  map[mcpgate.Scope]*sdk.Server
-	building bool
+	id      string
+	policy  map[string]mcpgate.ToolPolicy // every tool, defaults applied
+	fetched time.Time
+	mu      sync.Mutex
+	byScope map[mcpgate.Scope]*sdk.Server
 }
 
 // effectivePolicy applies a workspace's stored settings over the tools'

@@ -423,13 +423,6 @@ func (e *e2eEnv) signup(base, email, invitation string) *e2eUser {
 	return u
 }
 
-// at returns the same user (same session) talking to another replica.
-func (u *e2eUser) at(base string) *e2eUser {
-	c := *u
-	c.base = base
-	return &c
-}
-
 // with returns the same user failing tt instead of the parent test.
 func (u *e2eUser) with(t *testing.T) *e2eUser {
 	c := *u
