@@ -21,7 +21,7 @@ run: build
 demo: build
 	@if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh; fi
 	$(GO) build -o e2bsim ./cmd/e2bsim
-	./e2bsim --listen 127.0.0.1:3001 & sim=$$!; trap "kill $$sim" EXIT INT TERM; \
+	./e2bsim --listen 127.0.0.1:3001 & sim=$$!; trap "kill $$sim 2>/dev/null" EXIT INT TERM; \
 	E2B_API_URL=http://127.0.0.1:3001 E2B_DASHBOARD_API_URL=http://127.0.0.1:3001 \
 	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve
 
