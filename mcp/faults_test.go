@@ -18,53 +18,6 @@ import (
 	"github.com/mcpgate/mcpgate/mcp"
 )
 
-// faultBackend is an in-memory Backend: one workspace, one key, one E2B
-// credential, default policies.
-type faultBackend struct {
-	key  mcpgate.APIKey
-	hash []byte
-	cred mcpgate.Secret
-
-	mu    sync.Mutex
-	spent map[string]bool
-}
-
-func (b *faultBackend) FindKeyForAuth(_ context.Context, id string) (*mcpgate.APIKey, []byte, error) {
-	if id != b.key.ID {
-		return nil, nil, mcpgate.Errorf(mcpgate.ENotFound, "key not found")
-	}
-	k := b.key
-	return &k, b.hash, nil
-}
-func (b *faultBackend) TouchKeys(context.Context, map[string]time.Time) error { return nil }
-func (b *faultBackend) ToolPolicies(context.Context, string) (map[string]mcpgate.ToolPolicy, error) {
-	return nil, nil
-}
-func (b *faultBackend) SetToolPolicy(context.Context, string, string, mcpgate.ToolPolicy) error {
-	return nil
-}
-func (b *faultBackend) OpenCredential(context.Context, string, string) (mcpgate.Secret, error) {
-	return b.cred, nil
-}
-func (b *faultBackend) PutConnection(context.Context, *mcpgate.Connection, mcpgate.Secret) error {
-	return nil
-}
-func (b *faultBackend) FindConnection(context.Context, string, string) (*mcpgate.Connection, error) {
-	return nil, mcpgate.Errorf(mcpgate.ENotFound, "not found")
-}
-func (b *faultBackend) DeleteConnection(context.Context, string, string) error { return nil }
-func (b *faultBackend) MarkAuthFailure(context.Context, string, string) error  { return nil }
-func (b *faultBackend) SpendToken(_ context.Context, id string, _ time.Time) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.spent == nil {
-		b.spent = map[string]bool{}
-	}
-	fresh := !b.spent[id]
-	b.spent[id] = true
-	return fresh, nil
-}
-
 // auditLog keeps recorded events.
 type auditLog struct {
 	mu     sync.Mutex
@@ -90,11 +43,11 @@ func (a *auditLog) last() (mcpgate.AuditEvent, int) {
 
 // newFaultGateway returns a gateway whose E2B is upstream, with a short call
 // deadline, and the key that works on it.
-func newFaultGateway(t *testing.T, upstream string, callTimeout time.Duration) (*mcp.Gateway, *faultBackend, *auditLog, string) {
+func newFaultGateway(t *testing.T, upstream string, callTimeout time.Duration) (*mcp.Gateway, *auditLog, string) {
 	t.Helper()
-	key, id, hash := mcpgate.NewMCPKey()
-	b := &faultBackend{key: mcpgate.APIKey{ID: id, WorkspaceID: "ws-1", UserID: "user-1", Scope: mcpgate.ScopeFull},
-		hash: hash, cred: "e2b_0123456789abcdef"}
+	b := newGWBackend()
+	b.credential = "e2b_0123456789abcdef"
+	key, _ := b.addKey()
 	audit := &auditLog{}
 	g := mcp.New(mcp.Options{
 		Registry: connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: upstream, DashboardURL: upstream,
@@ -103,7 +56,7 @@ func newFaultGateway(t *testing.T, upstream string, callTimeout time.Duration) (
 		ConfirmationSecret: []byte("0123456789abcdef0123456789abcdef"), CallTimeout: callTimeout,
 	})
 	t.Cleanup(g.Close)
-	return g, b, audit, key
+	return g, audit, key
 }
 
 // connect returns an MCP session to h with key; closed at cleanup.
@@ -111,7 +64,7 @@ func connect(t *testing.T, h http.Handler, key string) (*sdk.ClientSession, func
 	t.Helper()
 	srv := httptest.NewServer(h)
 	tr := &http.Transport{}
-	hc := &http.Client{Transport: bearer{key, tr}}
+	hc := &http.Client{Transport: gwBearer{key: key, base: tr}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx,
@@ -125,17 +78,6 @@ func connect(t *testing.T, h http.Handler, key string) (*sdk.ClientSession, func
 		tr.CloseIdleConnections()
 		srv.Close()
 	}
-}
-
-type bearer struct {
-	key string
-	rt  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.rt.RoundTrip(r)
 }
 
 // TestUpstreamSlowAndHung runs tool calls against an E2B that answers after
@@ -175,7 +117,7 @@ func TestUpstreamSlowAndHung(t *testing.T) {
 	defer upstream.Close()
 	defer close(release)
 
-	g, _, audit, key := newFaultGateway(t, upstream.URL, deadline)
+	g, audit, key := newFaultGateway(t, upstream.URL, deadline)
 	defer g.Close()
 	cs, closeConn := connect(t, g.Handler(), key)
 	defer closeConn()
@@ -259,7 +201,7 @@ func TestUpstreamFaultsInProcess(t *testing.T) {
 		}
 	}))
 	defer upstream.Close()
-	g, _, audit, key := newFaultGateway(t, upstream.URL, 5*time.Second)
+	g, audit, key := newFaultGateway(t, upstream.URL, 5*time.Second)
 	defer g.Close()
 	cs, closeConn := connect(t, g.Handler(), key)
 	defer closeConn()

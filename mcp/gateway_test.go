@@ -50,6 +50,8 @@ type gwBackend struct {
 	hashes   map[string][]byte
 	policies map[string]mcpgate.ToolPolicy
 	spent    map[string]bool
+	// credential is what OpenCredential returns.
+	credential mcpgate.Secret
 
 	FindKeyForAuthFn func(ctx context.Context, id string) (*mcpgate.APIKey, []byte, error)
 	ToolPoliciesFn   func(ctx context.Context, workspaceID string) (map[string]mcpgate.ToolPolicy, error)
@@ -57,7 +59,7 @@ type gwBackend struct {
 
 func newGWBackend() *gwBackend {
 	return &gwBackend{keys: map[string]mcpgate.APIKey{}, hashes: map[string][]byte{},
-		policies: map[string]mcpgate.ToolPolicy{}, spent: map[string]bool{}}
+		policies: map[string]mcpgate.ToolPolicy{}, spent: map[string]bool{}, credential: "demo-credential"}
 }
 
 // addKey creates a full-scope key of gwWorkspace and returns it.
@@ -123,7 +125,7 @@ func (b *gwBackend) SetToolPolicy(_ context.Context, _, _ string, p mcpgate.Tool
 }
 
 func (b *gwBackend) OpenCredential(context.Context, string, string) (mcpgate.Secret, error) {
-	return "demo-credential", nil
+	return b.credential, nil
 }
 
 func (b *gwBackend) PutConnection(context.Context, *mcpgate.Connection, mcpgate.Secret) error {
@@ -215,12 +217,20 @@ func newGWGateway(t *testing.T) *gwGateway {
 	return tg
 }
 
-type gwBearer struct{ key string }
+// gwBearer sends a key as a bearer token through base (by default
+// http.DefaultTransport).
+type gwBearer struct {
+	key  string
+	base http.RoundTripper
+}
 
 func (b gwBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
-	return http.DefaultTransport.RoundTrip(r)
+	if b.base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.base.RoundTrip(r)
 }
 
 // connect opens a client session with a key; version "" is 2026-07-28.
@@ -231,7 +241,7 @@ func (tg *gwGateway) connect(t *testing.T, key, version string, opts *sdk.Client
 		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v0"}, opts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: gwBearer{key}}, MaxRetries: -1}, so)
+		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: gwBearer{key: key}}, MaxRetries: -1}, so)
 	if err != nil {
 		t.Fatalf("Connect() err = %v", err)
 	}
