@@ -88,36 +88,10 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 		"E2B_API_URL": e.simURL, "E2B_DASHBOARD_API_URL": e.simURL,
 		"LOG_FORMAT": "json", "LOG_LEVEL": "debug",
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &e2eReplica{log: &testutil.LockedBuffer{}}
-	done := make(chan error, 1)
-	ready := make(chan string, 1)
-	go func() { done <- serve(ctx, nil, func(k string) string { return env[k] }, r.log, ready) }()
-	select {
-	case addr := <-ready:
-		r.url = "http://" + addr
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve() err = %v before it listened; log:\n%s", err, r.log)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("serve() did not listen within 60 s")
-	}
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("serve() err = %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Errorf("serve() did not return within 30 s of its context ending")
-			}
-		})
-	}
-	t.Cleanup(r.stop)
+	in := mustServe(t, env)
+	r := &e2eReplica{log: in.logs, url: in.base}
+	// Stopping early is safe; mustServe's cleanup reports serve's error.
+	r.stop = func() { _ = in.stop(t) }
 	return r
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,47 +38,52 @@ type serveInstance struct {
 	logs   *testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
+	once   sync.Once
+	err    error
 }
 
-// mustServe runs serve until the test ends (or stop is called) and returns
-// once it accepts connections.
+// mustServe runs serve with env until the test ends (or stop is called) and
+// returns once it accepts connections. serve must return nil when stopped;
+// its log is printed if the test failed.
 func mustServe(t *testing.T, env map[string]string) *serveInstance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &serveInstance{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)
 	go func() { in.done <- serve(ctx, nil, envOf(env), in.logs, ready) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-in.done:
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not return 30s after cancel")
-		}
-	})
 	select {
 	case addr := <-ready:
 		in.base = "http://" + addr
 	case err := <-in.done:
+		cancel()
 		t.Fatalf("serve() err = %v before ready; logs:\n%s", err, in.logs)
 	case <-time.After(60 * time.Second):
+		cancel()
 		t.Fatalf("serve not ready after 60s; logs:\n%s", in.logs)
 	}
+	t.Cleanup(func() {
+		if err := in.stop(t); err != nil {
+			t.Errorf("serve() err = %v", err)
+		}
+		if t.Failed() {
+			t.Logf("serve log:\n%s", in.logs)
+		}
+	})
 	return in
 }
 
-// stop cancels serve's context and returns what serve returned.
-func (in *serveInstance) stop(t *testing.T) error {
+// stop cancels serve's context (once) and returns what serve returned.
+func (in *serveInstance) stop(t testing.TB) error {
 	t.Helper()
-	in.cancel()
-	select {
-	case err := <-in.done:
-		in.done <- err // for the cleanup
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve did not return 30s after cancel; logs:\n%s", in.logs)
-		return nil
-	}
+	in.once.Do(func() {
+		in.cancel()
+		select {
+		case in.err = <-in.done:
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve did not return 30s after cancel")
+		}
+	})
+	return in.err
 }
 
 // apiBrowser keeps cookies and sends the CSRF header, like the dashboard.

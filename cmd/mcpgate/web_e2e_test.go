@@ -243,32 +243,8 @@ func webStartDashboard(t *testing.T) string {
 		"E2B_API_URL": sim.URL, "E2B_DASHBOARD_API_URL": sim.URL,
 		"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": publicURL, "LOG_FORMAT": "text", "LOG_LEVEL": "warn",
 	}
-	getenv := func(k string) string { return env[k] }
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	logs := &testutil.LockedBuffer{}
-	go func() { done <- serve(ctx, nil, getenv, logs, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve() err = %v; log:\n%s", err, logs)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatalf("serve did not start; log:\n%s", logs)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve() err = %v", err)
-		}
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs)
-		}
-	})
-	backend := &url.URL{Scheme: "http", Host: addr}
+	in := mustServe(t, env)
+	backend, _ := url.Parse(in.base)
 	front := http.Handler(httputil.NewSingleHostReverseProxy(backend))
 	if !webDashboardMounted(t, backend.String()) {
 		t.Fatal("serve does not serve the dashboard at /login")
