@@ -199,13 +199,14 @@ func cleanJSONError(err error) string {
 type Registry struct {
 	byName map[string]Connector
 	tools  map[string]*Tool
+	owner  map[string]Connector // tool name -> its connector
 	order  []string
 }
 
 // NewRegistry returns a registry of the given connectors. It panics when two
 // connectors or two tools share a name: that is a wiring bug.
 func NewRegistry(cs ...Connector) *Registry {
-	r := &Registry{byName: map[string]Connector{}, tools: map[string]*Tool{}}
+	r := &Registry{byName: map[string]Connector{}, tools: map[string]*Tool{}, owner: map[string]Connector{}}
 	for _, c := range cs {
 		if _, dup := r.byName[c.Name()]; dup {
 			panic("connectors: duplicate connector " + c.Name())
@@ -217,6 +218,7 @@ func NewRegistry(cs ...Connector) *Registry {
 				panic("connectors: duplicate tool " + t.Name)
 			}
 			r.tools[t.Name] = t
+			r.owner[t.Name] = c
 		}
 	}
 	sort.Strings(r.order)
@@ -231,14 +233,8 @@ func (r *Registry) Connector(name string) (Connector, bool) {
 
 // ConnectorOf returns the connector that owns the tool.
 func (r *Registry) ConnectorOf(tool string) (Connector, bool) {
-	for _, name := range r.order {
-		for _, t := range r.byName[name].Tools() {
-			if t.Name == tool {
-				return r.byName[name], true
-			}
-		}
-	}
-	return nil, false
+	c, ok := r.owner[tool]
+	return c, ok
 }
 
 // Tool returns the tool of that name.
