@@ -1,0 +1,95 @@
+package connectors_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+)
+
+type listIn struct {
+	Limit int    `json:"limit,omitempty" jsonschema:"how many"`
+	State string `json:"state,omitempty" jsonschema:"running or paused"`
+}
+
+func newListTool(name string) *connectors.Tool {
+	return connectors.NewTool(connectors.Spec{Name: name, Title: "List",
+		Schema: func(s *jsonschema.Schema) {
+			s.Properties["limit"].Default = json.RawMessage(`50`)
+			s.Properties["limit"].Minimum = jsonschema.Ptr(1.0)
+			s.Properties["limit"].Maximum = jsonschema.Ptr(100.0)
+			s.Properties["state"].Enum = []any{"running", "paused"}
+		}},
+		func(_ context.Context, _ mcpgate.Secret, in listIn) (listIn, error) { return in, nil })
+}
+
+func TestTool_CallValidatesAndDefaults(t *testing.T) {
+	tool := newListTool("demo_list")
+	tests := []struct {
+		name     string
+		args     string
+		want     listIn
+		wantCode mcpgate.Code
+	}{
+		{name: "empty gets defaults", args: ``, want: listIn{Limit: 50}},
+		{name: "null gets defaults", args: `null`, want: listIn{Limit: 50}},
+		{name: "given values", args: `{"limit": 7, "state": "paused"}`, want: listIn{Limit: 7, State: "paused"}},
+		{name: "over the maximum", args: `{"limit": 101}`, wantCode: mcpgate.EInvalid},
+		{name: "below the minimum", args: `{"limit": 0}`, wantCode: mcpgate.EInvalid},
+		{name: "fraction", args: `{"limit": 1.5}`, wantCode: mcpgate.EInvalid},
+		{name: "wrong type", args: `{"limit": "10"}`, wantCode: mcpgate.EInvalid},
+		{name: "unknown enum value", args: `{"state": "dead"}`, wantCode: mcpgate.EInvalid},
+		{name: "unknown argument", args: `{"limt": 5}`, wantCode: mcpgate.EInvalid},
+		{name: "not an object", args: `[1]`, wantCode: mcpgate.EInvalid},
+		{name: "two objects", args: `{} {}`, wantCode: mcpgate.EInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := tool.Call(context.Background(), "secret", json.RawMessage(tt.args))
+			if tt.wantCode != "" {
+				if mcpgate.ErrorCode(err) != tt.wantCode {
+					t.Fatalf("Call(%s) err = %v, want code %s", tt.args, err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil || out.(listIn) != tt.want {
+				t.Fatalf("Call(%s) = %+v, %v; want %+v", tt.args, out, err, tt.want)
+			}
+		})
+	}
+}
+
+type fakeConnector struct {
+	name  string
+	tools []*connectors.Tool
+}
+
+func (f fakeConnector) Name() string                                          { return f.name }
+func (f fakeConnector) CheckCredential(context.Context, mcpgate.Secret) error { return nil }
+func (f fakeConnector) CredentialHint(mcpgate.Secret) string                  { return "" }
+func (f fakeConnector) Tools() []*connectors.Tool                             { return f.tools }
+
+func TestRegistry(t *testing.T) {
+	a := fakeConnector{name: "a", tools: []*connectors.Tool{newListTool("a_list")}}
+	b := fakeConnector{name: "b", tools: []*connectors.Tool{newListTool("b_list")}}
+	r := connectors.NewRegistry(b, a)
+	if c, ok := r.ConnectorOf("b_list"); !ok || c.Name() != "b" {
+		t.Fatalf("ConnectorOf(b_list) = %v, %v; want b", c, ok)
+	}
+	if _, ok := r.ConnectorOf("nope"); ok {
+		t.Fatal("ConnectorOf(nope) found a connector")
+	}
+	if tools := r.Tools(); len(tools) != 2 || tools[0].Name != "a_list" {
+		t.Fatalf("Tools() = %v, want a_list first (connectors in name order)", tools)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewRegistry() with a duplicate tool name did not panic")
+		}
+	}()
+	connectors.NewRegistry(a, fakeConnector{name: "c", tools: []*connectors.Tool{newListTool("a_list")}})
+}
