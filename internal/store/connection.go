@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // Sealer seals and opens credentials; *vault.Keyring satisfies it. The store
@@ -17,12 +18,6 @@ type Sealer interface {
 	OpenContext(ctx context.Context, ciphertext, aad []byte) ([]byte, error)
 	Reseal(ctx context.Context, ciphertext, aad []byte) ([]byte, bool, error)
 	ActiveTerm() uint32
-}
-
-// connectionAAD binds a ciphertext to its workspace and row; it must match
-// vault.CredentialAAD, which the vault tests pin.
-func connectionAAD(workspaceID, connectionID string) []byte {
-	return []byte("cred|v1|" + workspaceID + "|" + connectionID)
 }
 
 const connNotFound = "no credential is stored for this connector"
@@ -43,11 +38,14 @@ func (db *DB) PutConnection(ctx context.Context, sealer Sealer, c *mcpgate.Conne
 		if err != nil {
 			return err
 		}
-		ct, err := sealer.Seal([]byte(credential.Reveal()), connectionAAD(c.WorkspaceID, id))
+		ct, err := sealer.Seal([]byte(credential.Reveal()), vault.CredentialAAD(c.WorkspaceID, id))
 		if err != nil {
 			return fmt.Errorf("seal credential: %w", err)
 		}
-		term := termOf(ct)
+		term, err := vault.TermOf(ct)
+		if err != nil {
+			return fmt.Errorf("seal credential: %w", err)
+		}
 		err = tx.QueryRow(ctx, `
 			INSERT INTO connections (id, workspace_id, connector, ciphertext, key_term, key_hint, verified_at, updated_by, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now())
@@ -63,14 +61,6 @@ func (db *DB) PutConnection(ctx context.Context, sealer Sealer, c *mcpgate.Conne
 		return notify(ctx, tx, InvalidateConn, c.WorkspaceID)
 	})
 	return mapError(err, wsNotFound)
-}
-
-// termOf reads the key term from a ciphertext header (bytes 1..4, big-endian).
-func termOf(ct []byte) uint32 {
-	if len(ct) < 5 {
-		return 0
-	}
-	return uint32(ct[1])<<24 | uint32(ct[2])<<16 | uint32(ct[3])<<8 | uint32(ct[4])
 }
 
 func nullIfEmpty(s string) any {
@@ -117,7 +107,7 @@ func (db *DB) OpenCredential(ctx context.Context, sealer Sealer, workspaceID, co
 	if err != nil {
 		return "", err
 	}
-	pt, err := sealer.OpenContext(ctx, ct, connectionAAD(workspaceID, id))
+	pt, err := sealer.OpenContext(ctx, ct, vault.CredentialAAD(workspaceID, id))
 	if err != nil {
 		return "", fmt.Errorf("open credential: %w", err)
 	}
@@ -197,11 +187,15 @@ func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64, skip [
 		if err != nil {
 			return err
 		}
-		next, _, err := sealer.Reseal(ctx, ct, connectionAAD(ws, rowID))
+		next, _, err := sealer.Reseal(ctx, ct, vault.CredentialAAD(ws, rowID))
 		if err != nil {
 			return &resealError{err}
 		}
-		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, rowID, next, int64(termOf(next)))
+		term, err := vault.TermOf(next)
+		if err != nil {
+			return &resealError{err}
+		}
+		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, rowID, next, int64(term))
 		return err
 	})
 	var re *resealError

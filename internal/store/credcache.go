@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // CredentialCache keeps workspaces' credentials in their sealed form, so that
@@ -57,7 +58,7 @@ func (c *CredentialCache) Open(ctx context.Context, sealer Sealer, workspaceID, 
 			c.entries.CompareAndDelete(key, e)
 		}
 	}
-	pt, err := sealer.OpenContext(ctx, e.ct, connectionAAD(workspaceID, e.id))
+	pt, err := sealer.OpenContext(ctx, e.ct, vault.CredentialAAD(workspaceID, e.id))
 	if err != nil {
 		c.entries.Delete(key)
 		return "", fmt.Errorf("open credential: %w", err)

@@ -5,6 +5,7 @@
 //
 // It maps database errors to mcpgate codes and makes no policy decisions:
 // who may do what is decided by the callers (api, mcp). It imports vault only
-// for the KeyStore contract it implements (vault.go), never its keys; it must
+// for the KeyStore contract it implements (vault.go) and the ciphertext format
+// (a header's term, a credential's additional data), never its keys; it must
 // not import api, mcp or web.
 package store
