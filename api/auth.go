@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
 	"math"
 	"net"
 	"net/http"
@@ -28,13 +27,6 @@ type userJSON struct {
 	ID            string `json:"id"`
 	Email         string `json:"email"`
 	InstanceAdmin bool   `json:"instance_admin"`
-}
-
-// HashToken returns the SHA-256 of a bearer token (invitation), which is all
-// the database keeps of it.
-func HashToken(tok string) []byte {
-	h := sha256.Sum256([]byte(tok))
-	return h[:]
 }
 
 func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
@@ -67,7 +59,7 @@ func (s *Server) Signup(ctx context.Context, email, pw, invitation string) (*mcp
 	}
 	var invHash []byte
 	if invitation != "" {
-		invHash = HashToken(invitation)
+		invHash = mcpgate.HashToken(invitation)
 		inv, err := s.store.FindOpenInvitation(ctx, invHash)
 		if err != nil {
 			return nil, err

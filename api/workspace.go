@@ -192,7 +192,7 @@ func (s *Server) handleInvitationCreate(w http.ResponseWriter, r *http.Request) 
 	token := "inv_" + base64.RawURLEncoding.EncodeToString(b)
 	inv := &mcpgate.Invitation{WorkspaceID: ws.ID, Email: email, Role: req.Role,
 		CreatedBy: mcpgate.UserFromContext(r.Context()).ID, ExpiresAt: time.Now().Add(invitationTTL).UTC().Truncate(time.Second)}
-	if err := s.store.CreateInvitation(r.Context(), inv, HashToken(token)); err != nil {
+	if err := s.store.CreateInvitation(r.Context(), inv, mcpgate.HashToken(token)); err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
@@ -221,7 +221,7 @@ func (s *Server) handleInvitationDelete(w http.ResponseWriter, r *http.Request) 
 
 func (s *Server) handleInvitationAccept(w http.ResponseWriter, r *http.Request) {
 	u := mcpgate.UserFromContext(r.Context())
-	ws, err := s.store.AcceptInvitation(r.Context(), HashToken(chi.URLParam(r, "token")), u.ID, u.Email)
+	ws, err := s.store.AcceptInvitation(r.Context(), mcpgate.HashToken(chi.URLParam(r, "token")), u.ID, u.Email)
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"crypto/sha256"
 	"net/http"
 	"net/url"
 	"slices"
@@ -60,8 +59,7 @@ type invitePage struct {
 
 func (h *handler) handleInvite(w http.ResponseWriter, r *http.Request) {
 	token := chi.URLParam(r, "token")
-	sum := sha256.Sum256([]byte(token))
-	inv, err := h.data.FindOpenInvitation(r.Context(), sum[:])
+	inv, err := h.data.FindOpenInvitation(r.Context(), mcpgate.HashToken(token))
 	if err != nil {
 		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid || c == mcpgate.EConflict {
 			h.renderError(w, r, http.StatusNotFound, "This invitation is not valid",
