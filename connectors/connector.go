@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -63,6 +64,10 @@ type Tool struct {
 	// InputSchema is the JSON schema of the arguments, with defaults and
 	// bounds. Never mutate it: it is shared by every server.
 	InputSchema *jsonschema.Schema
+	// Timeout bounds one call of the tool; zero means the gateway's
+	// default. A tool that fans out to many upstream calls sets a longer
+	// one.
+	Timeout time.Duration
 
 	resolved *jsonschema.Resolved
 	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
@@ -75,6 +80,8 @@ type Spec struct {
 	CostsMoney               bool
 	DefaultEnabled           bool
 	DefaultNeedsConfirmation bool
+	// Timeout, when set, replaces the gateway's default call timeout.
+	Timeout time.Duration
 	// Schema, when set, adjusts the schema inferred from the input type:
 	// defaults, bounds, enums, patterns.
 	Schema func(s *jsonschema.Schema)
@@ -101,7 +108,7 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 		Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
 		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
-		InputSchema: schema, resolved: resolved,
+		InputSchema: schema, Timeout: spec.Timeout, resolved: resolved,
 		run: func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error) {
 			var in In
 			dec := json.NewDecoder(bytes.NewReader(args))
@@ -230,6 +237,9 @@ func (r *Registry) Connector(name string) (Connector, bool) {
 	c, ok := r.byName[name]
 	return c, ok
 }
+
+// Names returns the connectors' names, sorted.
+func (r *Registry) Names() []string { return r.order }
 
 // ConnectorOf returns the connector that owns the tool.
 func (r *Registry) ConnectorOf(tool string) (Connector, bool) {

@@ -68,7 +68,7 @@ type sandboxesPage struct {
 func (h *handler) handleSandboxes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
-	conn, err := h.connection(ctx, ws.ID)
+	conn, err := h.connection(ctx)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -121,7 +121,7 @@ func (h *handler) callTool(r *http.Request, wsID, userID, tool string, args map[
 	if err != nil {
 		return err
 	}
-	res, err := h.data.CallTool(r.Context(), wsID, userID, tool, raw, false)
+	res, err := h.svc.Tools.CallTool(r.Context(), actorFrom(r.Context()), mcpgate.ToolCall{Tool: tool, Arguments: raw})
 	if err != nil {
 		if mcpgate.ErrorCode(err) == mcpgate.EInternal {
 			h.log.ErrorContext(r.Context(), "dashboard tool call", "tool", tool, "err", err)
@@ -176,7 +176,7 @@ func (h *handler) handleSandbox(w http.ResponseWriter, r *http.Request) {
 	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
 	id := chi.URLParam(r, "id")
 	p := sandboxPage{ID: id, Extensions: []extension{{300, "5 minutes"}, {900, "15 minutes"}, {3600, "1 hour"}, {4 * 3600, "4 hours"}}}
-	tools, err := h.data.Tools(ctx, ws.ID)
+	tools, err := h.svc.Tools.Tools(ctx, actorFrom(ctx))
 	if err != nil {
 		h.serverError(w, r, err)
 		return

@@ -406,7 +406,7 @@ func TestVaultRekey(t *testing.T) {
 	}
 	defer gw.Close()
 	for ws, key := range want {
-		got, err := gw.Creds.Open(context.Background(), gw.Keyring, ws, "e2b")
+		got, err := e.db.OpenCredential(context.Background(), gw.Keyring, ws, "e2b")
 		if err != nil || got.Reveal() != key {
 			t.Fatalf("gateway OpenCredential(%s) = %q, %v; want %q", ws, got.Reveal(), err, key)
 		}

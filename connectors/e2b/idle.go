@@ -68,6 +68,9 @@ func (c *Connector) findIdleSandboxesTool() *connectors.Tool {
 			"Sandboxes younger than the window are skipped. It changes nothing; acting on the result is up to the user. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
+		// One list and then a metrics read per running sandbox: twice the
+		// gateway's default deadline.
+		Timeout: time.Minute,
 		Schema: edits(withDefault("window_minutes", 10), withRange("window_minutes", 1, 1440),
 			withDefault("cpu_threshold_pct", 5), withRange("cpu_threshold_pct", 0.1, 100),
 			withPattern("template", `^[^:]{1,256}$`), withMaxLength("metadata", 2048)),

@@ -1,4 +1,4 @@
-package mcp_test
+package service_test
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -71,8 +71,27 @@ func (b credBackend) OpenCredential(ctx context.Context, workspaceID, connector 
 	return b.DB.OpenCredential(ctx, b.keyring, workspaceID, connector)
 }
 
-func (b credBackend) PutConnection(ctx context.Context, c *mcpgate.Connection, credential mcpgate.Secret) error {
-	return b.DB.PutConnection(ctx, b.keyring, c, credential)
+// credGateway calls the services as the workspace's owner.
+type credGateway struct{ *service.Service }
+
+func ownerOf(ws, userID string) *mcpgate.Actor {
+	return &mcpgate.Actor{UserID: userID, WorkspaceID: ws, Role: mcpgate.RoleOwner, Scope: mcpgate.ScopeFull, Source: mcpgate.SourceAPI}
+}
+
+func (g credGateway) PutCredential(ctx context.Context, ws, userID, connector string, c mcpgate.Secret) (*mcpgate.Connection, error) {
+	return g.PutConnection(ctx, ownerOf(ws, userID), connector, c)
+}
+
+func (g credGateway) Connection(ctx context.Context, ws, connector string) (*mcpgate.Connection, error) {
+	return g.Service.Connection(ctx, ownerOf(ws, ""), connector)
+}
+
+func (g credGateway) DeleteCredential(ctx context.Context, ws, userID, connector string) error {
+	return g.DeleteConnection(ctx, ownerOf(ws, userID), connector)
+}
+
+func (g credGateway) CallTool(ctx context.Context, ws, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error) {
+	return g.Service.CallTool(ctx, ownerOf(ws, userID), mcpgate.ToolCall{Tool: tool, Arguments: args, Confirmed: confirmed})
 }
 
 // credFixture is a database, a keyring, a workspace with its owner, and a
@@ -122,19 +141,17 @@ func newCredFixture(t *testing.T) *credFixture {
 
 // gateway returns a gateway whose E2B connector talks to baseURL, and the
 // auditor it records to.
-func (f *credFixture) gateway(t *testing.T, baseURL string) (*mcp.Gateway, *credAuditor) {
+func (f *credFixture) gateway(t *testing.T, baseURL string) (credGateway, *credAuditor) {
 	t.Helper()
 	aud := &credAuditor{}
-	g := mcp.New(mcp.Options{
-		Registry:           connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: baseURL, DashboardURL: baseURL, Timeout: 5 * time.Second})),
-		Backend:            f.backend,
-		Audit:              aud,
-		Logger:             slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PublicURL:          "http://gateway.test",
-		ConfirmationSecret: make([]byte, 32),
+	g := service.New(service.Options{
+		DB: f.backend.DB, Keyring: f.backend.keyring,
+		Registry:  connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: baseURL, DashboardURL: baseURL, Timeout: 5 * time.Second})),
+		Audit:     aud,
+		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PublicURL: "http://gateway.test",
 	})
-	t.Cleanup(g.Close)
-	return g, aud
+	return credGateway{g}, aud
 }
 
 func (f *credFixture) stored(t *testing.T) string {
@@ -174,7 +191,7 @@ func TestPutCredential(t *testing.T) {
 	// key alike.
 	refused := []struct {
 		name       string
-		gw         *mcp.Gateway
+		gw         credGateway
 		key        string
 		wantCode   mcpgate.Code
 		wantMsg    string

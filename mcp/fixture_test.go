@@ -1,0 +1,143 @@
+package mcp
+
+// The one fixture of the mcp tests: the real services on a fresh database,
+// wired to the endpoint as serve wires them, with the registry and clock a
+// test chooses. It is exported (in a _test file) so that the external
+// mcp_test package uses the same one.
+
+import (
+	"context"
+	"crypto/rand"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/vault"
+)
+
+// FixtureOptions choose what a Fixture serves.
+type FixtureOptions struct {
+	Registry *connectors.Registry
+	// Credential, when set, is stored for every connector of the registry
+	// without checking it upstream.
+	Credential  string
+	Audit       service.Auditor
+	CallTimeout time.Duration
+	Now         func() time.Time
+	// KeyRate and KeyBurst set the per-key limit (default: the gateway's).
+	KeyRate  rate.Limit
+	KeyBurst int
+}
+
+// Fixture is one workspace with its owner, served over HTTP.
+type Fixture struct {
+	DB        *store.DB
+	Service   *service.Service
+	Keys      *service.KeyAuthenticator
+	Gateway   *Gateway
+	URL       string
+	server    *httptest.Server
+	Workspace string
+	UserID    string
+	Audit     *RecordingAudit
+}
+
+// NewFixture builds a fixture; it is closed at cleanup.
+func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
+	tb.Helper()
+	ctx := context.Background()
+	db := storetest.Open(tb)
+	root := make([]byte, 32)
+	_, _ = rand.Read(root)
+	keyring, err := vault.Open(ctx, root, db.VaultKeys(), vault.Options{})
+	if err != nil {
+		tb.Fatalf("vault.Open() err = %v", err)
+	}
+	u, err := db.CreateUser(ctx, "owner@example.com", "hash", nil)
+	if err != nil {
+		tb.Fatalf("CreateUser() err = %v", err)
+	}
+	wss, err := db.WorkspacesOfUser(ctx, u.ID)
+	if err != nil || len(wss) != 1 {
+		tb.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
+	}
+	f := &Fixture{DB: db, Workspace: wss[0].ID, UserID: u.ID, Audit: &RecordingAudit{}}
+	audit := o.Audit
+	if audit == nil {
+		audit = f.Audit
+	}
+	f.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: o.Registry, Audit: audit,
+		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now})
+	f.Keys = f.Service.NewKeyAuthenticator()
+	if o.Credential != "" {
+		for _, name := range o.Registry.Names() {
+			c := &mcpgate.Connection{WorkspaceID: f.Workspace, Connector: name, KeyHint: "test", VerifiedAt: time.Now(), UpdatedBy: u.ID}
+			if err := db.PutConnection(ctx, keyring, c, mcpgate.Secret(o.Credential)); err != nil {
+				tb.Fatalf("PutConnection() err = %v", err)
+			}
+		}
+	}
+	f.Gateway = New(Options{Tools: f.Service, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
+		Tokens: db, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
+		ConfirmationSecret: []byte("fixture-confirmation-secret-0123456789"), Now: o.Now,
+		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst})
+	f.server = httptest.NewServer(f.Gateway.Handler())
+	tb.Cleanup(f.Close)
+	f.URL = f.server.URL
+	return f
+}
+
+// Close stops what the fixture started in this process (the database is
+// dropped at cleanup); it may be called more than once.
+func (f *Fixture) Close() {
+	f.server.Close()
+	f.Gateway.Close()
+	f.Keys.Close()
+}
+
+// Owner is the workspace's owner as a dashboard actor.
+func (f *Fixture) Owner() *mcpgate.Actor {
+	return &mcpgate.Actor{UserID: f.UserID, WorkspaceID: f.Workspace, Role: mcpgate.RoleOwner, Scope: mcpgate.ScopeFull,
+		Source: mcpgate.SourceDashboard}
+}
+
+// AddKey creates a key of the owner with the given scope.
+func (f *Fixture) AddKey(tb testing.TB, scope mcpgate.Scope) (key, id string) {
+	tb.Helper()
+	k, key, err := f.Service.CreateKey(context.Background(), f.Owner(), mcpgate.NewKey{Name: "test", Scope: scope})
+	if err != nil {
+		tb.Fatalf("CreateKey() err = %v", err)
+	}
+	return key, k.ID
+}
+
+// RecordingAudit keeps recorded events.
+type RecordingAudit struct {
+	mu     sync.Mutex
+	events []mcpgate.AuditEvent
+}
+
+// Record implements the auditors.
+func (a *RecordingAudit) Record(_ context.Context, ev mcpgate.AuditEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.events = append(a.events, ev)
+}
+
+// Saturated implements service.Auditor.
+func (a *RecordingAudit) Saturated() bool { return false }
+
+// Events returns the events recorded so far.
+func (a *RecordingAudit) Events() []mcpgate.AuditEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]mcpgate.AuditEvent(nil), a.events...)
+}
