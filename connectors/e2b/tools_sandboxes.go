@@ -50,6 +50,7 @@ func (c *Connector) createSandboxTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardCreate,
 		Schema: edits(
 			withDefault("template_id", "base"), withPattern("template_id", templateRefPattern),
 			withDefault("timeout", 300), withRange("timeout", 1, maxTimeout),
@@ -323,6 +324,8 @@ func (c *Connector) setSandboxTimeoutTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{Destructive: true, Idempotent: true},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardSetTimeout, // an earlier end is a kill (guard.go)
+		Follows:        ToolKillSandbox,
 		// At least a minute, so the tool cannot stand in for e2b_kill_sandbox,
 		// which a workspace may have turned off.
 		Schema: edits(sandboxIDEdit, withRange("timeout", 60, maxTimeout)),
@@ -397,6 +400,8 @@ func (c *Connector) resumeSandboxTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{Idempotent: true},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardResume, // guard.go
+		Follows:        ToolKillSandbox,
 		Schema:         edits(sandboxIDEdit, withDefault("timeout", 300), withRange("timeout", 1, maxTimeout)),
 	}, func(ctx context.Context, key mcpgate.Secret, in ResumeIn) (ResumeOut, error) {
 		s, err := c.client.ConnectSandbox(ctx, key, in.SandboxID, in.Timeout)
@@ -428,6 +433,7 @@ func (c *Connector) killSandboxTool() *connectors.Tool {
 		Annotations:              connectors.Annotations{Destructive: true, Idempotent: true},
 		DefaultEnabled:           false,
 		DefaultNeedsConfirmation: true,
+		DefaultApproval:          mcpgate.ApprovalHuman,
 		Schema:                   edits(sandboxIDEdit),
 	}, func(ctx context.Context, key mcpgate.Secret, in SandboxIn) (KillOut, error) {
 		if err := c.client.KillSandbox(ctx, key, in.SandboxID); err != nil {
