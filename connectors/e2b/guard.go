@@ -59,18 +59,6 @@ func stringArg(args map[string]any, name string) string {
 	return s
 }
 
-// templateNames returns the names a sandbox's template goes by, for the
-// workspace's template allow-list.
-func templateNames(id, alias string) []string {
-	var out []string
-	for _, n := range []string{alias, id} {
-		if n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
 // guardCreate: a create asks for timeout seconds of a new running sandbox
 // of template_id (without its :tag, which names a build of the same
 // template).
@@ -116,8 +104,10 @@ func (c *Connector) guardResume(ctx context.Context, key mcpgate.Secret, args ma
 		return as, err
 	}
 	if d.State == "paused" {
+		// One more running. The template allow-list is not applied: it
+		// governs what is created, and this sandbox already was (E2B may
+		// not even report a paused sandbox's alias).
 		as.Starts = true
-		as.Templates = templateNames(d.TemplateID, d.Alias)
 		if !autoPaused(d) && timeout < minWorkingLife {
 			as.Follows = ToolKillSandbox
 			as.Reason = fmt.Sprintf("Sandbox %s is paused and not auto-paused, so resuming it with a timeout of %d s makes "+

@@ -40,7 +40,9 @@ func (s *Service) present(ap *mcpgate.ApprovalRequest) *mcpgate.ApprovalRequest 
 }
 
 func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.ApprovalRequest) mcpgate.AuditEvent {
-	return mcpgate.NewAdminEvent(a, action, map[string]any{"approval_id": ap.ID, "tool": ap.Tool,
+	// "approval", not approval_id: RedactArguments drops the gateway's own
+	// approval_id argument from tool calls.
+	return mcpgate.NewAdminEvent(a, action, map[string]any{"approval": ap.ID, "tool": ap.Tool,
 		"requested_by": ap.RequestedBy, "arguments": ap.Arguments})
 }
 

@@ -237,8 +237,8 @@ func TestApproval_HumanFlow(t *testing.T) {
 		}
 	}
 	for _, ev := range f.audit.all() {
-		if ev.Action == "approval.approved" && ev.ActorID != f.member.UserID {
-			t.Errorf("approval.approved by %s, want the member", ev.ActorID)
+		if ev.Action == "approval.approved" && (ev.ActorID != f.member.UserID || ev.Arguments["approval"] != ap.ID) {
+			t.Errorf("approval.approved = %+v, want by the member, naming the approval", ev)
 		}
 	}
 }
