@@ -175,6 +175,9 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
 			}
+			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("expire approval requests", "err", err)
+			}
 		}
 	}
 }

@@ -275,3 +275,21 @@ func (s *Service) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, 
 	}
 	return s.db.CountPendingApprovals(ctx, a.WorkspaceID, userID, s.now())
 }
+
+// ExpireApprovals marks the requests that expired unattended as such and
+// audits each once (the gateway's own action: no actor). The wiring runs it
+// periodically; a request touched after its expiry is audited at that
+// moment instead (see expire).
+func (s *Service) ExpireApprovals(ctx context.Context) error {
+	expired, err := s.db.ExpireApprovals(ctx, s.now())
+	if err != nil {
+		return err
+	}
+	for i := range expired {
+		ap := &expired[i]
+		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, KeyID: ap.KeyID, Kind: mcpgate.KindAdmin,
+			Action: string(mcpgate.ActionApprovalExpired), Outcome: mcpgate.OutcomeOK,
+			Arguments: map[string]any{"approval": ap.ID, "tool": ap.Tool, "requested_by": ap.RequestedBy, "arguments": ap.Arguments}})
+	}
+	return nil
+}

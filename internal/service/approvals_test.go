@@ -301,6 +301,25 @@ func TestApproval_WhoDecides(t *testing.T) {
 	if n != 2 {
 		t.Errorf("approval.expired audited %d times, want 2 (once each)", n)
 	}
+	// The sweep audits the one nobody touched (p1, approved, never used),
+	// once, and none of the others again.
+	for range 2 {
+		if err := f.svc.ExpireApprovals(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n = 0
+	for _, ev := range f.audit.all() {
+		if ev.Action == "approval.expired" {
+			n++
+			if ev.Arguments["approval"] == ap.ID && ev.ActorID != "" {
+				t.Errorf("the sweep's event has actor %q, want none", ev.ActorID)
+			}
+		}
+	}
+	if n != 3 {
+		t.Errorf("approval.expired audited %d times after the sweep, want 3", n)
+	}
 	// A thing that does not exist is refused, not sent to a person.
 	_, err := f.svc.CallTool(ctx, ownerKey, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"gone"}`)})
 	if mcpgate.ErrorCode(err) != mcpgate.ENotFound {

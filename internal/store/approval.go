@@ -208,3 +208,25 @@ func (db *DB) SetGuardrails(ctx context.Context, workspaceID, userID string, g m
 		return notify(ctx, tx, InvalidatePolicy, workspaceID)
 	}), wsNotFound)
 }
+
+// ExpireApprovals marks every pending or approved request past its expiry
+// as expired and returns them, so that each expiry is audited once even
+// when nobody touches the request again (and on one replica only).
+func (db *DB) ExpireApprovals(ctx context.Context, now time.Time) ([]mcpgate.ApprovalRequest, error) {
+	rows, err := db.Pool.Query(ctx, `UPDATE approvals SET state = 'expired'
+		WHERE state IN ('pending', 'approved') AND expires_at <= $1
+		RETURNING id, workspace_id, key_id, user_id, tool, arguments`, now)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.ApprovalRequest, error) {
+		var ap mcpgate.ApprovalRequest
+		var args []byte
+		if err := r.Scan(&ap.ID, &ap.WorkspaceID, &ap.KeyID, &ap.RequestedBy, &ap.Tool, &args); err != nil {
+			return ap, err
+		}
+		ap.State = mcpgate.ApprovalExpired
+		return ap, json.Unmarshal(args, &ap.Arguments)
+	})
+	return out, mapError(err, "")
+}
