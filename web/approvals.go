@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
@@ -65,8 +66,10 @@ func (h *handler) handleApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	p := approvalPage{Approval: ap, Mine: ap.RequestedBy == a.UserID,
 		CanDecide: ap.State == mcpgate.ApprovalPending && a.IsPerson()}
-	if left := ap.ExpiresAt.Sub(h.opts.Now()); left > 0 {
-		p.Remaining = left.Round(time.Second).String()
+	if left := ap.ExpiresAt.Sub(h.opts.Now()); left >= time.Minute {
+		p.Remaining = fmt.Sprintf("%d min", int(left.Round(time.Minute)/time.Minute))
+	} else if left > 0 {
+		p.Remaining = fmt.Sprintf("%d s", int(left.Round(time.Second)/time.Second))
 	}
 	h.render(w, r, http.StatusOK, "approval", h.newView(r, "Approve "+ap.ToolTitle, "approvals", p))
 }

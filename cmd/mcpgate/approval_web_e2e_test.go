@@ -122,5 +122,31 @@ func TestApprovalWebPage(t *testing.T) {
 	}
 	webWaitText(t, ctx, wsBase+"/approvals", "#approvals-table", "denied")
 	webShot(t, ctx, "33-approvals-list")
+
+	// Settings: a tool's approval select saves at once; the guardrails form
+	// saves and the gateway enforces it.
+	webRun(t, ctx, "settings again", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#approval-e2b_pause_sandbox")))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){var el=document.getElementById('approval-e2b_pause_sandbox');`+
+		`el.focus();el.value='human';el.dispatchEvent(new Event('change',{bubbles:true}));return true})()`)); err != nil {
+		t.Fatalf("choose human for pause: %v", err)
+	}
+	webRun(t, ctx, "approval saved", chromedp.WaitVisible(chromedp.CSS(`#approval-e2b_pause_sandbox ~ [data-saved]`)))
+	webRun(t, ctx, "guardrails",
+		webClear("#g-timeout"), chromedp.SendKeys(chromedp.ID("#g-timeout"), "600"),
+		chromedp.SendKeys(chromedp.ID("#g-templates"), "base, python"),
+		chromedp.Click(chromedp.CSS(`#guardrails-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#g-templates[value="base, python"]`)))
+	webShot(t, ctx, "34-settings-guardrails")
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	s2 := webMCPSession(t, base+"/mcp", key)
+	res, err = s2.CallTool(cctx, &sdk.CallToolParams{Name: "e2b_create_sandbox", Arguments: map[string]any{"timeout": 900}})
+	if err != nil || !res.IsError || !strings.Contains(e2eText(res), "at most 600 seconds") {
+		t.Errorf("create over the guardrail set in the browser = %v, %v", e2eText(res), err)
+	}
+	res, err = s2.CallTool(cctx, &sdk.CallToolParams{Name: "e2b_pause_sandbox", Arguments: map[string]any{"sandbox_id": other}})
+	if err != nil || res.IsError || !strings.Contains(e2eText(res), "approval") {
+		t.Errorf("pause after choosing human in the browser = %v, %v; want an approval request", e2eText(res), err)
+	}
 	problems.check(t)
 }
