@@ -486,15 +486,17 @@ func TestUpdateTool_Approval(t *testing.T) {
 		}
 	}
 	yes, no := true, false
-	// The deprecated boolean: true on a human tool keeps human; false is none;
-	// true on none is model.
+	// The deprecated boolean: true is model, false none, whatever the mode
+	// was; approval wins when both are given.
+	human := mcpgate.ApprovalHuman
 	for _, step := range []struct {
 		u    mcpgate.ToolUpdate
 		want mcpgate.Approval
 	}{
-		{mcpgate.ToolUpdate{NeedsConfirmation: &yes}, mcpgate.ApprovalHuman},
+		{mcpgate.ToolUpdate{NeedsConfirmation: &yes}, mcpgate.ApprovalModel},
 		{mcpgate.ToolUpdate{NeedsConfirmation: &no}, mcpgate.ApprovalNone},
 		{mcpgate.ToolUpdate{NeedsConfirmation: &yes}, mcpgate.ApprovalModel},
+		{mcpgate.ToolUpdate{NeedsConfirmation: &no, Approval: &human}, mcpgate.ApprovalHuman},
 	} {
 		got, err := f.svc.UpdateTool(ctx, f.admin, "pads_end", step.u)
 		if err != nil || got.Approval != step.want {

