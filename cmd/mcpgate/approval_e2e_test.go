@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -456,8 +455,7 @@ func TestApprovalBackDoorAndGuardrails(t *testing.T) {
 		carol.api(http.MethodPut, gpath, map[string]any{"max_running": 1}, http.StatusForbidden)
 		alice.api(http.MethodPut, gpath, map[string]any{"max_running": -1}, http.StatusBadRequest)
 		// Count what runs now, so the limit is two more.
-		var list map[string]any
-		list = e2eCallOK(t, cs, toolList, map[string]any{"state": "running"})
+		list := e2eCallOK(t, cs, toolList, map[string]any{"state": "running"})
 		now := int(list["total_running"].(float64))
 		alice.api(http.MethodPut, gpath, map[string]any{"max_timeout_seconds": 600, "max_running": now + 2,
 			"allowed_templates": []string{"base"}}, http.StatusOK)
@@ -502,5 +500,4 @@ func TestApprovalBackDoorAndGuardrails(t *testing.T) {
 		cs = e.session(t, r1.url+"/mcp", e2eBearer(key.Key), "", nil)
 		e2eCallOK(t, cs, "e2b_resume_sandbox", map[string]any{"sandbox_id": sb, "timeout": 3600})
 	})
-	_ = time.Second
 }
