@@ -437,9 +437,16 @@ func TestApprovalBackDoorAndGuardrails(t *testing.T) {
 		// With kill on model, the confirmation token is asked for instead.
 		alice.with(t).setTool(ws, toolKill, map[string]any{"approval": "model"})
 		cs = e.session(t, r1.url+"/mcp", e2eBearer(key.Key), "2025-11-25", nil)
-		out := e2eCallOK(t, cs, "e2b_set_sandbox_timeout", map[string]any{"sandbox_id": e.simSandbox(team, nil), "timeout": 60})
-		if out["status"] != "confirmation_required" {
-			t.Errorf("shortening with kill on model = %v, want a confirmation", out)
+		sb2 := e.simSandbox(team, nil)
+		out := e2eCallOK(t, cs, "e2b_set_sandbox_timeout", map[string]any{"sandbox_id": sb2, "timeout": 60})
+		tok, _ := out["confirmation_token"].(string)
+		if out["status"] != "confirmation_required" || tok == "" || !strings.Contains(out["would_do"].(string), "not auto-paused") {
+			t.Fatalf("shortening with kill on model = %v, want a confirmation that says why", out)
+		}
+		before = end(sb2)
+		e2eCallOK(t, cs, "e2b_set_sandbox_timeout", map[string]any{"sandbox_id": sb2, "timeout": 60, "confirmation_token": tok})
+		if end(sb2) == before {
+			t.Error("the confirmed call did not change the end time")
 		}
 		alice.with(t).setTool(ws, toolKill, map[string]any{"enabled": false})
 	})
