@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // e2eApproval is what an approval_required result carries.
@@ -353,6 +355,46 @@ func TestApprovalEndToEnd(t *testing.T) {
 			t.Errorf("declined URL request = %q", e2eText(res))
 		}
 		running(t, sb2)
+	})
+
+	t.Run("secret arguments", func(t *testing.T) {
+		alice := alice.with(t)
+		alice.setTool(ws, toolCreate, map[string]any{"approval": "human"})
+		cs := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "2025-11-25", nil)
+		secret := "approval-env-" + testutil.RandomHex(12)
+		e.rec.secret(secret, "env_vars value of a call waiting for approval")
+		args := map[string]any{"timeout": 60, "env_vars": map[string]any{"TOKEN": secret}}
+		ap := e2eRequestApproval(t, cs, toolCreate, args)
+		var got struct {
+			Arguments map[string]any `json:"arguments"`
+		}
+		alice.decode(alice.api(http.MethodGet, base+"/approvals/"+ap.ID, nil, http.StatusOK), &got)
+		if env, _ := got.Arguments["env_vars"].(map[string]any); env["TOKEN"] != "[redacted]" {
+			t.Errorf("approval arguments = %v, want env_vars redacted", got.Arguments)
+		}
+		alice.api(http.MethodPost, base+"/approvals/"+ap.ID+"/approve", nil, http.StatusOK)
+		// Another secret is another call.
+		other := map[string]any{"timeout": 60, "env_vars": map[string]any{"TOKEN": secret + "x"}}
+		if msg := e2eCallErr(t, cs, toolCreate, withArg(other, "approval_id", ap.ID)); !strings.Contains(msg, "different call") {
+			t.Errorf("other secret value = %q", msg)
+		}
+		out := e2eCallOK(t, cs, toolCreate, withArg(args, "approval_id", ap.ID))
+		if id, _ := out["sandbox_id"].(string); id == "" {
+			t.Fatalf("approved create = %v", out)
+		}
+		alice.setTool(ws, toolCreate, map[string]any{"approval": "none"})
+		var text string
+		if err := e.dbConn(t).QueryRow(context.Background(),
+			`SELECT coalesce(string_agg(a::text, E'\n'), '') FROM approvals a`).Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		leaks := e.rec.leaks(map[string]string{"table approvals": text, "log of replica 1": r1.log.String(),
+			"log of replica 2": r2.log.String()})
+		for _, leak := range leaks {
+			if strings.Contains(leak, "waiting for approval") {
+				t.Error(leak)
+			}
+		}
 	})
 
 	t.Run("audit", func(t *testing.T) {

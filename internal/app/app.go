@@ -93,7 +93,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
-		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup)})
+		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
+		ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")})
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
 	gw.MCP = mcp.New(mcp.Options{

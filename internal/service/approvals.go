@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -18,10 +19,14 @@ const maxPendingApprovals = 50
 
 // argsHash binds an approval to a call's exact arguments (defaults
 // applied). json.Marshal sorts map keys, so equal arguments hash equally.
-func argsHash(args map[string]any) string {
+// It is an HMAC under a key from the configuration, not a bare hash: the
+// arguments may hold secrets (env_vars), and a database dump must not let
+// anyone test guesses of them against the stored value.
+func (s *Service) argsHash(args map[string]any) string {
 	b, _ := json.Marshal(args)
-	h := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(h[:])
+	m := hmac.New(sha256.New, s.argsKey)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 func (s *Service) approvalURL(ap *mcpgate.ApprovalRequest) string {
@@ -78,7 +83,7 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	if ap.Arguments == nil {
 		ap.Arguments = map[string]any{}
 	}
-	if err := s.db.CreateApproval(ctx, ap, argsHash(args)); err != nil {
+	if err := s.db.CreateApproval(ctx, ap, s.argsHash(args)); err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
 	}
 	s.present(ap)
@@ -119,7 +124,7 @@ func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors
 // exactly this call. A refusal says which check failed: the caller already
 // holds the id, and each case needs a different next step.
 func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, id string) error {
-	hash := argsHash(args)
+	hash := s.argsHash(args)
 	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, UserID: a.UserID,
 		Tool: t.Name, ArgsHash: hash, Now: s.now()})
 	if err != nil {

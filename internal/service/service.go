@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,10 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// ApprovalKey keys the binding of approvals to their arguments; every
+	// replica needs the same one (the wiring derives it from JWT_SECRET).
+	// Unset, a random key is drawn: fine for one process (tests).
+	ApprovalKey []byte
 }
 
 // Service implements every mcpgate service on the store and the vault.
@@ -87,6 +92,7 @@ type Service struct {
 	pwParams password.Params
 	throttle loginThrottle
 	creds    *store.CredentialCache
+	argsKey  []byte
 
 	policies sync.Map // workspace id -> *workspacePolicy
 	// gen counts invalidations. A load that overlapped one may have read
@@ -124,6 +130,11 @@ func New(opts Options) *Service {
 	}
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
 		pwParams: password.Default, creds: opts.DB.NewCredentialCache(opts.CacheTTL)}
+	s.argsKey = opts.ApprovalKey
+	if len(s.argsKey) == 0 {
+		s.argsKey = make([]byte, 32)
+		_, _ = rand.Read(s.argsKey)
+	}
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
