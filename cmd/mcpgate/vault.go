@@ -41,6 +41,8 @@ Commands:
                 mcpgate vault rotate --reseal-only
             which re-seals under the newest term without adding another.
             (Running plain rotate again also works; it adds one more term.)
+            Running gateways re-seal by themselves too, in the background,
+            once they load the new term (within a minute).
             --batch N     credentials per batch (default 100)
             --pause D     pause between batches, to spare a busy database
             --settle D    after the last batch, keep sweeping until the new

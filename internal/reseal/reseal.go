@@ -133,7 +133,8 @@ func Run(ctx context.Context, db *store.DB, k *vault.Keyring, o Options) (Report
 			report(o, rep)
 			rep.Settling = 0
 			// Sweep every 2s, and at once when the term changes again.
-			if err := sleepWhile(ctx, min(until, 2*time.Second), o.Poll, func() bool { return k.ActiveTerm() == rep.Term }); err != nil {
+			same := func() bool { return k.ActiveTerm() == rep.Term }
+			if err := sleepWhile(ctx, min(until, 2*time.Second), o.Poll, same); err != nil {
 				return rep, err
 			}
 			continue
