@@ -77,7 +77,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(ctx, "panic serving request", "request_id", id, "panic", p, "stack", string(debug.Stack()))
+				s.log.ErrorContext(ctx, "panic serving request", "panic", p, "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					WriteError(rec, r, s.log, mcpgate.Errorf(mcpgate.EInternal, "internal error"))
 				}
@@ -87,7 +87,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			s.log.Log(ctx, level, "request",
-				"request_id", id, "method", r.Method, "path", RedactPath(r.URL.Path),
+				"method", r.Method, "path", RedactPath(r.URL.Path),
 				"route", chi.RouteContext(r.Context()).RoutePattern(),
 				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()

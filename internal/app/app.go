@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
@@ -125,6 +126,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})
+	gw.goBackground(func() { _ = reseal.Watch(ctx, db, keyring, log, reseal.Options{}) })
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):
