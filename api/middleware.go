@@ -17,11 +17,11 @@ import (
 
 // connectorKeyPath matches the MCP key inside a connector URL path, so that
 // it can be redacted before anything logs the path.
-var connectorKeyPath = regexp.MustCompile(`^/c/[^/]+`)
+var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
 
 // RedactPath returns the request path with any key it carries replaced.
 func RedactPath(p string) string {
-	return connectorKeyPath.ReplaceAllString(p, "/c/[redacted]")
+	return connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]")
 }
 
 // statusRecorder captures the status and size written by a handler.

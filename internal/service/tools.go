@@ -63,7 +63,7 @@ func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.Too
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
 		Enabled: p.Enabled, NeedsConfirmation: p.NeedsConfirmation, CostsMoney: t.CostsMoney,
-		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive,
+		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive, OffByDefault: !t.DefaultEnabled,
 		Annotations: map[string]any{"readOnlyHint": t.Annotations.ReadOnly, "destructiveHint": t.Annotations.Destructive,
 			"idempotentHint": t.Annotations.Idempotent, "openWorldHint": t.Annotations.OpenWorld, "title": t.Title}}
 }
