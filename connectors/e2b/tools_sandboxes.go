@@ -3,6 +3,7 @@ package e2b
 import (
 	"context"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -80,7 +81,7 @@ func (c *Connector) createSandboxTool() *connectors.Tool {
 type ListSandboxesIn struct {
 	State        string `json:"state,omitempty" jsonschema:"only running or only paused sandboxes; omit for both"`
 	Template     string `json:"template,omitempty" jsonschema:"only sandboxes of this template ID or name (no :tag)"`
-	Metadata     string `json:"metadata,omitempty" jsonschema:"only sandboxes whose metadata has all these pairs, as user=abc&app=prod"`
+	Metadata     string `json:"metadata,omitempty" jsonschema:"only sandboxes whose metadata has all these pairs exactly, as user=abc&app=prod; a + is a plus sign; write & = or % inside a key or value as %26 %3D %25"`
 	StartedAfter string `json:"started_after,omitempty" jsonschema:"only sandboxes started at or after this RFC 3339 time"`
 	PageIn
 }
@@ -128,17 +129,11 @@ func listParams(state, template, metadata, startedAfter string) (ListSandboxesPa
 	}
 	p.Template = template
 	if metadata != "" {
-		pairs, err := url.ParseQuery(metadata)
+		m, err := parseMetadataArg(metadata)
 		if err != nil {
-			return p, mcpgate.Errorf(mcpgate.EInvalid, "metadata must look like key=value&key2=value2")
+			return p, err
 		}
-		p.Metadata = map[string]string{}
-		for k, vs := range pairs {
-			if k == "" || len(vs) != 1 {
-				return p, mcpgate.Errorf(mcpgate.EInvalid, "metadata must name each key once, as key=value&key2=value2")
-			}
-			p.Metadata[k] = vs[0]
-		}
+		p.Metadata = m
 	}
 	if startedAfter != "" {
 		t, err := time.Parse(time.RFC3339Nano, startedAfter)
@@ -148,6 +143,36 @@ func listParams(state, template, metadata, startedAfter string) (ListSandboxesPa
 		p.StartedAfter = t
 	}
 	return p, nil
+}
+
+// parseMetadataArg reads the tools' metadata filter, key=value pairs joined by
+// &. It is not a URL query: "+" is a plus (url.ParseQuery would make it a
+// space, and the model writes metadata values as they are). A "%" followed by
+// two hex digits is an escape, so that a key or value can hold "&" (%26), "="
+// (%3D) or "%" (%25); any other "%" is taken as written.
+func parseMetadataArg(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, pair := range strings.Split(s, "&") {
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok || k == "" {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "metadata must look like key=value&key2=value2 (write & = %% inside a key or value as %%26 %%3D %%25)")
+		}
+		k, v = unescapeLenient(k), unescapeLenient(v)
+		if _, dup := out[k]; dup {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "metadata must name each key once, as key=value&key2=value2")
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// unescapeLenient decodes %XX escapes, leaving "+" alone, and returns s
+// unchanged when it holds a "%" that starts no valid escape.
+func unescapeLenient(s string) string {
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
 }
 
 // SandboxDetailToolOut is e2b_get_sandbox's output.

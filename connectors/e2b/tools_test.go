@@ -520,3 +520,35 @@ func TestTools_stripping(t *testing.T) {
 		}
 	}
 }
+
+// TestTools_metadataFilter: the tools' metadata argument is not a URL query
+// ("+" stays a plus), and the filter reaches E2B intact, with the characters
+// that broke the old two-level encoding.
+func TestTools_metadataFilter(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	cpp := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"tag": "c++", "e2bsim_cpu": "0.5"}})
+	amp := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"q": "x&y=z", "pct": "100%"}})
+	e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"tag": "c  "}})
+	tests := []struct{ filter, want string }{
+		{"tag=c++", cpp},
+		{"q=x%26y%3Dz", amp},
+		{"pct=100%25", amp},
+		{"pct=100%", amp}, // a "%" that starts no escape is taken as written
+	}
+	for _, tt := range tests {
+		out := e.mustCall(e2b.ToolListSandboxes, map[string]any{"metadata": tt.filter})
+		data := out["data"].([]any)
+		if len(data) != 1 || data[0].(map[string]any)["sandbox_id"] != tt.want {
+			t.Errorf("list metadata=%q = %v, want only %s", tt.filter, data, tt.want)
+		}
+	}
+	e.clock.Advance(11 * time.Minute)
+	idle := e.mustCall(e2b.ToolFindIdleSandboxes, map[string]any{"metadata": "tag=c++"})["idle"].([]any)
+	if len(idle) != 1 || idle[0].(map[string]any)["sandbox_id"] != cpp {
+		t.Errorf("find idle metadata=tag=c++ = %v, want only %s", idle, cpp)
+	}
+	for _, bad := range []string{"novalue", "=v", "a=1&a=2"} {
+		_, err := e.call(e2b.ToolListSandboxes, map[string]any{"metadata": bad})
+		wantCode(t, err, mcpgate.EInvalid)
+	}
+}

@@ -480,7 +480,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	meta, ok := parseMetadata(q.Get("metadata"))
 	if !ok {
-		writeError(w, http.StatusBadRequest, "error parsing metadata: expected key=value pairs joined by &", "")
+		writeError(w, http.StatusBadRequest, "Error parsing metadata", "") // infra handlers/sandboxes_list.go (v2)
 		return
 	}
 	var after time.Time
