@@ -190,10 +190,15 @@ func (cl *Client) SandboxMetrics(ctx context.Context, key mcpgate.Secret, id str
 }
 
 // SetSandboxTimeout calls POST /sandboxes/{id}/timeout: the sandbox now ends
-// timeout seconds from now, replacing the old end time.
+// timeout seconds from now, replacing the old end time, but never later than
+// its start plus the plan's maximum lifetime (E2B clamps silently and answers
+// 204 without a body).
 func (cl *Client) SetSandboxTimeout(ctx context.Context, key mcpgate.Secret, id string, timeout int) error {
 	c := sandboxCall("set the sandbox timeout", http.MethodPost, id, "/timeout", map[string]int{"timeout": timeout})
-	c.conflict = sandboxWhat(id) + " is not running (paused, or being paused or killed): resume it first with e2b_resume_sandbox"
+	// E2B answers 409 only while the sandbox is pausing, snapshotting or
+	// being killed; a paused one gets 404 (see timeoutNotFound).
+	c.conflict = sandboxWhat(id) + " is being paused, snapshotted or killed right now; check it with e2b_get_sandbox " +
+		"before trying again (a paused sandbox is resumed with e2b_resume_sandbox)"
 	_, err := cl.do(ctx, key, c, nil)
 	return err
 }

@@ -158,17 +158,35 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 		SnapshotID string   `json:"snapshotID"`
 		Names      []string `json:"names"`
 	}
+	// A name filter as infra handlers/snapshot_template_list.go reads it: a
+	// namespace other than the team's is 400 (not an empty list), a bare
+	// name matches every tag, name:tag only that tag.
+	var filterName, filterTag string
+	if name != "" {
+		ident, tag, hasTag := strings.Cut(name, ":")
+		if hasTag {
+			filterTag = "default"
+			if tag != "" && !strings.EqualFold(tag, "default") {
+				filterTag = tag
+			}
+		}
+		if ns, alias, ok := strings.Cut(ident, "/"); ok {
+			if ns != t.namespace {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
+				return
+			}
+			ident = alias
+		}
+		filterName = ident
+	}
 	var list []snapshotJSON
 	for i := len(t.snapshots) - 1; i >= 0; i-- { // newest first
 		sn := t.snapshots[i]
 		if sandboxID != "" && sn.sandboxID != sandboxID {
 			continue
 		}
-		if name != "" {
-			n, _, _ := strings.Cut(name, ":")
-			if n != sn.name && n != t.namespace+"/"+sn.name {
-				continue
-			}
+		if name != "" && (filterName != sn.name && filterName != sn.templateID || filterTag != "" && filterTag != sn.tag) {
+			continue
 		}
 		list = append(list, snapshotJSON{SnapshotID: sn.snapshotID(t), Names: sn.names(t)})
 	}
