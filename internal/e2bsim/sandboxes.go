@@ -201,7 +201,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		timeout = *in.Timeout
 	}
 	sb := &sandbox{
-		id: "i" + s.randString(20, "abcdefghijklmnopqrstuvwxyz0123456789"), team: t.id, template: tp, alias: tp.alias,
+		id: s.newSandboxID(), team: t.id, template: tp, alias: tp.alias,
 		state: "running", createdAt: now, startedAt: now, endAt: now.Add(time.Duration(timeout) * time.Second),
 		metadata: in.Metadata, cpu: b.cpu, memMB: b.memMB, diskMB: b.diskMB, envd: b.envd,
 		autoPause: in.AutoPause != nil && *in.AutoPause, autoPauseMemory: in.AutoPauseMemory == nil || *in.AutoPauseMemory,
@@ -250,20 +250,20 @@ func (s *Server) validateNew(in *newSandbox) string {
 			return "network.allowOut: domains require 0.0.0.0/0 in denyOut"
 		}
 	}
-	for _, rules := range n.Rules {
-		for _, rule := range rules {
-			if rule.Transform != nil {
-				for _, v := range rule.Transform.Headers {
-					s.secret(v)
-				}
-			}
+	s.recordSecrets(n)
+	return ""
+}
+
+// newSandboxID returns an unused sandbox id: "i" and 20 characters. The seed
+// repeats across restarts, so ids restored from a state file are skipped.
+// Callers hold s.mu.
+func (s *Server) newSandboxID() string {
+	for {
+		id := "i" + s.randString(20, "abcdefghijklmnopqrstuvwxyz0123456789")
+		if s.sandboxes[id] == nil && s.ended[id] == nil {
+			return id
 		}
 	}
-	if p := n.EgressProxy; p != nil {
-		s.secret(p.Username)
-		s.secret(p.Password)
-	}
-	return ""
 }
 
 // tooMany is the concurrency limit's 429 (infra orchestrator/create_instance.go).

@@ -241,7 +241,7 @@ func (s *Server) BlockTeam(key string, blocked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.teamFor(key); t != nil {
-		t.blocked = blocked
+		t.blocked, s.dirty = blocked, true
 	}
 }
 
