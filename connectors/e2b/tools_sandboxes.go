@@ -213,8 +213,9 @@ func (c *Connector) getSandboxTool() *connectors.Tool {
 		Name:  ToolGetSandbox,
 		Title: "Get an E2B sandbox",
 		Description: "Show one sandbox: template, resources, state, start and end times, metadata, lifecycle (what happens at " +
-			"the timeout) and network settings. Credentials in the network settings are shown as [redacted]. A killed or " +
-			"expired sandbox is not found. Read-only.",
+			"the timeout) and network settings. Credentials in the network settings are shown as [redacted]. A paused " +
+			"sandbox (or one being paused) shows paused_at instead of end_at and can be resumed; a killed one, or one that " +
+			"expired without auto_pause, is not found. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
 		Output:         outputEdits,

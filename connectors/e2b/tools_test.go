@@ -648,3 +648,26 @@ func TestTools_concurrencyLimit(t *testing.T) {
 		t.Errorf("message = %q", msg)
 	}
 }
+
+// TestTools_emptyResults: empty lists are results too, and must satisfy the
+// output schemas (e.call validates every output).
+func TestTools_emptyResults(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	const unknown = "iaaaaaaaaaaaaaaaaaaaa" // logs and metrics of an unknown id are empty on E2B, not 404
+	for _, c := range []struct {
+		tool, list string
+		args       map[string]any
+	}{
+		{e2b.ToolListSandboxes, "data", nil},
+		{e2b.ToolListSandboxes, "data", map[string]any{"state": "paused"}},
+		{e2b.ToolListSnapshots, "data", nil},
+		{e2b.ToolGetSandboxLogs, "logs", map[string]any{"sandbox_id": unknown}},
+		{e2b.ToolGetSandboxMetrics, "metrics", map[string]any{"sandbox_id": unknown}},
+		{e2b.ToolFindIdleSandboxes, "idle", nil},
+	} {
+		out := e.mustCall(c.tool, c.args)
+		if l, ok := out[c.list].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s(%v)[%s] = %v, want an empty list (not null)", c.tool, c.args, c.list, out[c.list])
+		}
+	}
+}
