@@ -11,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 )
@@ -222,5 +224,106 @@ func TestContract_simulatorDecoding(t *testing.T) {
 	}
 	if _, status := list("metadata=" + url.QueryEscape("novalue")); status != http.StatusBadRequest {
 		t.Errorf("filter without = : status %d, want 400 as parseFilters refuses it", status)
+	}
+}
+
+// maxAllowedTTL is E2B's getMaxAllowedTTL (infra
+// packages/api/internal/orchestrator/keep_alive.go): the TTL a timeout change
+// may set without the sandbox outliving start + its max instance length.
+func maxAllowedTTL(now, start time.Time, duration, maxLength time.Duration) time.Duration {
+	left := maxLength - now.Sub(start)
+	if left <= 0 {
+		return 0
+	}
+	return min(left, duration)
+}
+
+// TestContract_simulatorKeepAlive holds e2bsim's set-timeout and connect to
+// KeepAliveFor: set-timeout replaces the end (allowShorter), connect only
+// extends it, and both clamp to start + the plan's maximum.
+func TestContract_simulatorKeepAlive(t *testing.T) {
+	tests := []struct {
+		name     string
+		plan     time.Duration
+		age      time.Duration // since start when the change is made
+		timeout  time.Duration
+		connect  bool
+		initialT time.Duration // the create timeout
+	}{
+		{"hobby, room left", e2bsim.HobbyMaxLifetime, 10 * time.Minute, 20 * time.Minute, false, time.Hour},
+		{"hobby, clamped", e2bsim.HobbyMaxLifetime, 50 * time.Minute, time.Hour, false, time.Hour},
+		{"hobby, shortened", e2bsim.HobbyMaxLifetime, 10 * time.Minute, time.Minute, false, time.Hour},
+		{"hobby, connect never shortens", e2bsim.HobbyMaxLifetime, 10 * time.Minute, time.Minute, true, time.Hour},
+		{"hobby, connect clamped", e2bsim.HobbyMaxLifetime, 30 * time.Minute, time.Hour, true, 40 * time.Minute},
+		{"pro, clamped", e2bsim.ProMaxLifetime, 23 * time.Hour, 2 * time.Hour, false, 24 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := e2bsim.NewManualClock(epoch)
+			srv := httptest.NewServer(e2bsim.New(e2bsim.Options{Now: clock.Now, MaxLifetime: tt.plan}))
+			defer srv.Close()
+			resp := do(t, http.MethodPost, srv.URL+"/sandboxes", testKey,
+				fmt.Sprintf(`{"templateID":"base","timeout":%d}`, int(tt.initialT.Seconds())))
+			var sb struct {
+				SandboxID string `json:"sandboxID"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&sb); err != nil || resp.StatusCode != http.StatusCreated {
+				t.Fatalf("create: %d %v", resp.StatusCode, err)
+			}
+			clock.Advance(tt.age)
+			now := clock.Now()
+			path, body := "/timeout", fmt.Sprintf(`{"timeout":%d}`, int(tt.timeout.Seconds()))
+			want := now.Add(maxAllowedTTL(now, epoch, tt.timeout, tt.plan))
+			if tt.connect {
+				path = "/connect"
+				if initial := epoch.Add(tt.initialT); want.Before(initial) {
+					want = initial // allowShorter false: the end only moves later
+				}
+			}
+			if resp := do(t, http.MethodPost, srv.URL+"/sandboxes/"+sb.SandboxID+path, testKey, body); resp.StatusCode >= 300 {
+				t.Fatalf("%s: status %d", path, resp.StatusCode)
+			}
+			var d struct {
+				EndAt time.Time `json:"endAt"`
+			}
+			json.NewDecoder(do(t, http.MethodGet, srv.URL+"/sandboxes/"+sb.SandboxID, testKey, "").Body).Decode(&d)
+			if !d.EndAt.Equal(want) {
+				t.Errorf("endAt = %s, want %s as KeepAliveFor computes it", d.EndAt, want)
+			}
+		})
+	}
+}
+
+// TestContract_connectorReportsE2BEnd holds e2b_set_sandbox_timeout to what
+// E2B reports, with no simulator: E2B's 204 has no body, so the end time must
+// come from the GET, whatever the tool asked for.
+func TestContract_connectorReportsE2BEnd(t *testing.T) {
+	now := epoch.Add(50 * time.Minute)
+	end := epoch.Add(maxAllowedTTL(now, epoch, time.Hour, time.Hour) + 50*time.Minute) // Hobby: start + 1 h
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			fmt.Fprintf(w, `{"templateID":"t","sandboxID":"iabcdefghij0123456789","clientID":"c","startedAt":%q,"endAt":%q,`+
+				`"cpuCount":2,"memoryMB":512,"diskSizeMB":512,"state":"running","envdVersion":"0.2.4"}`,
+				epoch.Format(time.RFC3339), end.Format(time.RFC3339))
+		}
+	}))
+	defer srv.Close()
+	c := e2b.New(e2b.Options{BaseURL: srv.URL, HTTPClient: srv.Client(), Now: func() time.Time { return now }})
+	var tool *connectors.Tool
+	for _, tl := range c.Tools() {
+		if tl.Name == e2b.ToolSetSandboxTimeout {
+			tool = tl
+		}
+	}
+	out, err := tool.Call(context.Background(), testKey, json.RawMessage(`{"sandbox_id":"iabcdefghij0123456789","timeout":3600}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(e2b.SetTimeoutOut)
+	if got.EndAt != end.Format(time.RFC3339) || !got.Clamped {
+		t.Errorf("set timeout = %+v, want end_at %s (E2B's), clamped", got, end.Format(time.RFC3339))
 	}
 }

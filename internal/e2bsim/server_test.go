@@ -121,6 +121,7 @@ func TestValidation(t *testing.T) {
 		{"public template builds", "GET", "/templates/" + s.publicID(), "", 403},
 		{"unknown template builds", "GET", "/templates/nope", "", 404},
 		{"snapshots limit", "GET", "/snapshots?limit=0", "", 400},
+		{"snapshots bad sandbox id", "GET", "/snapshots?sandboxID=nope", "", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
 	t := s.team(r)
 	q := r.URL.Query()
 	if id := q.Get("teamID"); id != "" && id != t.id {
-		writeError(w, http.StatusBadRequest, "teamID does not match the API key's team", "")
+		writeError(w, http.StatusBadRequest, "Team ID param mismatch with the API key", "") // infra handlers/templates_list_v2.go
 		return
 	}
 	list := append([]*template{}, t.templates...)
@@ -119,7 +119,7 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("Template '%s' not found", id), "")
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Template %s not found", id), "") // infra handlers/template_get.go
 		return
 	}
 	start, end, ok := pageOf(w, r.URL.Query(), len(tp.builds))
@@ -154,6 +154,14 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 	t := s.team(r)
 	q := r.URL.Query()
 	sandboxID, name := q.Get("sandboxID"), q.Get("name")
+	if sandboxID != "" {
+		m := sandboxIDShape.FindStringSubmatch(sandboxID)
+		if m == nil {
+			writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "") // infra handlers/snapshot_template_list.go
+			return
+		}
+		sandboxID = m[1]
+	}
 	type snapshotJSON struct {
 		SnapshotID string   `json:"snapshotID"`
 		Names      []string `json:"names"`
