@@ -141,7 +141,8 @@ func envdAtLeast(v, min string) bool {
 // cache/templates/errors.go does: a template the team can neither own nor see
 // as public is 404 "not found" (never 403, so its existence is not revealed),
 // and one without a build on the tag is 404 "tag ... does not exist" (not
-// 400). Callers hold s.mu.
+// 400). The OpenAPI file lists no 404 for create at all; the code wins.
+// Callers hold s.mu.
 func (s *Server) resolveTemplate(t *team, ref string) (*template, *build, int, string) {
 	name, tag, hasTag := strings.Cut(ref, ":")
 	if !hasTag || strings.EqualFold(tag, "default") {

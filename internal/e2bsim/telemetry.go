@@ -91,7 +91,9 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	out := []logEntry{}
 	sb := s.telemetryOf(t, m[1])
 	if sb == nil {
-		// E2B does not check the sandbox here: unknown ids get no logs, not 404.
+		// E2B does not check the sandbox here (infra handlers/sandbox_logs.go
+		// asks the log store only): unknown ids get no logs, not the 404 the
+		// OpenAPI file lists.
 		writeJSON(w, http.StatusOK, map[string]any{"logs": out})
 		return
 	}
