@@ -60,16 +60,19 @@ type Tool struct {
 	// DefaultNeedsConfirmation is whether a new workspace asks a human before
 	// the call runs.
 	DefaultNeedsConfirmation bool
-	// InputSchema is the JSON schema of the arguments, with defaults and
-	// bounds. Never mutate it: it is shared by every server.
-	InputSchema *jsonschema.Schema
 	// OutputSchema is the JSON schema of the tool's result, inferred from its
 	// output type, so that MCP clients can validate and type the structured
 	// content. Never mutate it.
 	OutputSchema *jsonschema.Schema
+	// InputSchema is the JSON schema of the arguments, with defaults and
+	// bounds. Never mutate it: it is shared by every server.
+	InputSchema *jsonschema.Schema
 
-	resolved, resolvedOut *jsonschema.Resolved
-	run                   func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+	resolved *jsonschema.Resolved
+	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+
+	// resolvedOut checks results against OutputSchema (ValidateOutput).
+	resolvedOut *jsonschema.Resolved
 }
 
 // Spec describes a tool for NewTool.
@@ -124,10 +127,11 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 		panic(fmt.Sprintf("tool %s: resolve output schema: %v", spec.Name, err))
 	}
 	return &Tool{
+		OutputSchema: out, resolvedOut: resolvedOut,
 		Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
 		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
-		InputSchema: schema, resolved: resolved, OutputSchema: out, resolvedOut: resolvedOut,
+		InputSchema: schema, resolved: resolved,
 		run: func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error) {
 			var in In
 			dec := json.NewDecoder(bytes.NewReader(args))

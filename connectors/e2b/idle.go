@@ -68,10 +68,10 @@ func (c *Connector) findIdleSandboxesTool() *connectors.Tool {
 			"Sandboxes younger than the window are skipped. It changes nothing; acting on the result is up to the user. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
-		Output:         outputEdits,
 		Schema: edits(withDefault("window_minutes", 10), withRange("window_minutes", 1, 1440),
 			withDefault("cpu_threshold_pct", 5), withRange("cpu_threshold_pct", 0.1, 100),
 			withPattern("template", `^[^:]{1,256}$`), withMaxLength("metadata", 2048)),
+		Output: outputEdits,
 	}, c.findIdle)
 }
 
