@@ -79,7 +79,7 @@ func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 	}
 	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
 	return &sdk.Tool{
-		Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema,
+		Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema, OutputSchema: map[bool]any{false: t.OutputSchema}[needsConfirmation], // a confirmation step answers with another shape
 		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Annotations.ReadOnly,
 			DestructiveHint: &destructive, IdempotentHint: t.Annotations.Idempotent, OpenWorldHint: &openWorld},
 	}
