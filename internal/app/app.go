@@ -1,7 +1,7 @@
 // Package app wires the gateway's parts into one running instance: store,
-// vault keyring, connectors, the MCP gateway, the JSON API, the dashboard,
-// metrics and the background work (cross-replica invalidation, vault
-// maintenance, pruning). `mcpgate serve` and the in-process benchmark use the
+// vault keyring, connectors, the services built once on them, the MCP
+// endpoint, the JSON API, the dashboard, metrics and the background work
+// (cross-replica invalidation, vault maintenance and re-sealing, pruning). `mcpgate serve` and the in-process benchmark use the
 // same wiring, so what is measured is what runs. It holds no business logic.
 package app
 
