@@ -197,8 +197,8 @@ func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.A
 		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
 			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
 	}
-	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes sandboxes. Use a key with full scope "+
-		"(create one in the dashboard) to call it.", t.Name)
+	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes things rather than reading them. "+
+		"Use a key with full scope (create one in the dashboard) to call it.", t.Name)
 }
 
 // run opens the workspace's credential, calls the tool under its deadline,
