@@ -177,6 +177,7 @@ type Services struct {
 	Connections ConnectionService
 	Tools       ToolService
 	Audit       AuditService
+	Resources   ResourceService
 	Approvals   ApprovalService
 	Guardrails  GuardrailService
 }

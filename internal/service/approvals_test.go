@@ -152,7 +152,7 @@ func (f *padFixture) endedCount() int {
 
 func (f *padFixture) actions() []string {
 	var out []string
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		out = append(out, ev.Action)
 	}
 	return out
@@ -236,7 +236,7 @@ func TestApproval_HumanFlow(t *testing.T) {
 			t.Errorf("audit %v lacks %s", f.actions(), w)
 		}
 	}
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		if ev.Action == "approval.approved" && (ev.ActorID != f.member.UserID || ev.Arguments["approval"] != ap.ID) {
 			t.Errorf("approval.approved = %+v, want by the member, naming the approval", ev)
 		}
@@ -309,7 +309,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 		}
 	}
 	n = 0
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		if ev.Action == "approval.expired" {
 			n++
 			if ev.Arguments["approval"] == ap.ID && ev.ActorID != "" {
@@ -466,7 +466,7 @@ func TestGuardrails(t *testing.T) {
 		t.Errorf("at the running limit: err = %v", err)
 	}
 	refusals := 0
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		if ev.Action == string(mcpgate.ActionGuardrailRefused) && ev.Outcome == mcpgate.OutcomeDenied && ev.Arguments["tool"] == "pads_extend" {
 			refusals++
 		}

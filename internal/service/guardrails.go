@@ -96,12 +96,12 @@ func (s *Service) checkGuardrails(ctx context.Context, a *mcpgate.Actor, t *conn
 		n, err := counter.Running(ctx, cred)
 		if err != nil {
 			// Fail closed: the limit cannot be checked, so nothing starts.
-			return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not count the running sandboxes "+
+			return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not count what is running "+
 				"to check this workspace's limit; try again shortly")
 		}
 		if n >= g.MaxRunning {
 			return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %d are running and this workspace lets AI clients run at most %d at "+
-				"once. Pause or end one first (e2b_find_idle_sandboxes finds idle ones). %s", n, g.MaxRunning, where)
+				"once. Pause or end one first. %s", n, g.MaxRunning, where)
 		}
 	}
 	return nil
