@@ -54,6 +54,10 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 	}
 	gen := s.gen.Load()
 	stored, err := s.db.ToolPolicies(ctx, workspaceID)
+	var guardrails mcpgate.Guardrails
+	if err == nil {
+		guardrails, err = s.db.Guardrails(ctx, workspaceID)
+	}
 	if err != nil {
 		s.trust.Failed()
 		if old != nil && s.trust.Stale(old.fetched) {
@@ -61,11 +65,6 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 		}
 		return nil, &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: fmt.Errorf("load tool policy: %w", err),
 			Message: "the gateway cannot read this workspace's settings right now; try again in a few seconds"}
-	}
-	guardrails, err := s.db.Guardrails(ctx, workspaceID)
-	if err != nil {
-		return nil, mcpgate.WrapError(mcpgate.EUnavailable, fmt.Errorf("load guardrails: %w", err),
-			"the gateway cannot read this workspace's settings right now; try again shortly")
 	}
 	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
 		fetched: s.now(), sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
