@@ -320,6 +320,14 @@ func TestApproval_WhoDecides(t *testing.T) {
 	if n != 3 {
 		t.Errorf("approval.expired audited %d times after the sweep, want 3", n)
 	}
+	// After the retention the rows go; the audit log keeps the record.
+	f.clock.add(31 * 24 * time.Hour)
+	if err := f.svc.ExpireApprovals(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := f.svc.Approvals(ctx, f.owner, ""); len(list) != 0 {
+		t.Errorf("%d approvals kept past the retention, want 0", len(list))
+	}
 	// A thing that does not exist is refused, not sent to a person.
 	_, err := f.svc.CallTool(ctx, ownerKey, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"gone"}`)})
 	if mcpgate.ErrorCode(err) != mcpgate.ENotFound {

@@ -209,10 +209,18 @@ func (db *DB) SetGuardrails(ctx context.Context, workspaceID, userID string, g m
 	}), wsNotFound)
 }
 
+// approvalRetention is how long decided requests are kept for the
+// approvals pages; the audit log keeps the record of every step beyond it.
+const approvalRetention = 30 * 24 * time.Hour
+
 // ExpireApprovals marks every pending or approved request past its expiry
 // as expired and returns them, so that each expiry is audited once even
-// when nobody touches the request again (and on one replica only).
+// when nobody touches the request again (and on one replica only). It also
+// deletes requests older than the retention.
 func (db *DB) ExpireApprovals(ctx context.Context, now time.Time) ([]mcpgate.ApprovalRequest, error) {
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM approvals WHERE created_at < $1`, now.Add(-approvalRetention)); err != nil {
+		return nil, mapError(err, "")
+	}
 	rows, err := db.Pool.Query(ctx, `UPDATE approvals SET state = 'expired'
 		WHERE state IN ('pending', 'approved') AND expires_at <= $1
 		RETURNING id, workspace_id, key_id, user_id, tool, arguments`, now)
