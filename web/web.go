@@ -208,6 +208,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.S
 func (h *handler) routes() {
 	r := chi.NewRouter()
 	r.Get("/static/{name}", h.serveStatic)
+	r.Get("/favicon.ico", h.serveFavicon)
 	r.Group(func(r chi.Router) {
 		r.Use(h.pageHeaders)
 		r.Get("/", h.handleLanding)
