@@ -175,18 +175,78 @@
         el.textContent = 'Every snippet below now contains your new key “' + (data.name || '') + '”. Copy the one for your client.';
       });
     }
-    document.querySelectorAll('[data-show-on-create]').forEach(function (el) { el.hidden = false; });
     panel.hidden = false;
     panel.focus();
     panel.scrollIntoView({ block: 'nearest' });
   }
 
+  // relTime says how far t is from now, rounded to the nearest unit as the
+  // server's pages do (web/format.go timeAgo).
+  function relTime(t) {
+    var d = t.getTime() - Date.now();
+    var future = d > 0;
+    d = Math.abs(d);
+    var min = Math.round(d / 60000), h = Math.round(d / 3600000), days = Math.round(d / 86400000);
+    var s;
+    if (d < 60000) { if (!future) return 'just now'; s = '<1 min'; }
+    else if (min < 60) s = min + ' min';
+    else if (h < 48) s = h + ' h';
+    else s = days + ' days';
+    return future ? 'in ' + s : s + ' ago';
+  }
+
+  // addKeyRow puts a key the API just created at the top of the keys list,
+  // so that the list agrees with what already works.
+  function addKeyRow(sel, data) {
+    var tpl = document.querySelector(sel);
+    var table = document.getElementById('keys-table');
+    if (!tpl || !table || !data || !data.id) return;
+    var row = tpl.content.firstElementChild.cloneNode(true);
+    var cells = {
+      name: data.name, id: data.id, owner_email: data.owner_email || '',
+      access: data.scope === 'read_only' ? 'Read-only' : 'Full',
+      expires: data.expires_at ? relTime(new Date(data.expires_at)) : 'never'
+    };
+    row.querySelectorAll('[data-cell]').forEach(function (el) { el.textContent = cells[el.dataset.cell] || ''; });
+    var revoke = row.querySelector('[data-key-revoke]');
+    if (revoke) {
+      revoke.dataset.apiPath += encodeURIComponent(data.id);
+      revoke.dataset.confirm = '“' + data.name + '” stops working at once, in every client that uses it. This cannot be undone.';
+    }
+    table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
+    document.querySelectorAll('[data-keys-table]').forEach(function (el) { el.hidden = false; });
+    document.querySelectorAll('[data-keys-empty]').forEach(function (el) { el.hidden = true; });
+    document.querySelectorAll('[data-active-count]').forEach(function (el) {
+      el.textContent = String((parseInt(el.textContent, 10) || 0) + 1);
+    });
+  }
+
+  // ---- flash: a message the next page shows, for actions that leave the page ----
+  var flashKey = 'mcpgate.flash';
+  function setFlash(msg) {
+    try { window.sessionStorage.setItem(flashKey, msg); } catch (err) { /* storage off: no message */ }
+  }
+  function showFlash() {
+    var msg = null;
+    try { msg = window.sessionStorage.getItem(flashKey); window.sessionStorage.removeItem(flashKey); } catch (err) { return; }
+    var el = document.getElementById('flash');
+    if (!msg || !el) return;
+    el.querySelector('[data-flash-text]').textContent = msg;
+    el.hidden = false;
+  }
+
   function onSuccess(form, data, changed) {
     var action = form.dataset.done || 'reload';
+    if (form.dataset.flash && (action === 'reload' || action === 'next' || action.indexOf('redirect:') === 0)) setFlash(form.dataset.flash);
     if (action === 'reload') { window.location.reload(); return; }
     if (action === 'next') { window.location.assign(form.dataset.next || '/app'); return; }
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
-    if (action.indexOf('reveal:') === 0) { form.reset(); reveal(action.slice(7), data); return; }
+    if (action.indexOf('reveal:') === 0) {
+      form.reset();
+      if (form.dataset.addKeyRow) addKeyRow(form.dataset.addKeyRow, data);
+      reveal(action.slice(7), data);
+      return;
+    }
     if (action === 'saved') {
       if (changed && changed.tagName === 'SELECT') changed.dataset.prev = changed.value;
       var s = form.querySelector('[data-saved]');
@@ -301,6 +361,7 @@
       return;
     }
     if (e.target.closest('[data-reload]')) { window.location.reload(); return; }
+    if (e.target.closest('[data-flash-close]')) { document.getElementById('flash').hidden = true; return; }
     // Close an open menu when clicking elsewhere.
     document.querySelectorAll('details.menu[open]').forEach(function (d) {
       if (!d.contains(e.target)) d.open = false;
@@ -343,4 +404,5 @@
   }
 
   document.querySelectorAll('[data-tabs]').forEach(initTabs);
+  showFlash();
 })();
