@@ -148,7 +148,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -218,6 +218,7 @@ func (h *handler) routes() {
 		r.Route("/app", func(r chi.Router) {
 			r.Use(h.requireUser)
 			r.Get("/", h.handleApp)
+			r.Get("/account", h.handleAccount)
 			r.Route("/w/{ws}", func(r chi.Router) {
 				r.Use(h.requireMember)
 				r.Get("/", h.handleOverview)

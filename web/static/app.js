@@ -256,9 +256,21 @@
     }
   }
 
+  // sameAsError checks fields that must repeat another (a new password
+  // typed twice); such fields have no name and are never sent.
+  function sameAsError(form) {
+    var bad = Array.prototype.filter.call(form.querySelectorAll('[data-same-as]'), function (el) {
+      var other = document.querySelector(el.dataset.sameAs);
+      return other && other.value !== el.value;
+    })[0];
+    return bad ? (bad.dataset.sameMessage || 'The two values differ.') : '';
+  }
+
   function submit(form, changed) {
     if (form.dataset.busy) return;
     clearError(form);
+    var mismatch = sameAsError(form);
+    if (mismatch) { showError(form, mismatch); return; }
     var spec = confirmSpec(form, changed);
     var ready = spec ? askConfirm(spec) : Promise.resolve(true);
     ready.then(function (ok) {
