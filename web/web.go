@@ -69,6 +69,9 @@ type Options struct {
 	Version   string
 	// Now returns the current time; tests fix it. Defaults to time.Now.
 	Now func() time.Time
+	// Demo reports whether E2B is the bundled simulator (DemoProbe.On);
+	// the E2B connection page then says so. Nil means no.
+	Demo func() bool
 }
 
 // Cookie names shared with the API (api.CSRFCookie): the page's script echoes
@@ -176,6 +179,7 @@ func (h *handler) parseTemplates() error {
 		"sub":      func(a, b float64) float64 { return a - b },
 		"deref":    func(b *bool) bool { return b != nil && *b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
+		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {

@@ -105,6 +105,7 @@ func (s *Server) routes() {
 // ServeHTTP implements http.Handler: latency, injected faults, the random
 // failure rate and authentication come before the route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-E2B-Simulator", "mcpgate-e2bsim")
 	s.mu.Lock()
 	latency, f := s.latency, s.matchFault(r)
 	fail := s.failRate > 0 && s.rng.Float64() < s.failRate

@@ -373,6 +373,12 @@
       return;
     }
     if (e.target.closest('[data-reload]')) { window.location.reload(); return; }
+    var setter = e.target.closest('[data-set-value]');
+    if (setter) {
+      var input = document.querySelector(setter.dataset.setValue);
+      if (input) { input.value = setter.dataset.value || ''; input.focus(); }
+      return;
+    }
     if (e.target.closest('[data-flash-close]')) { document.getElementById('flash').hidden = true; return; }
     // Close an open menu when clicking elsewhere.
     document.querySelectorAll('details.menu[open]').forEach(function (d) {
