@@ -423,4 +423,16 @@
 
   document.querySelectorAll('[data-tabs]').forEach(initTabs);
   showFlash();
+
+  // A region that scrolls sideways (a wide table on a phone) must be
+  // reachable by keyboard: make it focusable while it scrolls.
+  function markScrollable() {
+    document.querySelectorAll('.table-wrap, .logs').forEach(function (el) {
+      var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+      if (scrolls && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.madeFocusable = '1'; }
+      else if (!scrolls && el.dataset.madeFocusable) { el.removeAttribute('tabindex'); delete el.dataset.madeFocusable; }
+    });
+  }
+  markScrollable();
+  window.addEventListener('resize', markScrollable);
 })();
