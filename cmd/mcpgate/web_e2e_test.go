@@ -275,6 +275,9 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("workspace menu shows %q, want the new workspace", s)
 	}
 	webCheckPage(t, ctx, "overview-new-workspace")
+	webRun(t, ctx, "open the menus", webUntil(`(document.querySelectorAll('details.menu').forEach(d => d.open = true), true)`))
+	webCheckPage(t, ctx, "menus-open")
+	webRun(t, ctx, "close the menus", webUntil(`(document.querySelectorAll('details.menu').forEach(d => d.open = false), true)`))
 
 	// Log out; the member signs up through the invitation.
 	webRun(t, ctx, "logout",

@@ -219,6 +219,7 @@
     document.querySelectorAll('[data-active-count]').forEach(function (el) {
       el.textContent = String((parseInt(el.textContent, 10) || 0) + 1);
     });
+    markScrollable();
   }
 
   // ---- flash: a message the next page shows, for actions that leave the page ----
