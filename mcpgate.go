@@ -116,18 +116,9 @@ type ToolInfo struct {
 	ReadOnly          bool           `json:"read_only"`
 	Destructive       bool           `json:"destructive"`
 	Annotations       map[string]any `json:"annotations"`
-}
-
-// AuditFilter narrows an audit listing. Zero values do not filter.
-type AuditFilter struct {
-	ActorID string // only this user's events
-	Action  string // a tool name or admin action
-	Kind    string // "tool_call" or "admin"
-	Outcome string
-	Since   time.Time
-	Until   time.Time
-	Cursor  string // the next_cursor of the previous page
-	Limit   int
+	// OffByDefault marks a tool a new workspace has turned off (E2B's
+	// kill): the dashboard guards its switch.
+	OffByDefault bool `json:"-"`
 }
 
 // Connection is a workspace's stored credential for one connector. The
@@ -141,37 +132,6 @@ type Connection struct {
 	UpdatedBy    string     `json:"updated_by"`
 	UpdatedAt    time.Time  `json:"updated_at"`
 	LastAuthFail *time.Time `json:"last_auth_failure,omitempty"`
-}
-
-// Outcome is how a tool call or admin action ended.
-type Outcome string
-
-// The outcomes recorded in the audit log.
-const (
-	OutcomeOK        Outcome = "ok"
-	OutcomeError     Outcome = "error"
-	OutcomeDenied    Outcome = "denied"
-	OutcomeConfirm   Outcome = "confirmation_required"
-	OutcomeCancelled Outcome = "cancelled"
-)
-
-// AuditEvent is one row of the audit log: a tool call or an admin action.
-// Arguments are stored already redacted.
-type AuditEvent struct {
-	ID             int64          `json:"id"`
-	WorkspaceID    string         `json:"workspace_id"`
-	ActorID        string         `json:"actor_id,omitempty"`
-	ActorEmail     string         `json:"actor_email,omitempty"`
-	KeyID          string         `json:"key_id,omitempty"`
-	Kind           string         `json:"kind"` // "tool_call" or "admin"
-	Action         string         `json:"action"`
-	Arguments      map[string]any `json:"arguments,omitempty"`
-	Outcome        Outcome        `json:"outcome"`
-	Message        string         `json:"message,omitempty"`
-	UpstreamStatus int            `json:"upstream_status,omitempty"`
-	DurationMS     float64        `json:"duration_ms"`
-	Source         string         `json:"source,omitempty"` // "mcp", "dashboard", "api"
-	CreatedAt      time.Time      `json:"created_at"`
 }
 
 // NormalizeEmail trims and lower-cases an address and checks its shape.

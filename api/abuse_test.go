@@ -3,22 +3,17 @@ package api_test
 import (
 	"encoding/json"
 	"net/http"
-	"reflect"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 )
 
 // adminRoutes is the contract: the routes only a workspace owner or admin
-// may call. TestMemberRefusedOnAdminRoutes checks the router against it both
-// ways, so a route that loses its admin check, or a new admin route nobody
-// listed, fails the test.
+// may call. The rule lives in the services (internal/service tests every
+// admin method with a member actor); TestMemberRefusedOnAdminRoutes checks
+// that each route reaches it.
 var adminRoutes = []string{
 	"PATCH /api/v1/workspaces/{ws}/members/{user}",
 	"GET /api/v1/workspaces/{ws}/invitations",
@@ -29,10 +24,8 @@ var adminRoutes = []string{
 	"PUT /api/v1/workspaces/{ws}/tools/{name}",
 }
 
-// TestMemberRefusedOnAdminRoutes walks the router: every route behind the
-// admin check is in adminRoutes and the other way round, and a plain member
-// calling each one (with a body that would work for an admin) gets 403 and
-// changes nothing.
+// TestMemberRefusedOnAdminRoutes: a plain member calling each admin route
+// (with a body that would work for an admin) gets 403 and changes nothing.
 func TestMemberRefusedOnAdminRoutes(t *testing.T) {
 	s := newStack(t)
 	var inv struct{ ID, Token string }
@@ -60,24 +53,6 @@ func TestMemberRefusedOnAdminRoutes(t *testing.T) {
 	s.mustJSON(t, member, "GET", "/api/v1/workspaces/"+s.ws, nil, http.StatusOK, &ws)
 	if ws.Role != mcpgate.RoleMember {
 		t.Fatalf("invited user's role = %q, want member", ws.Role)
-	}
-
-	var walked []string
-	err := chi.Walk(s.h.(chi.Routes), func(method, route string, _ http.Handler, mws ...func(http.Handler) http.Handler) error {
-		for _, mw := range mws {
-			if strings.Contains(runtime.FuncForPC(reflect.ValueOf(mw).Pointer()).Name(), "requireAdmin") {
-				walked = append(walked, method+" "+strings.TrimSuffix(route, "/"))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(walked)
-	want := slices.Sorted(slices.Values(adminRoutes))
-	if !slices.Equal(walked, want) {
-		t.Fatalf("routes behind requireAdmin:\n%s\nwant:\n%s", strings.Join(walked, "\n"), strings.Join(want, "\n"))
 	}
 
 	bodies := map[string]any{

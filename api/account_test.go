@@ -1,33 +1,22 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
-
-type auditRecorder struct {
-	mu     sync.Mutex
-	events []mcpgate.AuditEvent
-}
-
-func (a *auditRecorder) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, ev)
-}
 
 const newPassword = "a brand new passphrase 42"
 
 func TestPasswordChange(t *testing.T) {
-	rec := &auditRecorder{}
-	ts := newTestServer(t, api.Options{Audit: rec})
+	rec := &servicetest.Recorder{}
+	ts := newTestServer(t, api.Options{}, func(o *service.Options) { o.Audit = rec })
 	c := ts.newClient(t)
 	me := c.mustSignup("pat@example.com")
 	other := ts.newClient(t) // another browser of the same person
@@ -71,15 +60,13 @@ func TestPasswordChange(t *testing.T) {
 		wantStatus(t, http.StatusOK)
 
 	// Audited once, in the personal workspace, without any password.
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	var found int
-	for _, ev := range rec.events {
+	for _, ev := range rec.Events() {
 		b, _ := json.Marshal(ev)
 		if strings.Contains(string(b), testPassword) || strings.Contains(string(b), newPassword) {
 			t.Errorf("audit event %s contains a password", b)
 		}
-		if ev.Action == "account.password_changed" {
+		if ev.Action == string(mcpgate.ActionPasswordChanged) {
 			found++
 			if ev.ActorID != me.User.ID || ev.WorkspaceID != me.Workspaces[0].ID {
 				t.Errorf("audit event = %+v, want actor %s in workspace %s", ev, me.User.ID, me.Workspaces[0].ID)

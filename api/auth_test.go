@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/service"
 )
 
 func TestSignup_Cookies(t *testing.T) {
@@ -138,7 +139,7 @@ func TestSignup_Refused(t *testing.T) {
 
 func TestSignup_InviteMode(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, api.Options{Signup: api.SignupInvite})
+	ts := newTestServer(t, api.Options{}, func(o *service.Options) { o.Signup = service.SignupInvite })
 	mustStoreUser(t, ts.db, "owner@example.com")
 	owner := ts.newClient(t)
 	ws := owner.mustLogin("owner@example.com").Workspaces[0].ID

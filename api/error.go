@@ -8,67 +8,24 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
-// statusOf is the one table from error codes to HTTP statuses.
-var statusOf = map[mcpgate.Code]int{
-	mcpgate.EInvalid:      http.StatusBadRequest,
-	mcpgate.EUnauthorized: http.StatusUnauthorized,
-	mcpgate.EForbidden:    http.StatusForbidden,
-	mcpgate.ENotFound:     http.StatusNotFound,
-	mcpgate.EConflict:     http.StatusConflict,
-	mcpgate.ETooMany:      http.StatusTooManyRequests,
-	mcpgate.EUpstream:     http.StatusBadGateway,
-	mcpgate.EUnavailable:  http.StatusServiceUnavailable,
-	mcpgate.EInternal:     http.StatusInternalServerError,
-}
+// StatusOf returns the HTTP status for an error (the one table, shared with
+// the MCP endpoint).
+func StatusOf(err error) int { return httpx.StatusOf(err) }
 
-// StatusOf returns the HTTP status for an error.
-func StatusOf(err error) int {
-	if s, ok := statusOf[mcpgate.ErrorCode(err)]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
-
-type errorBody struct {
-	Error struct {
-		Code    mcpgate.Code `json:"code"`
-		Message string       `json:"message"`
-	} `json:"error"`
-}
-
-// WriteError writes err as the API's one error shape and logs it once: server
-// faults at error level with their cause, client errors at debug.
+// WriteError writes err as the one error shape and logs it once.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	code := mcpgate.ErrorCode(err)
-	status := StatusOf(err)
-	if status >= 500 {
-		log.ErrorContext(r.Context(), "request failed", "status", status, "err", err)
-	} else {
-		log.DebugContext(r.Context(), "request refused", "status", status, "err", err)
-	}
-	if s := mcpgate.ErrorRetryAfter(err); s > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(s))
-	}
-	var body errorBody
-	body.Error.Code = code
-	body.Error.Message = mcpgate.ErrorMessage(err)
-	writeJSON(w, status, body)
+	httpx.WriteError(w, r, log, err)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(true)
-	_ = enc.Encode(v)
-}
+func writeJSON(w http.ResponseWriter, status int, v any) { httpx.WriteJSON(w, status, v) }
+
+type errorBody = httpx.ErrorBody
 
 // maxJSONBody bounds every JSON request body.
 const maxJSONBody = 64 << 10

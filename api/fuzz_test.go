@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -20,26 +19,11 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/password"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/mcp"
-	"github.com/mcpgate/mcpgate/vault"
 )
-
-// stackBackend is cmd/mcpgate's adapter: the store, with credentials sealed
-// and opened by the keyring.
-type stackBackend struct {
-	*store.DB
-	keyring *vault.Keyring
-}
-
-func (b stackBackend) OpenCredential(ctx context.Context, workspaceID, connector string) (mcpgate.Secret, error) {
-	return b.DB.OpenCredential(ctx, b.keyring, workspaceID, connector)
-}
-
-func (b stackBackend) PutConnection(ctx context.Context, c *mcpgate.Connection, credential mcpgate.Secret) error {
-	return b.DB.PutConnection(ctx, b.keyring, c, credential)
-}
 
 // stack is the whole HTTP surface over a real database, as serve wires it,
 // with e2bsim as E2B; owner is a signed-in workspace owner.
@@ -60,26 +44,21 @@ type stackUser struct {
 
 func newStack(tb testing.TB) *stack {
 	tb.Helper()
-	ctx := context.Background()
-	db := storetest.Open(tb)
-	root := make([]byte, 32)
-	_, _ = rand.Read(root)
-	keyring, err := vault.Open(ctx, root, db.VaultKeys(), vault.Options{})
-	if err != nil {
-		tb.Fatalf("vault.Open() err = %v", err)
-	}
 	sim := e2bsim.New(e2bsim.Options{})
 	simSrv := httptest.NewServer(sim)
 	tb.Cleanup(simSrv.Close)
-	gw := mcp.New(mcp.Options{
-		Registry: connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: simSrv.URL, DashboardURL: simSrv.URL})),
-		Backend:  stackBackend{db, keyring}, PublicURL: "http://localhost:8080",
-		ConfirmationSecret: []byte("stack-confirmation-secret-0123456789"), CallTimeout: 5 * time.Second,
-	})
+	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: simSrv.URL, DashboardURL: simSrv.URL}))
+	env := servicetest.New(tb, service.Options{Registry: registry, PublicURL: "http://localhost:8080",
+		PasswordParams: &password.Params{Time: 1, Memory: 1024, Threads: 1}, CallTimeout: 5 * time.Second})
+	db, svc := env.DB, env.Service
+	keys := svc.NewKeyAuthenticator()
+	tb.Cleanup(keys.Close)
+	gw := mcp.New(mcp.Options{Tools: svc, Registry: registry, Authenticators: []mcpgate.Authenticator{keys}, Tokens: db,
+		PublicURL: "http://localhost:8080", ConfirmationSecret: []byte("stack-confirmation-secret-0123456789")})
 	tb.Cleanup(gw.Close)
 	secret := []byte("stack-jwt-secret-0123456789abcdefghij")
-	srv := api.New(api.Options{Store: db, JWTSecret: secret, PasswordParams: &password.Params{Time: 1, Memory: 1024, Threads: 1},
-		PublicURL: "http://localhost:8080", Ready: db.Ready, Gateway: gw, Keys: db, AuditLog: db, MCP: gw.Handler()})
+	srv := api.New(api.Options{Services: svc.Services(), Sessions: db, JWTSecret: secret,
+		PublicURL: "http://localhost:8080", Ready: db.Ready, MCP: gw.Handler()})
 	s := &stack{db: db, h: srv.Handler(), sim: sim, secret: secret}
 	s.owner = s.signup(tb, "owner@example.com")
 	var me struct {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -13,53 +12,8 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// Gateway is what the API needs of the MCP gateway: tool policy and
-// credentials, both of which it checks and audits itself.
-type Gateway interface {
-	Tools(ctx context.Context, workspaceID string) ([]mcpgate.ToolInfo, error)
-	SetTool(ctx context.Context, workspaceID, userID, name string, enabled, needsConfirmation bool) (*mcpgate.ToolInfo, error)
-	PutCredential(ctx context.Context, workspaceID, userID, connector string, credential mcpgate.Secret) (*mcpgate.Connection, error)
-	Connection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error)
-	DeleteCredential(ctx context.Context, workspaceID, userID, connector string) error
-	// CallTool runs a tool for the dashboard under the workspace's policy;
-	// confirmed says the user confirmed it in a dialog.
-	CallTool(ctx context.Context, workspaceID, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error)
-}
-
-// KeyStore is what the API needs to manage MCP keys.
-type KeyStore interface {
-	CreateKey(ctx context.Context, k *mcpgate.APIKey, secretHash []byte) error
-	ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error)
-	FindKey(ctx context.Context, workspaceID, id string) (*mcpgate.APIKey, error)
-	RevokeKey(ctx context.Context, workspaceID, id string) error
-}
-
-// AuditLog reads the audit log.
-type AuditLog interface {
-	ListAudit(ctx context.Context, workspaceID string, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error)
-}
-
-func (s *Server) gatewayRoutes(r chi.Router) {
-	if s.opts.Gateway != nil {
-		r.Get("/connections/{connector}", s.handleConnectionGet)
-		r.With(s.requireAdmin).Put("/connections/{connector}", s.handleConnectionPut)
-		r.With(s.requireAdmin).Delete("/connections/{connector}", s.handleConnectionDelete)
-		r.Get("/tools", s.handleToolList)
-		r.With(s.requireAdmin).Put("/tools/{name}", s.handleToolUpdate)
-		r.Post("/tools/{name}/call", s.handleToolCall)
-	}
-	if s.opts.Keys != nil {
-		r.Get("/keys", s.handleKeyList)
-		r.Post("/keys", s.handleKeyCreate)
-		r.Delete("/keys/{id}", s.handleKeyRevoke)
-	}
-	if s.opts.AuditLog != nil {
-		r.Get("/audit", s.handleAuditList)
-	}
-}
-
 func (s *Server) handleConnectionGet(w http.ResponseWriter, r *http.Request) {
-	c, err := s.opts.Gateway.Connection(r.Context(), WorkspaceFromContext(r.Context()).ID, chi.URLParam(r, "connector"))
+	c, err := s.svc.Connections.Connection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"))
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -79,8 +33,8 @@ func (s *Server) handleConnectionPut(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "api_key is required"))
 		return
 	}
-	c, err := s.opts.Gateway.PutCredential(r.Context(), WorkspaceFromContext(r.Context()).ID,
-		mcpgate.UserFromContext(r.Context()).ID, chi.URLParam(r, "connector"), mcpgate.Secret(strings.TrimSpace(req.APIKey.Reveal())))
+	c, err := s.svc.Connections.PutConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"),
+		mcpgate.Secret(strings.TrimSpace(req.APIKey.Reveal())))
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -89,9 +43,7 @@ func (s *Server) handleConnectionPut(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleConnectionDelete(w http.ResponseWriter, r *http.Request) {
-	err := s.opts.Gateway.DeleteCredential(r.Context(), WorkspaceFromContext(r.Context()).ID,
-		mcpgate.UserFromContext(r.Context()).ID, chi.URLParam(r, "connector"))
-	if err != nil {
+	if err := s.svc.Connections.DeleteConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector")); err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
@@ -99,7 +51,7 @@ func (s *Server) handleConnectionDelete(w http.ResponseWriter, r *http.Request) 
 }
 
 func (s *Server) handleToolList(w http.ResponseWriter, r *http.Request) {
-	tools, err := s.opts.Gateway.Tools(r.Context(), WorkspaceFromContext(r.Context()).ID)
+	tools, err := s.svc.Tools.Tools(r.Context(), actorFrom(r))
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -116,32 +68,8 @@ func (s *Server) handleToolUpdate(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	ws := WorkspaceFromContext(r.Context())
-	name := chi.URLParam(r, "name")
-	// Fields left out keep their current value.
-	tools, err := s.opts.Gateway.Tools(r.Context(), ws.ID)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	var cur *mcpgate.ToolInfo
-	for i := range tools {
-		if tools[i].Name == name {
-			cur = &tools[i]
-		}
-	}
-	if cur == nil {
-		WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", name))
-		return
-	}
-	enabled, confirm := cur.Enabled, cur.NeedsConfirmation
-	if req.Enabled != nil {
-		enabled = *req.Enabled
-	}
-	if req.NeedsConfirmation != nil {
-		confirm = *req.NeedsConfirmation
-	}
-	t, err := s.opts.Gateway.SetTool(r.Context(), ws.ID, mcpgate.UserFromContext(r.Context()).ID, name, enabled, confirm)
+	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"),
+		mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation})
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -161,8 +89,10 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	out, err := s.opts.Gateway.CallTool(r.Context(), WorkspaceFromContext(r.Context()).ID,
-		mcpgate.UserFromContext(r.Context()).ID, chi.URLParam(r, "name"), req.Arguments, req.Confirmed)
+	a := *actorFrom(r)
+	a.Source = mcpgate.SourceDashboard
+	out, err := s.svc.Tools.CallTool(r.Context(), &a, mcpgate.ToolCall{Tool: chi.URLParam(r, "name"),
+		Arguments: req.Arguments, Confirmed: req.Confirmed})
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -188,48 +118,16 @@ func (s *Server) handleKeyCreate(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	name, err := mcpgate.ValidateName("the key name", req.Name)
+	k, key, err := s.svc.Keys.CreateKey(r.Context(), actorFrom(r), mcpgate.NewKey{Name: req.Name, Scope: req.Scope, ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	if req.Scope == "" {
-		req.Scope = mcpgate.ScopeFull
-	}
-	if !req.Scope.Valid() {
-		WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "scope must be full or read_only"))
-		return
-	}
-	if req.ExpiresAt != nil {
-		if !req.ExpiresAt.After(time.Now()) {
-			WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "expires_at must be in the future"))
-			return
-		}
-		t := req.ExpiresAt.UTC()
-		req.ExpiresAt = &t
-	}
-	ws := WorkspaceFromContext(r.Context())
-	user := mcpgate.UserFromContext(r.Context())
-	key, id, hash := mcpgate.NewMCPKey()
-	k := &mcpgate.APIKey{ID: id, WorkspaceID: ws.ID, UserID: user.ID, OwnerEmail: user.Email, Name: name,
-		Scope: req.Scope, ExpiresAt: req.ExpiresAt}
-	if err := s.opts.Keys.CreateKey(r.Context(), k, hash); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	s.recordAdmin(r, "key.created", map[string]any{"key_id": k.ID, "name": k.Name, "scope": k.Scope})
-	writeJSON(w, http.StatusCreated, keyCreated{APIKey: *k, Key: key, ConnectorURL: s.opts.PublicURL + "/c/" + key + "/mcp"})
+	writeJSON(w, http.StatusCreated, keyCreated{APIKey: *k, Key: key, ConnectorURL: mcpgate.ConnectorURL(s.opts.PublicURL, key)})
 }
 
-// handleKeyList lists keys: all of the workspace's for an admin, a member's
-// own otherwise.
 func (s *Server) handleKeyList(w http.ResponseWriter, r *http.Request) {
-	ws := WorkspaceFromContext(r.Context())
-	owner := ""
-	if !ws.Role.CanAdmin() {
-		owner = mcpgate.UserFromContext(r.Context()).ID
-	}
-	keys, err := s.opts.Keys.ListKeys(r.Context(), ws.ID, owner)
+	keys, err := s.svc.Keys.Keys(r.Context(), actorFrom(r))
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -237,37 +135,22 @@ func (s *Server) handleKeyList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
 }
 
-// handleKeyRevoke revokes a key: its owner or a workspace admin may. Another
-// member's key reads as not found to a member.
 func (s *Server) handleKeyRevoke(w http.ResponseWriter, r *http.Request) {
-	ws := WorkspaceFromContext(r.Context())
-	k, err := s.opts.Keys.FindKey(r.Context(), ws.ID, chi.URLParam(r, "id"))
-	if err == nil && !ws.Role.CanAdmin() && k.UserID != mcpgate.UserFromContext(r.Context()).ID {
-		err = mcpgate.Errorf(mcpgate.ENotFound, "key not found")
-	}
-	if err == nil {
-		err = s.opts.Keys.RevokeKey(r.Context(), ws.ID, k.ID)
-	}
-	if err != nil {
+	if err := s.svc.Keys.RevokeKey(r.Context(), actorFrom(r), chi.URLParam(r, "id")); err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	s.recordAdmin(r, "key.revoked", map[string]any{"key_id": k.ID, "name": k.Name})
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// handleAuditList pages the audit log: admins see every event, members their
-// own.
+// handleAuditList pages the audit log (the service decides whose events the
+// caller sees).
 func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
-	ws := WorkspaceFromContext(r.Context())
 	q := r.URL.Query()
-	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: q.Get("outcome"), Kind: q.Get("kind"),
+	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: mcpgate.Outcome(q.Get("outcome")), Kind: mcpgate.AuditKind(q.Get("kind")),
 		Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
 	if f.Action == "" {
 		f.Action = q.Get("action")
-	}
-	if !ws.Role.CanAdmin() {
-		f.ActorID = mcpgate.UserFromContext(r.Context()).ID
 	}
 	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
 		if v := q.Get(name); v != "" {
@@ -287,7 +170,7 @@ func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	items, next, err := s.opts.AuditLog.ListAudit(r.Context(), ws.ID, f)
+	items, next, err := s.svc.Audit.Audit(r.Context(), actorFrom(r), f)
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return

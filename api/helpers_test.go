@@ -17,7 +17,9 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/password"
+	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
@@ -37,22 +39,27 @@ type testServer struct {
 	handler http.Handler
 }
 
-// newTestServer starts the API with opts; unset Store, JWTSecret,
-// PasswordParams, PublicURL and Ready get test values.
-func newTestServer(t *testing.T, opts api.Options) *testServer {
+// newTestServer starts the API with opts over the real services on a fresh
+// database; unset Services, Sessions, JWTSecret, PublicURL and Ready get test
+// values, and edit, when given, adjusts the services' options.
+func newTestServer(t *testing.T, opts api.Options, edit ...func(*service.Options)) *testServer {
 	t.Helper()
 	db := storetest.Open(t)
-	if opts.Store == nil {
-		opts.Store = db
+	if opts.PublicURL == "" {
+		opts.PublicURL = "http://localhost:8080"
+	}
+	so := service.Options{DB: db, Registry: connectors.NewRegistry(), PasswordParams: fastParams, PublicURL: opts.PublicURL}
+	for _, e := range edit {
+		e(&so)
+	}
+	if opts.Services.Accounts == nil {
+		opts.Services = service.New(so).Services()
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = db
 	}
 	if opts.JWTSecret == nil {
 		opts.JWTSecret = testSecret
-	}
-	if opts.PasswordParams == nil {
-		opts.PasswordParams = fastParams
-	}
-	if opts.PublicURL == "" {
-		opts.PublicURL = "http://localhost:8080"
 	}
 	if opts.Ready == nil {
 		opts.Ready = db.Ready

@@ -17,11 +17,11 @@ import (
 
 // connectorKeyPath matches the MCP key inside a connector URL path, so that
 // it can be redacted before anything logs the path.
-var connectorKeyPath = regexp.MustCompile(`^/c/[^/]+`)
+var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
 
 // RedactPath returns the request path with any key it carries replaced.
 func RedactPath(p string) string {
-	return connectorKeyPath.ReplaceAllString(p, "/c/[redacted]")
+	return connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]")
 }
 
 // statusRecorder captures the status and size written by a handler.
@@ -77,7 +77,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(ctx, "panic serving request", "request_id", id, "panic", p, "stack", string(debug.Stack()))
+				s.log.ErrorContext(ctx, "panic serving request", "panic", p, "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					WriteError(rec, r, s.log, mcpgate.Errorf(mcpgate.EInternal, "internal error"))
 				}
@@ -87,7 +87,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			s.log.Log(ctx, level, "request",
-				"request_id", id, "method", r.Method, "path", RedactPath(r.URL.Path),
+				"method", r.Method, "path", RedactPath(r.URL.Path),
 				"route", chi.RouteContext(r.Context()).RoutePattern(),
 				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()

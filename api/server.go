@@ -10,7 +10,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/internal/password"
 )
 
 // SessionStore is what sessions need from the database.
@@ -20,65 +19,22 @@ type SessionStore interface {
 	RevokeSession(ctx context.Context, sessionID string) error
 }
 
-// Store is what the JSON API needs from the database.
-type Store interface {
-	SessionStore
-	CreateUser(ctx context.Context, email, passwordHash string, invitationHash []byte) (*mcpgate.User, error)
-	FindUserByEmail(ctx context.Context, email string) (*mcpgate.User, string, error)
-	LoginFailures(ctx context.Context, subject string, period time.Duration) (int, time.Time, error)
-	RecordLoginFailure(ctx context.Context, period time.Duration, subjects ...string) error
-	ClearLoginFailures(ctx context.Context, subject string) error
-
-	CreateWorkspace(ctx context.Context, ownerID, name string) (*mcpgate.Workspace, error)
-	WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error)
-	FindMembership(ctx context.Context, workspaceID, userID string) (*mcpgate.Workspace, error)
-	ListMembers(ctx context.Context, workspaceID string) ([]mcpgate.Member, error)
-	FindMember(ctx context.Context, workspaceID, userID string) (*mcpgate.Member, error)
-	UpdateMemberRole(ctx context.Context, workspaceID, userID string, role mcpgate.Role) (*mcpgate.Member, error)
-	RemoveMember(ctx context.Context, workspaceID, userID string) error
-	CreateInvitation(ctx context.Context, inv *mcpgate.Invitation, tokenHash []byte) error
-	ListInvitations(ctx context.Context, workspaceID string) ([]mcpgate.Invitation, error)
-	DeleteInvitation(ctx context.Context, workspaceID, id string) error
-	FindOpenInvitation(ctx context.Context, tokenHash []byte) (*mcpgate.Invitation, error)
-	AcceptInvitation(ctx context.Context, tokenHash []byte, userID, email string) (*mcpgate.Workspace, error)
-}
-
-// Auditor records admin actions in the audit log.
-type Auditor interface {
-	Record(ctx context.Context, ev mcpgate.AuditEvent)
-}
-
-// SignupMode says who may create an account.
-type SignupMode string
-
-// The signup modes.
-const (
-	SignupOpen   SignupMode = "open"
-	SignupInvite SignupMode = "invite"
-)
-
 // Options configure the server. Handlers left nil are not mounted.
 type Options struct {
-	Store     Store
-	Logger    *slog.Logger
+	// Services decide every rule; the handlers only translate HTTP.
+	Services mcpgate.Services
+	Sessions SessionStore
+	Logger   *slog.Logger
+	// PublicURL is where people reach the gateway: the base of connector
+	// and invitation URLs, and https there makes cookies Secure.
 	PublicURL string
-	Signup    SignupMode
 	JWTSecret []byte
 	// SessionTTL defaults to 12 hours.
 	SessionTTL time.Duration
-	// PasswordParams default to password.Default; tests lower them.
-	PasswordParams *password.Params
 	// Ready reports whether the instance can serve (database and schema).
 	Ready func(ctx context.Context) error
-	// Audit records admin actions; nil records nothing.
-	Audit Auditor
-	// Gateway, Keys and AuditLog serve the credential, tool, key and audit
-	// routes; left nil, those routes are not mounted.
-	Gateway  Gateway
-	Keys     KeyStore
-	AuditLog AuditLog
-	// MCP serves /mcp and /c/{key}/mcp; Metrics serves /metrics; Web serves
-	// every other path (the dashboard).
+	// MCP serves /mcp and the connector URL; Metrics serves /metrics; Web
+	// serves every other path (the dashboard).
 	MCP     http.Handler
 	Metrics http.Handler
 	Web     http.Handler
@@ -86,13 +42,10 @@ type Options struct {
 
 // Server is the HTTP surface.
 type Server struct {
-	store    Store
+	svc      mcpgate.Services
 	log      *slog.Logger
 	opts     Options
 	sessions *Sessions
-	pwParams password.Params
-	throttle loginThrottle
-	audit    Auditor
 }
 
 // New returns a server.
@@ -103,21 +56,10 @@ func New(opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{store: opts.Store, log: opts.Logger, opts: opts, pwParams: password.Default, audit: opts.Audit}
-	if opts.PasswordParams != nil {
-		s.pwParams = *opts.PasswordParams
-	}
-	if s.audit == nil {
-		s.audit = nopAuditor{}
-	}
-	s.sessions = &Sessions{Secret: opts.JWTSecret, TTL: opts.SessionTTL, Secure: isHTTPS(opts.PublicURL), Store: opts.Store}
-	s.throttle = loginThrottle{store: opts.Store, period: 15 * time.Minute, perEmail: 5, perAddress: 30}
+	s := &Server{svc: opts.Services, log: opts.Logger, opts: opts}
+	s.sessions = &Sessions{Secret: opts.JWTSecret, TTL: opts.SessionTTL, Secure: isHTTPS(opts.PublicURL), Store: opts.Sessions}
 	return s
 }
-
-type nopAuditor struct{}
-
-func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
 
 // Sessions returns the session issuer, for the dashboard's pages.
 func (s *Server) Sessions() *Sessions { return s.sessions }
@@ -137,7 +79,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.opts.MCP != nil {
 		r.Handle("/mcp", s.opts.MCP)
-		r.Handle("/c/{key}/mcp", s.opts.MCP)
+		r.Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
 	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(securityHeaders, timeout(15*time.Second), s.csrf)
@@ -155,12 +97,21 @@ func (s *Server) Handler() http.Handler {
 				r.Use(s.requireMember)
 				r.Get("/", s.handleWorkspaceGet)
 				r.Get("/members", s.handleMemberList)
-				r.With(s.requireAdmin).Patch("/members/{user}", s.handleMemberUpdate)
+				r.Patch("/members/{user}", s.handleMemberUpdate)
 				r.Delete("/members/{user}", s.handleMemberRemove)
-				r.With(s.requireAdmin).Get("/invitations", s.handleInvitationList)
-				r.With(s.requireAdmin).Post("/invitations", s.handleInvitationCreate)
-				r.With(s.requireAdmin).Delete("/invitations/{id}", s.handleInvitationDelete)
-				s.gatewayRoutes(r)
+				r.Get("/invitations", s.handleInvitationList)
+				r.Post("/invitations", s.handleInvitationCreate)
+				r.Delete("/invitations/{id}", s.handleInvitationDelete)
+				r.Get("/connections/{connector}", s.handleConnectionGet)
+				r.Put("/connections/{connector}", s.handleConnectionPut)
+				r.Delete("/connections/{connector}", s.handleConnectionDelete)
+				r.Get("/tools", s.handleToolList)
+				r.Put("/tools/{name}", s.handleToolUpdate)
+				r.Post("/tools/{name}/call", s.handleToolCall)
+				r.Get("/keys", s.handleKeyList)
+				r.Post("/keys", s.handleKeyCreate)
+				r.Delete("/keys/{id}", s.handleKeyRevoke)
+				r.Get("/audit", s.handleAuditList)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

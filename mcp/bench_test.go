@@ -1,10 +1,10 @@
 package mcp
 
 // Benchmarks of the hot path of one MCP tool call, piece by piece: key
-// lookup (authenticate, cached), policy check, dispatch through Call, and
-// the whole tools/call round trip through the SDK over loopback HTTP. The
-// backend and the tool are in-memory fakes, so these measure the gateway's
-// own cost; `make bench` measures it end to end. Seal/open: vault's
+// lookup (authenticate, cached), policy check, dispatch through the tool
+// service, and the whole tools/call round trip through the SDK over loopback
+// HTTP. The services run on the test database but the tool does no I/O, so
+// these measure the gateway's own cost; `make bench` measures it end to end. Seal/open: vault's
 // BenchmarkSeal and BenchmarkOpen.
 
 import (
@@ -21,41 +21,6 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 )
-
-// benchBackend serves one key, one workspace and one credential from memory.
-type benchBackend struct {
-	key  mcpgate.APIKey
-	hash []byte
-}
-
-func (b *benchBackend) FindKeyForAuth(_ context.Context, id string) (*mcpgate.APIKey, []byte, error) {
-	if id != b.key.ID {
-		return nil, nil, mcpgate.Errorf(mcpgate.ENotFound, "key not found")
-	}
-	k := b.key
-	return &k, b.hash, nil
-}
-func (b *benchBackend) TouchKeys(context.Context, map[string]time.Time) error { return nil }
-func (b *benchBackend) ToolPolicies(context.Context, string) (map[string]mcpgate.ToolPolicy, error) {
-	return nil, nil
-}
-func (b *benchBackend) SetToolPolicy(context.Context, string, string, mcpgate.ToolPolicy) error {
-	return nil
-}
-func (b *benchBackend) OpenCredential(context.Context, string, string) (mcpgate.Secret, error) {
-	return "e2b_0123456789abcdef", nil
-}
-func (b *benchBackend) PutConnection(context.Context, *mcpgate.Connection, mcpgate.Secret) error {
-	return nil
-}
-func (b *benchBackend) FindConnection(context.Context, string, string) (*mcpgate.Connection, error) {
-	return nil, mcpgate.Errorf(mcpgate.ENotFound, "not found")
-}
-func (b *benchBackend) DeleteConnection(context.Context, string, string) error { return nil }
-func (b *benchBackend) MarkAuthFailure(context.Context, string, string) error  { return nil }
-func (b *benchBackend) SpendToken(context.Context, string, time.Time) (bool, error) {
-	return true, nil
-}
 
 type discardAudit struct{}
 
@@ -87,7 +52,7 @@ type benchOut struct {
 	Metadata   map[string]string `json:"metadata"`
 }
 
-func newBenchGateway(b *testing.B) (*Gateway, string, *benchBackend) {
+func newBenchGateway(b *testing.B) (*Fixture, string) {
 	b.Helper()
 	tool := connectors.NewTool(connectors.Spec{Name: "bench_get_sandbox", Title: "Get sandbox", Description: "bench",
 		Annotations: connectors.Annotations{ReadOnly: true, Idempotent: true, OpenWorld: true}, DefaultEnabled: true},
@@ -96,30 +61,30 @@ func newBenchGateway(b *testing.B) (*Gateway, string, *benchBackend) {
 			return benchOut{SandboxID: in.SandboxID, TemplateID: "base", State: "running", CPUCount: 2, MemoryMB: 512,
 				StartedAt: now, EndAt: now.Add(time.Hour), Metadata: map[string]string{"app": "bench"}}, nil
 		})
-	key, id, hash := mcpgate.NewMCPKey()
-	be := &benchBackend{key: mcpgate.APIKey{ID: id, WorkspaceID: "ws-bench", UserID: "user-bench", Scope: mcpgate.ScopeFull}, hash: hash}
-	g := New(Options{
-		Registry: connectors.NewRegistry(&benchConnector{tools: []*connectors.Tool{tool}}),
-		Backend:  be, Audit: discardAudit{}, PublicURL: "http://gateway.test", Version: "bench",
-		ConfirmationSecret: []byte("0123456789abcdef0123456789abcdef"),
-		KeyRate:            rate.Inf, KeyBurst: 1,
-	})
-	b.Cleanup(g.Close)
-	return g, key, be
+	fx := NewFixture(b, FixtureOptions{Registry: connectors.NewRegistry(&benchConnector{tools: []*connectors.Tool{tool}}),
+		Credential: "e2b_0123456789abcdef", Audit: discardAudit{}, KeyRate: rate.Inf, KeyBurst: 1})
+	key, _ := fx.AddKey(b, mcpgate.ScopeFull)
+	return fx, key
+}
+
+func benchRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	return r
 }
 
 // BenchmarkAuthenticate is the key lookup of every MCP request, with the key
 // cached (the steady state): parse, SHA-256, constant-time compare.
 func BenchmarkAuthenticate(b *testing.B) {
-	g, key, _ := newBenchGateway(b)
-	ctx := context.Background()
-	if id, _, err := g.authenticate(ctx, key); err != nil || id == nil {
-		b.Fatalf("authenticate() = %v, %v", id, err)
+	fx, key := newBenchGateway(b)
+	r := benchRequest(key)
+	if a, err := fx.Keys.Authenticate(r); err != nil || a == nil {
+		b.Fatalf("Authenticate() = %v, %v", a, err)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if id, _, _ := g.authenticate(ctx, key); id == nil {
+			if a, _ := fx.Keys.Authenticate(r); a == nil {
 				b.Fatal("key refused")
 			}
 		}
@@ -127,35 +92,31 @@ func BenchmarkAuthenticate(b *testing.B) {
 }
 
 // BenchmarkAuthenticateMiss is the same lookup when the cache has just been
-// invalidated (a fake backend: the database round trip is not included).
+// invalidated: one query of the test database.
 func BenchmarkAuthenticateMiss(b *testing.B) {
-	g, key, _ := newBenchGateway(b)
-	ctx := context.Background()
+	fx, key := newBenchGateway(b)
+	r := benchRequest(key)
 	b.ReportAllocs()
 	for b.Loop() {
-		g.Invalidate("keys", "ws-bench")
-		if id, _, _ := g.authenticate(ctx, key); id == nil {
+		fx.Keys.Invalidate("keys", fx.Workspace)
+		if a, _ := fx.Keys.Authenticate(r); a == nil {
 			b.Fatal("key refused")
 		}
 	}
 }
 
 // BenchmarkPolicyCheck is the per-call policy decision: the workspace's
-// cached policy, then whether the tool is visible to the key's scope.
+// cached tool set for the key's scope.
 func BenchmarkPolicyCheck(b *testing.B) {
-	g, _, _ := newBenchGateway(b)
+	fx, key := newBenchGateway(b)
+	a, _ := fx.Keys.Authenticate(benchRequest(key))
 	ctx := context.Background()
-	t, _ := g.opts.Registry.Tool("bench_get_sandbox")
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			wt, err := g.workspace(ctx, "ws-bench")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := wt.policy[t.Name]
-			if !visible(t, p, mcpgate.ScopeFull) || p.NeedsConfirmation {
-				b.Fatal("tool not callable")
+			set, err := fx.Service.ToolSet(ctx, a)
+			if err != nil || len(set.Tools) != 1 || set.Tools[0].NeedsConfirmation {
+				b.Fatal("tool not callable", err)
 			}
 		}
 	})
@@ -164,14 +125,14 @@ func BenchmarkPolicyCheck(b *testing.B) {
 // BenchmarkCall is tool dispatch without MCP: policy, argument decoding and
 // validation, credential, the tool, audit, metrics and output encoding.
 func BenchmarkCall(b *testing.B) {
-	g, _, _ := newBenchGateway(b)
+	fx, key := newBenchGateway(b)
+	a, _ := fx.Keys.Authenticate(benchRequest(key))
 	ctx := context.Background()
-	args := json.RawMessage(`{"sandbox_id":"i0123456789abcdefghij"}`)
+	call := mcpgate.ToolCall{Tool: "bench_get_sandbox", Arguments: json.RawMessage(`{"sandbox_id":"i0123456789abcdefghij"}`)}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Call(ctx, Call{WorkspaceID: "ws-bench", UserID: "user-bench", Tool: "bench_get_sandbox",
-				Arguments: args, Source: "mcp", Confirmed: true}); err != nil {
+			if _, err := fx.Service.CallTool(ctx, a, call); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -182,14 +143,12 @@ func BenchmarkCall(b *testing.B) {
 // handler on loopback HTTP, from a go-sdk client (protocol 2026-07-28,
 // stateless). It includes the client's own cost, which is of the same order.
 func BenchmarkToolsCallHTTP(b *testing.B) {
-	g, key, _ := newBenchGateway(b)
-	srv := httptest.NewServer(g.Handler())
-	defer srv.Close()
+	fx, key := newBenchGateway(b)
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: benchBearer{key, tr}},
+		&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: benchBearer{key, tr}},
 			MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -7,8 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/connectors"
 )
 
 const (
@@ -65,7 +62,7 @@ func (g *Gateway) mac(payload []byte) []byte {
 	return m.Sum(nil)
 }
 
-func (g *Gateway) mint(purpose string, id *Identity, tool string, args map[string]any) (string, time.Time) {
+func (g *Gateway) mint(purpose string, id *mcpgate.Actor, tool string, args map[string]any) (string, time.Time) {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	exp := g.now().Add(confirmationTTL).Truncate(time.Second)
@@ -81,7 +78,7 @@ var errBadConfirmation = mcpgate.Errorf(mcpgate.EForbidden,
 
 // redeem checks a token or request state against this exact call and spends
 // it. Every failure reads the same, so a token cannot be probed.
-func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *Identity, tool string, args map[string]any) error {
+func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *mcpgate.Actor, tool string, args map[string]any) error {
 	body, ok := strings.CutPrefix(token, tokenPrefix)
 	if !ok || len(token) > 2048 {
 		return errBadConfirmation
@@ -104,7 +101,7 @@ func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *Identit
 		gr.Tool != tool || !hmac.Equal([]byte(gr.Args), []byte(argsHash(args))) || !g.now().Before(exp) {
 		return errBadConfirmation
 	}
-	fresh, err := g.opts.Backend.SpendToken(ctx, purpose+":"+gr.Nonce, exp)
+	fresh, err := g.opts.Tokens.SpendToken(ctx, purpose+":"+gr.Nonce, exp)
 	if err != nil {
 		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check confirmations right now; try again shortly")
 	}
@@ -114,19 +111,26 @@ func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *Identit
 	return nil
 }
 
-// confirm enforces confirmation for a call. It returns nil when the call may
-// run, or the result to send instead: an input request, a confirmation
-// token, a refusal, or the user's "no".
-func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *Identity, t *connectors.Tool, args map[string]any, token string) *sdk.CallToolResult {
+// confirm enforces confirmation for a call the tool service says needs it.
+// It returns nil when the call may now run, or the result to send instead:
+// an input request, a confirmation token, a refusal, or the user's "no".
+func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *mcpgate.Actor, need *mcpgate.ConfirmationRequiredError, token string) *sdk.CallToolResult {
 	p := req.Params
+	t, args := need.Tool, need.Arguments
 	deny := func(outcome mcpgate.Outcome, msg string, isErr bool) *sdk.CallToolResult {
-		g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
-			Action: t.Name, Arguments: Redact(args), Outcome: outcome, Message: msg, Source: "mcp"})
+		ev := mcpgate.NewToolEvent(id, t.Name, args)
+		ev.Outcome, ev.Message = outcome, msg
+		g.audit.Record(ctx, ev)
 		g.metrics.ToolCall(t.Name, outcome, 0, 0)
 		if isErr {
 			return errorResult(msg)
 		}
 		return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+	}
+	asked := func() {
+		ev := mcpgate.NewToolEvent(id, t.Name, args)
+		ev.Outcome = mcpgate.OutcomeConfirm
+		g.audit.Record(ctx, ev)
 	}
 	// Second round of an input request: the client answered our form.
 	if p.RequestState != "" {
@@ -145,15 +149,13 @@ func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 		}
 		return nil
 	}
-	summary := describe(t, args)
 	if req.ProtocolVersion() >= mrtrProtocol {
 		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil {
 			state, _ := g.mint(purposeState, id, t.Name, args)
-			g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
-				Action: t.Name, Arguments: Redact(args), Outcome: mcpgate.OutcomeConfirm, Source: "mcp"})
+			asked()
 			return &sdk.CallToolResult{
 				InputRequests: sdk.InputRequestMap{"confirm": &sdk.ElicitParams{
-					Message: summary + "\n\nDo you want to go ahead?",
+					Message: need.Summary + "\n\nDo you want to go ahead?",
 					RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"confirm"},
 						Properties: map[string]*jsonschema.Schema{"confirm": {Type: "boolean", Title: "Yes, go ahead",
 							Description: "Confirm " + t.Title}}},
@@ -163,14 +165,13 @@ func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 		}
 	}
 	tok, exp := g.mint(purposeConfirm, id, t.Name, args)
-	g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID, Kind: "tool_call",
-		Action: t.Name, Arguments: Redact(args), Outcome: mcpgate.OutcomeConfirm, Source: "mcp"})
+	asked()
 	out := map[string]any{
 		"status":             "confirmation_required",
 		"done":               false,
 		"tool":               t.Name,
-		"would_do":           summary,
-		"arguments":          Redact(args),
+		"would_do":           need.Summary,
+		"arguments":          mcpgate.RedactArguments(args),
 		"confirmation_token": tok,
 		"expires_at":         exp.UTC().Format(time.RFC3339),
 		"next_step": "Nothing was done yet. Show the user what would happen and ask them to confirm. Only if they agree, " +
@@ -178,23 +179,4 @@ func (g *Gateway) confirm(ctx context.Context, req *sdk.CallToolRequest, id *Ide
 	}
 	b, _ := json.Marshal(out)
 	return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: string(b)}}}
-}
-
-// describe says in one sentence what a call would do.
-func describe(t *connectors.Tool, args map[string]any) string {
-	var parts []string
-	for k, v := range Redact(args) {
-		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
-	}
-	s := t.Title
-	if len(parts) > 0 {
-		s += " (" + strings.Join(slices.Sorted(slices.Values(parts)), ", ") + ")"
-	}
-	switch {
-	case t.Annotations.Destructive:
-		s += ". This cannot be undone."
-	case t.CostsMoney:
-		s += ". This costs money."
-	}
-	return s
 }

@@ -15,49 +15,36 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/mcp"
 )
 
 // auditLog keeps recorded events.
-type auditLog struct {
-	mu     sync.Mutex
-	events []mcpgate.AuditEvent
-}
+type auditLog = servicetest.Recorder
 
-func (a *auditLog) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, ev)
-}
-
-func (a *auditLog) Saturated() bool { return false }
-
-func (a *auditLog) last() (mcpgate.AuditEvent, int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if len(a.events) == 0 {
+func lastEvent(a *auditLog) (mcpgate.AuditEvent, int) {
+	evs := a.Events()
+	if len(evs) == 0 {
 		return mcpgate.AuditEvent{}, 0
 	}
-	return a.events[len(a.events)-1], len(a.events)
+	return evs[len(evs)-1], len(evs)
 }
 
 // newFaultGateway returns a gateway whose E2B is upstream, with a short call
 // deadline, and the key that works on it.
-func newFaultGateway(t *testing.T, upstream string, callTimeout time.Duration) (*mcp.Gateway, *auditLog, string) {
+func newFaultGateway(t *testing.T, upstream string, callTimeout time.Duration) (*mcp.Fixture, *auditLog, string) {
 	t.Helper()
-	b := newGWBackend()
-	b.credential = "e2b_0123456789abcdef"
-	key, _ := b.addKey()
-	audit := &auditLog{}
-	g := mcp.New(mcp.Options{
+	f := mcp.NewFixture(t, mcp.FixtureOptions{
 		Registry: connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: upstream, DashboardURL: upstream,
 			HTTPClient: &http.Client{Transport: &http.Transport{}}})),
-		Backend: b, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
-		ConfirmationSecret: []byte("0123456789abcdef0123456789abcdef"), CallTimeout: callTimeout,
-	})
-	t.Cleanup(g.Close)
-	return g, audit, key
+		Credential: "e2b_0123456789abcdef", CallTimeout: callTimeout})
+	key, _ := f.AddKey(t, mcpgate.ScopeFull)
+	return f, f.Audit, key
 }
+
+// ignoreTestDB ignores the test database's pool, which lives until the
+// test's cleanup drops the database; only the calls' goroutines count.
+var ignoreTestDB = goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck")
 
 // connect returns an MCP session to h with key; closed at cleanup.
 func connect(t *testing.T, h http.Handler, key string) (*sdk.ClientSession, func()) {
@@ -85,7 +72,7 @@ func connect(t *testing.T, h http.Handler, key string) (*sdk.ClientSession, func
 // tool error shortly after the deadline, the audit log records it, the next
 // call works, and nothing is left running (goleak).
 func TestUpstreamSlowAndHung(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreTestDB)
 	const deadline = 300 * time.Millisecond
 
 	var mode sync.Map // "mode" -> string
@@ -119,7 +106,7 @@ func TestUpstreamSlowAndHung(t *testing.T) {
 
 	g, audit, key := newFaultGateway(t, upstream.URL, deadline)
 	defer g.Close()
-	cs, closeConn := connect(t, g.Handler(), key)
+	cs, closeConn := connect(t, g.Gateway.Handler(), key)
 	defer closeConn()
 
 	callList := func() (*sdk.CallToolResult, time.Duration) {
@@ -148,7 +135,7 @@ func TestUpstreamSlowAndHung(t *testing.T) {
 			if took > deadline+2*time.Second {
 				t.Errorf("call took %s with a %s deadline", took, deadline)
 			}
-			ev, _ := audit.last()
+			ev, _ := lastEvent(audit)
 			if ev.Outcome != mcpgate.OutcomeError || ev.Action != e2b.ToolListSandboxes || ev.Message != text {
 				t.Errorf("audit = %+v, want the failed call", ev)
 			}
@@ -163,7 +150,7 @@ func TestUpstreamSlowAndHung(t *testing.T) {
 // process, so that goleak sees every goroutine: none may outlive the calls.
 // (test/reliability runs the same faults through the real binary.)
 func TestUpstreamFaultsInProcess(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), ignoreTestDB)
 	var mode sync.Map
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m, _ := mode.Load("mode")
@@ -203,7 +190,7 @@ func TestUpstreamFaultsInProcess(t *testing.T) {
 	defer upstream.Close()
 	g, audit, key := newFaultGateway(t, upstream.URL, 5*time.Second)
 	defer g.Close()
-	cs, closeConn := connect(t, g.Handler(), key)
+	cs, closeConn := connect(t, g.Gateway.Handler(), key)
 	defer closeConn()
 
 	tests := []struct {
@@ -234,7 +221,7 @@ func TestUpstreamFaultsInProcess(t *testing.T) {
 			if got, _ := res.Meta["retryAfterSeconds"].(float64); got != tt.retryAfter {
 				t.Errorf("_meta.retryAfterSeconds = %v, want %v", res.Meta["retryAfterSeconds"], tt.retryAfter)
 			}
-			ev, _ := audit.last()
+			ev, _ := lastEvent(audit)
 			if ev.Outcome != mcpgate.OutcomeError || ev.UpstreamStatus != tt.status {
 				t.Errorf("audit = outcome %s status %d, want error %d", ev.Outcome, ev.UpstreamStatus, tt.status)
 			}

@@ -16,71 +16,39 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/service"
 )
 
-// fuzzBackend knows one key and counts upstream-facing calls; it fails the
-// test if a fuzzed request ever gets as far as opening the credential.
-type fuzzBackend struct {
-	key  mcpgate.APIKey
-	hash []byte
-
-	mu     sync.Mutex
-	spent  map[string]bool
-	opened int
+// fuzzUpstream counts the requests that reach E2B; no fuzzed or bad input
+// may get that far.
+type fuzzUpstream struct {
+	mu      sync.Mutex
+	reached int
 }
 
-func (b *fuzzBackend) FindKeyForAuth(_ context.Context, id string) (*mcpgate.APIKey, []byte, error) {
-	if id != b.key.ID {
-		return nil, nil, mcpgate.Errorf(mcpgate.ENotFound, "key not found")
-	}
-	k := b.key
-	return &k, b.hash, nil
-}
-func (b *fuzzBackend) TouchKeys(context.Context, map[string]time.Time) error { return nil }
-func (b *fuzzBackend) ToolPolicies(context.Context, string) (map[string]mcpgate.ToolPolicy, error) {
-	return nil, nil
-}
-func (b *fuzzBackend) SetToolPolicy(context.Context, string, string, mcpgate.ToolPolicy) error {
-	return nil
-}
-func (b *fuzzBackend) OpenCredential(context.Context, string, string) (mcpgate.Secret, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.opened++
-	return "", mcpgate.Errorf(mcpgate.ENotFound, "no credential")
-}
-func (b *fuzzBackend) PutConnection(context.Context, *mcpgate.Connection, mcpgate.Secret) error {
-	return nil
-}
-func (b *fuzzBackend) FindConnection(context.Context, string, string) (*mcpgate.Connection, error) {
-	return nil, mcpgate.Errorf(mcpgate.ENotFound, "not found")
-}
-func (b *fuzzBackend) DeleteConnection(context.Context, string, string) error { return nil }
-func (b *fuzzBackend) MarkAuthFailure(context.Context, string, string) error  { return nil }
-func (b *fuzzBackend) SpendToken(_ context.Context, id string, _ time.Time) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.spent == nil {
-		b.spent = map[string]bool{}
-	}
-	fresh := !b.spent[id]
-	b.spent[id] = true
-	return fresh, nil
+func (u *fuzzUpstream) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	u.mu.Lock()
+	u.reached++
+	u.mu.Unlock()
+	http.Error(w, "no", http.StatusTeapot)
 }
 
-func newFuzzGateway(tb testing.TB) (*Gateway, *fuzzBackend, string) {
+func (u *fuzzUpstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.reached
+}
+
+func newFuzzGateway(tb testing.TB) (*Fixture, *fuzzUpstream, string) {
 	tb.Helper()
-	key, id, hash := mcpgate.NewMCPKey()
-	b := &fuzzBackend{key: mcpgate.APIKey{ID: id, WorkspaceID: "ws-1", UserID: "user-1", Scope: mcpgate.ScopeFull}, hash: hash}
-	g := New(Options{
-		// Nothing listens there: no fuzzed input may reach E2B.
-		Registry:           connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: "http://127.0.0.1:1", DashboardURL: "http://127.0.0.1:1"})),
-		Backend:            b,
-		ConfirmationSecret: []byte("fuzz-confirmation-secret-0123456789"),
-		CallTimeout:        time.Second,
-	})
-	tb.Cleanup(g.Close)
-	return g, b, key
+	up := &fuzzUpstream{}
+	srv := httptest.NewServer(up)
+	tb.Cleanup(srv.Close)
+	fx := NewFixture(tb, FixtureOptions{
+		Registry:   connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: srv.URL, DashboardURL: srv.URL})),
+		Credential: "e2b_0123456789abcdef", CallTimeout: time.Second})
+	key, _ := fx.AddKey(tb, mcpgate.ScopeFull)
+	return fx, up, key
 }
 
 // FuzzKeyFromRequest sends arbitrary connector URL paths, Authorization and
@@ -88,8 +56,8 @@ func newFuzzGateway(tb testing.TB) (*Gateway, *fuzzBackend, string) {
 // is accepted, and a refusal is 401 (or 429 once an address has guessed too
 // often), never a server error.
 func FuzzKeyFromRequest(f *testing.F) {
-	g, _, key := newFuzzGateway(f)
-	h := g.Handler()
+	fx, _, key := newFuzzGateway(f)
+	h := fx.Gateway.Handler()
 	f.Add("/mcp", "Bearer "+key, "")
 	f.Add("/c/"+key+"/mcp", "", "")
 	f.Add("/mcp", "", key)
@@ -99,10 +67,10 @@ func FuzzKeyFromRequest(f *testing.F) {
 	f.Add("/c/"+strings.Repeat("x", 5000)+"/mcp", "Bearer", "\x00")
 	f.Add("/c/mcpg_abcdefghijkm_"+strings.Repeat("é", 20)+"/mcp", "Bearer mcpg_", "mcpg_")
 	f.Fuzz(func(t *testing.T, path, authz, apiKey string) {
-		got := keyFromRequest(&http.Request{URL: &url.URL{Path: path}, Header: http.Header{
+		got := service.PresentedKey(&http.Request{URL: &url.URL{Path: path}, Header: http.Header{
 			"Authorization": {authz}, "X-Api-Key": {apiKey}}})
 		if got != "" && !strings.Contains(path+authz+apiKey, got) {
-			t.Fatalf("keyFromRequest() = %q, not part of the request", got)
+			t.Fatalf("PresentedKey() = %q, not part of the request", got)
 		}
 		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		r.URL.Path = path
@@ -130,12 +98,13 @@ func FuzzKeyFromRequest(f *testing.F) {
 // token minted for exactly this identity, tool and arguments works, once;
 // everything else is the same refusal, and nothing panics.
 func FuzzRedeem(f *testing.F) {
-	g, _, _ := newFuzzGateway(f)
-	id := &Identity{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
+	fx, _, _ := newFuzzGateway(f)
+	g := fx.Gateway
+	id := &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
 	args := map[string]any{"sandbox_id": "iabc123"}
 	valid, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
 	otherArgs, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, map[string]any{"sandbox_id": "iother"})
-	otherKey, _ := g.mint(purposeConfirm, &Identity{KeyID: "key2", UserID: "user-1", WorkspaceID: "ws-1"}, e2b.ToolKillSandbox, args)
+	otherKey, _ := g.mint(purposeConfirm, &mcpgate.Actor{KeyID: "key2", UserID: "user-1", WorkspaceID: "ws-1"}, e2b.ToolKillSandbox, args)
 	state, _ := g.mint(purposeState, id, e2b.ToolKillSandbox, args)
 	for _, s := range []string{valid, otherArgs, otherKey, state, "", tokenPrefix, tokenPrefix + ".", valid + "x",
 		valid[:len(valid)-1], strings.Replace(valid, ".", "..", 1), tokenPrefix + "e30." + strings.Repeat("A", 43),
@@ -175,8 +144,8 @@ func FuzzRedeem(f *testing.F) {
 // is a short, coded invalid-argument error, and accepted arguments can be
 // audited, described and hashed.
 func FuzzToolArguments(f *testing.F) {
-	g, _, _ := newFuzzGateway(f)
-	tools := g.opts.Registry.Tools()
+	fx, _, _ := newFuzzGateway(f)
+	tools := fx.Gateway.opts.Registry.Tools()
 	seeds := []string{`{}`, `null`, `[]`, `"x"`, `{"sandbox_id":"../../etc/passwd"}`, `{"sandbox_id":"%2e%2e%2f"}`,
 		`{"sandbox_id":"` + strings.Repeat("a", 10000) + `"}`, `{"sandbox_id":"i\u202e\u0000"}`,
 		`{"limit":-1}`, `{"limit":1e308}`, `{"limit":1e999}`, `{"timeout":-5}`, `{"timeout":99999999999999999999}`,
@@ -204,8 +173,7 @@ func FuzzToolArguments(f *testing.F) {
 		if _, err := json.Marshal(decoded); err != nil {
 			t.Fatalf("%s(%q) accepted arguments that cannot be sent: %v", tool.Name, raw, err)
 		}
-		_ = Redact(decoded)
-		_ = describe(tool, decoded)
+		_ = mcpgate.RedactArguments(decoded)
 		_ = argsHash(decoded)
 	})
 }
@@ -214,7 +182,7 @@ func FuzzToolArguments(f *testing.F) {
 // get a clear invalid-argument error before anything reaches E2B (the
 // credential is never opened, so no state can change).
 func TestBadToolArguments(t *testing.T) {
-	g, b, _ := newFuzzGateway(t)
+	fx, up, _ := newFuzzGateway(t)
 	huge := map[string]any{}
 	for i := range 1000 {
 		huge["k"+strings.Repeat("x", i%50)+string(rune('a'+i%26))+string(rune('a'+i/26%26))] = "v"
@@ -248,7 +216,7 @@ func TestBadToolArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, _ := json.Marshal(tt.args)
-			_, err := g.Call(context.Background(), Call{WorkspaceID: "ws-1", UserID: "user-1", Tool: tt.tool, Arguments: raw, Source: "mcp", Confirmed: true})
+			_, err := fx.Service.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: tt.tool, Arguments: raw, Confirmed: true})
 			if mcpgate.ErrorCode(err) != mcpgate.EInvalid || !strings.Contains(mcpgate.ErrorMessage(err), tt.want) {
 				t.Errorf("Call(%s) err = %v, want invalid naming %q", tt.tool, err, tt.want)
 			}
@@ -258,10 +226,10 @@ func TestBadToolArguments(t *testing.T) {
 		})
 	}
 	raw := []byte("{\"sandbox_id\":\"\xff\xfe\"}")
-	if _, err := g.Call(context.Background(), Call{WorkspaceID: "ws-1", Tool: e2b.ToolGetSandbox, Arguments: raw}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := fx.Service.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: e2b.ToolGetSandbox, Arguments: raw}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Errorf("invalid UTF-8 id: err = %v, want invalid", err)
 	}
-	if b.opened != 0 {
-		t.Errorf("the credential was opened %d times: a bad argument reached the upstream path", b.opened)
+	if n := up.count(); n != 0 {
+		t.Errorf("E2B was called %d times: a bad argument reached the upstream", n)
 	}
 }

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,49 +13,64 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 )
 
-const instructions = `This server manages the E2B cloud sandboxes of one team, through mcpgate.
-Read-only tools (list, get, logs, metrics, templates, find idle) are safe to call.
-Creating, resuming and extending sandboxes costs money, and killing one is irreversible:
-describe what you are about to do and ask the user before calling those.
-Some calls need a human's confirmation: such a call first returns a confirmation_token
+// confirmationInstructions are the gateway's own part of the server
+// instructions: how its confirmation works, whatever the connector.
+const confirmationInstructions = `Some calls need a human's confirmation: such a call first returns a confirmation_token
 instead of acting; show the user what would happen, and only after they agree call the
 same tool again with the same arguments plus that confirmation_token.`
 
-// server returns the workspace's MCP server for a key scope, building it on
-// first use. Servers are cached because go-sdk calls getServer on every HTTP
-// request; a policy change drops the whole workspace entry.
-func (g *Gateway) server(ctx context.Context, workspaceID string, scope mcpgate.Scope) (*sdk.Server, error) {
-	wt, err := g.workspace(ctx, workspaceID)
+// server returns the MCP server for an actor's tool set, building it on
+// first use. Servers are cached on the set because go-sdk calls getServer on
+// every HTTP request; a policy change makes a new set, so a new server.
+func (g *Gateway) server(ctx context.Context, a *mcpgate.Actor) (*sdk.Server, error) {
+	set, err := g.opts.Tools.ToolSet(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	if s := wt.byScope[scope]; s != nil {
-		return s, nil
-	}
-	s := g.buildServer(wt, scope)
-	wt.byScope[scope] = s
-	return s, nil
+	return set.Derived(func(set *mcpgate.ToolSet) any { return g.buildServer(set) }).(*sdk.Server), nil
 }
 
-func (g *Gateway) buildServer(wt *workspaceTools, scope mcpgate.Scope) *sdk.Server {
-	s := sdk.NewServer(&sdk.Implementation{Name: "mcpgate", Title: "mcpgate (E2B sandboxes)", Version: g.opts.Version},
+// serverText returns the server's title and instructions from the
+// registered connectors.
+func (g *Gateway) serverText() (title, instructions string) {
+	var titles, parts []string
+	for _, name := range g.opts.Registry.Names() {
+		c, _ := g.opts.Registry.Connector(name)
+		if in, ok := c.(connectors.Instructor); ok {
+			titles = append(titles, in.Title())
+			parts = append(parts, in.Instructions())
+		}
+	}
+	title = "mcpgate"
+	if len(titles) > 0 {
+		title += " (" + strings.Join(titles, ", ") + ")"
+	}
+	return title, strings.Join(append(parts, confirmationInstructions), "\n")
+}
+
+func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
+	title, instructions := g.serverText()
+	s := sdk.NewServer(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version},
 		&sdk.ServerOptions{Instructions: instructions, Logger: g.log})
-	for _, t := range g.opts.Registry.Tools() {
-		p := wt.policy[t.Name]
-		if !visible(t, p, scope) {
+	callable := map[string]bool{}
+	for _, info := range set.Tools {
+		t, ok := g.opts.Registry.Tool(info.Name)
+		if !ok {
 			continue
 		}
-		s.AddTool(sdkTool(t, p.NeedsConfirmation), g.mcpHandler(t))
+		callable[t.Name] = true
+		s.AddTool(sdkTool(t, info.NeedsConfirmation), g.mcpHandler(t))
 	}
-	s.AddReceivingMiddleware(g.refuseHidden(wt, scope))
-	addPrompts(s, wt, scope)
+	s.AddReceivingMiddleware(g.refuseHidden(set))
+	g.addPrompts(s, callable)
 	return s
 }
 
 // sdkTool publishes a tool. A tool that needs confirmation in this workspace
-// gets an extra optional confirmation_token argument in its schema.
+// gets an extra optional confirmation_token argument in its schema, and no
+// output schema: its first call answers with the confirmation step, whose
+// shape is not the tool's output, and strict clients reject a result that
+// does not match a published schema.
 func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 	schema := t.InputSchema
 	if needsConfirmation {
@@ -64,17 +81,41 @@ func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 		schema = &cp
 	}
 	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
-	return &sdk.Tool{
+	tool := &sdk.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema,
 		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Annotations.ReadOnly,
 			DestructiveHint: &destructive, IdempotentHint: t.Annotations.Idempotent, OpenWorldHint: &openWorld},
 	}
+	if !needsConfirmation && t.OutputSchema != nil {
+		tool.OutputSchema = t.OutputSchema
+	}
+	return tool
 }
 
-// refuseHidden answers a call of a tool that exists but that this workspace
-// disabled, or that the key's scope does not allow, with a tool error saying
-// why and who can change it, rather than the SDK's bare "unknown tool".
-func (g *Gateway) refuseHidden(wt *workspaceTools, scope mcpgate.Scope) sdk.Middleware {
+// addPrompts offers each connector's prompts to callers who may call every
+// tool the prompt uses.
+func (g *Gateway) addPrompts(s *sdk.Server, callable map[string]bool) {
+	for _, name := range g.opts.Registry.Names() {
+		c, _ := g.opts.Registry.Connector(name)
+		p, ok := c.(connectors.Prompter)
+		if !ok {
+			continue
+		}
+		for _, pr := range p.Prompts() {
+			if !slices.ContainsFunc(pr.Requires, func(tool string) bool { return !callable[tool] }) {
+				result := &sdk.GetPromptResult{Messages: []*sdk.PromptMessage{{Role: "user", Content: &sdk.TextContent{Text: pr.Text}}}}
+				s.AddPrompt(&sdk.Prompt{Name: pr.Name, Title: pr.Title, Description: pr.Description},
+					func(context.Context, *sdk.GetPromptRequest) (*sdk.GetPromptResult, error) { return result, nil })
+			}
+		}
+	}
+}
+
+// refuseHidden answers a call of a tool that exists but that this caller may
+// not call (the workspace disabled it, or the key's scope does not allow it)
+// with the tool service's refusal, which says why and who can change it,
+// rather than the SDK's bare "unknown tool".
+func (g *Gateway) refuseHidden(set *mcpgate.ToolSet) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if method != "tools/call" {
@@ -84,28 +125,13 @@ func (g *Gateway) refuseHidden(wt *workspaceTools, scope mcpgate.Scope) sdk.Midd
 			if !ok || call.Params == nil {
 				return next(ctx, method, req)
 			}
-			t, known := g.opts.Registry.Tool(call.Params.Name)
-			if !known {
+			if _, known := set.All[call.Params.Name]; !known || slices.ContainsFunc(set.Tools, func(t mcpgate.ToolInfo) bool {
+				return t.Name == call.Params.Name
+			}) {
 				return next(ctx, method, req)
 			}
-			p := wt.policy[t.Name]
-			var msg string
-			switch {
-			case !p.Enabled:
-				msg = "The tool " + t.Name + " is turned off in this workspace. A workspace owner or admin can turn it on " +
-					"in the dashboard under Settings → Tools (" + g.opts.PublicURL + "/app/w/" + wt.id + "/settings)."
-			case !visible(t, p, scope):
-				msg = "This MCP key is read-only, and " + t.Name + " changes sandboxes. Use a key with full scope " +
-					"(create one in the dashboard) to call it."
-			default:
-				return next(ctx, method, req)
-			}
-			if id := identityFrom(ctx); id != nil {
-				g.record(ctx, mcpgate.AuditEvent{WorkspaceID: id.WorkspaceID, ActorID: id.UserID, KeyID: id.KeyID,
-					Kind: "tool_call", Action: t.Name, Outcome: mcpgate.OutcomeDenied, Message: msg, Source: "mcp"})
-			}
-			g.metrics.ToolCall(t.Name, mcpgate.OutcomeDenied, 0, 0)
-			return errorResult(msg), nil
+			// The tool service refuses it, audits the refusal and says why.
+			return g.callTool(ctx, call, call.Params.Name)
 		}
 	}
 }

@@ -16,7 +16,7 @@ type accountPage struct {
 // navigation stay where they were.
 func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 	u := mcpgate.UserFromContext(r.Context())
-	wss, err := h.data.WorkspacesOfUser(r.Context(), u.ID)
+	wss, err := h.svc.Workspaces.Workspaces(r.Context(), u)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -29,7 +29,7 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, &frame))
+		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: &frame}))
 	}
 	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account", accountPage{Workspaces: wss}))
 }

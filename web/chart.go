@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 // Charts are drawn on the server as SVG: numbers only, computed here, so
@@ -125,7 +127,7 @@ type bar struct {
 
 // hourlyChart lays out 24 hourly bars from since; it also returns the
 // totals.
-func hourlyChart(since time.Time, counts []HourCount) (*barChart, int, int) {
+func hourlyChart(since time.Time, counts []mcpgate.HourCount) (*barChart, int, int) {
 	const hours = 24
 	calls, errs := make([]int, hours), make([]int, hours)
 	totalCalls, totalErrs := 0, 0

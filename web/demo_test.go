@@ -16,7 +16,7 @@ import (
 func TestConnections_SaysDemoMode(t *testing.T) {
 	for _, demo := range []bool{false, true} {
 		f := newFake(mcpgate.RoleOwner)
-		h, err := newHandler(Options{Data: f, Logger: slog.New(slog.DiscardHandler), PublicURL: "http://localhost:8080",
+		h, err := newHandler(Options{Services: f.services(), Logger: slog.New(slog.DiscardHandler), PublicURL: "http://localhost:8080",
 			Now: func() time.Time { return testNow }, Demo: func() bool { return demo }})
 		if err != nil {
 			t.Fatal(err)

@@ -59,7 +59,7 @@ type invitePage struct {
 
 func (h *handler) handleInvite(w http.ResponseWriter, r *http.Request) {
 	token := chi.URLParam(r, "token")
-	inv, err := h.data.FindOpenInvitation(r.Context(), mcpgate.HashToken(token))
+	inv, err := h.svc.Workspaces.FindInvitation(r.Context(), token)
 	if err != nil {
 		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid || c == mcpgate.EConflict {
 			h.renderError(w, r, http.StatusNotFound, "This invitation is not valid",
@@ -80,7 +80,7 @@ func (h *handler) handleInvite(w http.ResponseWriter, r *http.Request) {
 // handleApp sends the user to their personal workspace (or the first one).
 func (h *handler) handleApp(w http.ResponseWriter, r *http.Request) {
 	u := mcpgate.UserFromContext(r.Context())
-	wss, err := h.data.WorkspacesOfUser(r.Context(), u.ID)
+	wss, err := h.svc.Workspaces.Workspaces(r.Context(), u)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -100,24 +100,15 @@ func (h *handler) handleApp(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/app/w/"+url.PathEscape(target.ID), http.StatusSeeOther)
 }
 
-// connection returns the workspace's E2B connection, or nil when there is
+// connection returns the workspace's connection to the gateway's first
+// connector (the one the connection page manages), or nil when there is
 // none.
-func (h *handler) connection(ctx context.Context, wsID string) (*mcpgate.Connection, error) {
-	c, err := h.data.Connection(ctx, wsID, "e2b")
-	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+func (h *handler) connection(ctx context.Context) (*mcpgate.Connection, error) {
+	cs := h.svc.Resources.Connectors()
+	if len(cs) == 0 {
 		return nil, nil
 	}
-	return c, err
-}
-
-// keysFor lists the keys a user may see: all of them for an admin, their own
-// otherwise (the API's rule).
-func (h *handler) keysFor(ctx context.Context, ws *mcpgate.Workspace, u *mcpgate.User) ([]mcpgate.APIKey, error) {
-	owner := ""
-	if !ws.Role.CanAdmin() {
-		owner = u.ID
-	}
-	return h.data.ListKeys(ctx, ws.ID, owner)
+	return h.connectionOf(ctx, cs[0].Name)
 }
 
 type overviewPage struct {
@@ -140,13 +131,13 @@ type step struct {
 
 func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
-	conn, err := h.connection(ctx, ws.ID)
+	ws := workspaceFrom(ctx)
+	conn, err := h.connection(ctx)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	keys, err := h.keysFor(ctx, ws, u)
+	keys, err := h.svc.Keys.Keys(ctx, actorFrom(ctx))
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -158,16 +149,13 @@ func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 			p.ActiveKeys++
 		}
 	}
-	f := mcpgate.AuditFilter{Limit: 6}
-	if !ws.Role.CanAdmin() {
-		f.ActorID = u.ID
-	}
-	p.Recent, _, err = h.data.ListAudit(ctx, ws.ID, f)
+	a := actorFrom(ctx)
+	p.Recent, _, err = h.svc.Audit.Audit(ctx, a, mcpgate.AuditFilter{Limit: 6})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	calls, _, err := h.data.ListAudit(ctx, ws.ID, mcpgate.AuditFilter{Kind: "tool_call", ActorID: f.ActorID, Limit: 1})
+	calls, _, err := h.svc.Audit.Audit(ctx, a, mcpgate.AuditFilter{Kind: mcpgate.KindToolCall, Limit: 1})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -182,7 +170,7 @@ func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 			Link: base + "/keys#setup", Label: "See client setup"},
 	}
 	if ws.Role.CanAdmin() {
-		members, err := h.data.ListMembers(ctx, ws.ID)
+		members, err := h.svc.Workspaces.Members(ctx, actorFrom(ctx))
 		if err != nil {
 			h.serverError(w, r, err)
 			return
@@ -208,8 +196,7 @@ type connectionsPage struct {
 }
 
 func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
-	ws := workspaceFrom(r.Context())
-	conn, err := h.connection(r.Context(), ws.ID)
+	conn, err := h.connection(r.Context())
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -232,13 +219,12 @@ type keysPage struct {
 
 func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
-	keys, err := h.keysFor(ctx, ws, u)
+	keys, err := h.svc.Keys.Keys(ctx, actorFrom(ctx))
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	conn, err := h.connection(ctx, ws.ID)
+	conn, err := h.connection(ctx)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -305,12 +291,12 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
 	p := settingsPage{Admin: ws.Role.CanAdmin(), Me: u.ID}
 	var err error
-	if p.Members, err = h.data.ListMembers(ctx, ws.ID); err != nil {
+	if p.Members, err = h.svc.Workspaces.Members(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return
 	}
 	if p.Admin {
-		invs, err := h.data.ListInvitations(ctx, ws.ID)
+		invs, err := h.svc.Workspaces.Invitations(ctx, actorFrom(ctx))
 		if err != nil {
 			h.serverError(w, r, err)
 			return
@@ -322,12 +308,14 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if p.Tools, err = h.data.Tools(ctx, ws.ID); err != nil {
+	if p.Tools, err = h.svc.Tools.Tools(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return
 	}
+	// The destructive tool a new workspace keeps off gets the guarded
+	// switch (E2B's kill).
 	for i := range p.Tools {
-		if p.Tools[i].Name == "e2b_kill_sandbox" {
+		if p.Tools[i].Destructive && p.Tools[i].OffByDefault && p.Kill == nil {
 			p.Kill = &p.Tools[i]
 		}
 	}
@@ -358,19 +346,14 @@ type auditQuery struct {
 
 var sinceChoices = map[string]time.Duration{"1h": time.Hour, "24h": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "30d": 30 * 24 * time.Hour}
 
-// adminActions are the admin events the API records, for the filter.
-var adminActions = []string{"credential.stored", "credential.replaced", "credential.rejected", "credential.removed",
-	"key.created", "key.revoked", "tool.enabled", "tool.disabled", "tool.updated",
-	"member.role_changed", "member.removed", "invitation.created", "invitation.withdrawn", "invitation.accepted"}
-
 func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
+	ws := workspaceFrom(ctx)
 	q := r.URL.Query()
 	aq := auditQuery{Tool: q.Get("tool"), Outcome: q.Get("outcome"), Actor: q.Get("actor"), Since: q.Get("since"), Cursor: q.Get("cursor")}
 	p := auditPage{Admin: ws.Role.CanAdmin(), Filter: aq,
-		Outcomes: []mcpgate.Outcome{mcpgate.OutcomeOK, mcpgate.OutcomeError, mcpgate.OutcomeDenied, mcpgate.OutcomeConfirm, mcpgate.OutcomeCancelled}}
-	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: aq.Outcome, Limit: 50}
+		Outcomes: mcpgate.Outcomes}
+	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: mcpgate.Outcome(aq.Outcome), Limit: 50}
 	if _, err := strconv.ParseInt(aq.Cursor, 10, 64); err == nil {
 		f.Cursor = aq.Cursor
 	}
@@ -379,23 +362,21 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.Admin {
 		f.ActorID = aq.Actor
-		members, err := h.data.ListMembers(ctx, ws.ID)
+		members, err := h.svc.Workspaces.Members(ctx, actorFrom(ctx))
 		if err != nil {
 			h.serverError(w, r, err)
 			return
 		}
 		p.Members = members
-	} else {
-		f.ActorID = u.ID // members see only their own events, as in the API
 	}
 	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != ""
-	events, next, err := h.data.ListAudit(ctx, ws.ID, f)
+	events, next, err := h.svc.Audit.Audit(ctx, actorFrom(ctx), f)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
 	p.Events, p.Next = events, next
-	tools, err := h.data.Tools(ctx, ws.ID)
+	tools, err := h.svc.Tools.Tools(ctx, actorFrom(ctx))
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -404,7 +385,9 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 		p.Tools = append(p.Tools, t.Name)
 	}
 	if p.Admin {
-		p.Actions = adminActions
+		for _, a := range mcpgate.AdminActions {
+			p.Actions = append(p.Actions, string(a))
+		}
 	}
 	qs := url.Values{}
 	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since} {
@@ -425,7 +408,7 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	since := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	// The chart follows the table: a member's own calls; an admin's whole
 	// workspace, or the member filtered on.
-	buckets, err := h.data.CallsPerHour(ctx, ws.ID, f.ActorID, since)
+	buckets, err := h.svc.Audit.CallsPerHour(ctx, actorFrom(ctx), f.ActorID, since)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

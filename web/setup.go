@@ -4,6 +4,8 @@ import (
 	"net"
 	neturl "net/url"
 	"strings"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 // Client setup snippets, following guides/mcp-clients.md field for field.
@@ -40,7 +42,7 @@ type snippet struct {
 
 func setupClients(publicURL string) []setupClient {
 	mcpURL := publicURL + "/mcp"
-	connectorURL := publicURL + "/c/" + keyPlaceholder + "/mcp"
+	connectorURL := mcpgate.ConnectorURL(publicURL, keyPlaceholder)
 	bearer := "Bearer " + keyPlaceholder
 	bridge := mcpRemoteJSON(mcpURL, bearer)
 	local := isLocalURL(publicURL)

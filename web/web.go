@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -23,46 +22,12 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// Data is everything the dashboard reads. *store.DB and *mcp.Gateway have
-// these methods with these signatures, except CallsPerHour, which adapts
-// store.DB.AuditHourly.
-type Data interface {
-	WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error)
-	// FindMembership returns the workspace with the user's role, or an
-	// ENotFound error when the user is not a member.
-	FindMembership(ctx context.Context, workspaceID, userID string) (*mcpgate.Workspace, error)
-	ListMembers(ctx context.Context, workspaceID string) ([]mcpgate.Member, error)
-	ListInvitations(ctx context.Context, workspaceID string) ([]mcpgate.Invitation, error)
-	// FindOpenInvitation finds an unexpired, unaccepted invitation by the
-	// SHA-256 of its token.
-	FindOpenInvitation(ctx context.Context, tokenHash []byte) (*mcpgate.Invitation, error)
-	// ListKeys lists a workspace's keys; a non-empty userID lists only theirs.
-	ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error)
-	ListAudit(ctx context.Context, workspaceID string, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error)
-	// CallsPerHour counts the workspace's tool calls and failed ones per
-	// hour since the given time; hours without calls may be left out.
-	CallsPerHour(ctx context.Context, workspaceID, actorID string, since time.Time) ([]HourCount, error)
-	// Connection returns what may be shown of a stored credential, or an
-	// ENotFound error when there is none.
-	Connection(ctx context.Context, workspaceID, connector string) (*mcpgate.Connection, error)
-	Tools(ctx context.Context, workspaceID string) ([]mcpgate.ToolInfo, error)
-	// CallTool runs a tool under the workspace's policy and audits it; the
-	// dashboard uses it for the read-only sandbox tools.
-	CallTool(ctx context.Context, workspaceID, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error)
-}
-
-// HourCount is the number of tool calls, and of failed ones, in the hour
-// starting at Hour.
-type HourCount struct {
-	Hour   time.Time
-	Calls  int
-	Errors int
-}
-
 // Options configure the dashboard.
 type Options struct {
-	Data   Data
-	Logger *slog.Logger
+	// Services are what the pages read through; their rules decide what
+	// each person sees.
+	Services mcpgate.Services
+	Logger   *slog.Logger
 	// PublicURL is where users reach the gateway, without a trailing slash;
 	// setup snippets and connector URLs are built from it.
 	PublicURL string
@@ -79,7 +44,7 @@ type Options struct {
 const csrfCookie = "mcpgate_csrf"
 
 type handler struct {
-	data   Data
+	svc    mcpgate.Services
 	log    *slog.Logger
 	opts   Options
 	pages  map[string]*template.Template
@@ -112,7 +77,7 @@ func newHandler(opts Options) (*handler, error) {
 		opts.Now = time.Now
 	}
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
-	h := &handler{data: opts.Data, log: opts.Logger, opts: opts, assets: map[string]asset{}, urls: map[string]string{}}
+	h := &handler{svc: opts.Services, log: opts.Logger, opts: opts, assets: map[string]asset{}, urls: map[string]string{}}
 	if err := h.loadAssets(); err != nil {
 		return nil, err
 	}
@@ -167,8 +132,6 @@ func (h *handler) parseTemplates() error {
 		"timePtr":  func(t *time.Time) string { return fmtTimePtr(t) },
 		"agoPtr":   func(t *time.Time) string { return agoPtr(h.opts.Now(), t) },
 		"rfc3339":  fmtRFC3339,
-		"relStr":   func(s string) string { return relString(h.opts.Now(), s) },
-		"absStr":   absString,
 		"bytes":    fmtBytes,
 		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 		"json":     compactJSON,
@@ -177,7 +140,6 @@ func (h *handler) parseTemplates() error {
 		"add":      func(a, b int) int { return a + b },
 		"dict":     dict,
 		"sub":      func(a, b float64) float64 { return a - b },
-		"deref":    func(b *bool) bool { return b != nil && *b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
 	}
@@ -286,12 +248,12 @@ func (h *handler) requireUser(next http.Handler) http.Handler {
 	})
 }
 
-// requireMember loads the {ws} workspace with the user's role. A workspace
-// the user does not belong to is a 404, as if it did not exist.
+// requireMember enters the {ws} workspace as the user. A workspace the user
+// does not belong to is a 404, as if it did not exist.
 func (h *handler) requireMember(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u := mcpgate.UserFromContext(r.Context())
-		ws, err := h.data.FindMembership(r.Context(), chi.URLParam(r, "ws"), u.ID)
+		a, ws, err := h.svc.Workspaces.Enter(r.Context(), u, chi.URLParam(r, "ws"), mcpgate.SourceDashboard)
 		if err != nil {
 			if mcpgate.ErrorCode(err) == mcpgate.ENotFound || mcpgate.ErrorCode(err) == mcpgate.EInvalid {
 				h.notFound(w, r)
@@ -300,13 +262,24 @@ func (h *handler) requireMember(next http.Handler) http.Handler {
 			h.serverError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), wsKey{}, ws)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: ws, actor: a})))
 	})
 }
 
+type wsEntry struct {
+	ws    *mcpgate.Workspace
+	actor *mcpgate.Actor
+}
+
 func workspaceFrom(ctx context.Context) *mcpgate.Workspace {
-	ws, _ := ctx.Value(wsKey{}).(*mcpgate.Workspace)
-	return ws
+	e, _ := ctx.Value(wsKey{}).(wsEntry)
+	return e.ws
+}
+
+// actorFrom returns the person as the actor of the page's workspace.
+func actorFrom(ctx context.Context) *mcpgate.Actor {
+	e, _ := ctx.Value(wsKey{}).(wsEntry)
+	return e.actor
 }
 
 // view is what every page template gets.
@@ -331,7 +304,7 @@ func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
 	if v.Workspace != nil {
 		v.Base = "/app/w/" + v.Workspace.ID
 		v.API = "/api/v1/workspaces/" + v.Workspace.ID
-		if wss, err := h.data.WorkspacesOfUser(r.Context(), v.User.ID); err == nil {
+		if wss, err := h.svc.Workspaces.Workspaces(r.Context(), v.User); err == nil {
 			v.Workspaces = wss
 		}
 	}
@@ -375,7 +348,7 @@ func (h *handler) renderError(w http.ResponseWriter, r *http.Request, status int
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	// A workspace the user is not in must look like one that does not
 	// exist: drop any workspace from the frame.
-	r = r.WithContext(context.WithValue(r.Context(), wsKey{}, (*mcpgate.Workspace)(nil)))
+	r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{}))
 	h.renderError(w, r, http.StatusNotFound, "Page not found",
 		"There is nothing here, or you do not have access to it. Check the address, or go back to your dashboard.")
 }

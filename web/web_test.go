@@ -13,14 +13,25 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/connectors/e2b"
 )
 
 const evil = `<script>alert("x")</script>`
 
 var testNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeData is a hand-written Data with one workspace, "ws1".
+// fakeData is a hand-written fake of the services the pages read, with one
+// workspace, "ws1". The embedded interfaces stand for the methods the pages
+// never call (a call would panic).
 type fakeData struct {
+	mcpgate.AccountService
+	mcpgate.WorkspaceService
+	mcpgate.KeyService
+	mcpgate.ConnectionService
+	mcpgate.ToolService
+	mcpgate.AuditService
+
 	role        mcpgate.Role
 	wsName      string
 	conn        *mcpgate.Connection
@@ -34,8 +45,7 @@ type fakeData struct {
 	invitation  *mcpgate.Invitation
 
 	lastAudit mcpgate.AuditFilter
-	lastOwner string
-	lastChart string // the actor CallsPerHour was asked for
+	lastChart string // the member CallsPerHour was asked for
 	calls     []string
 }
 
@@ -52,7 +62,7 @@ func newFake(role mcpgate.Role) *fakeData {
 			ActorEmail: "a@example.com", Source: "mcp", CreatedAt: t0, Arguments: map[string]any{"state": "running"}}},
 		tools: []mcpgate.ToolInfo{
 			{Name: "e2b_list_sandboxes", Title: "List sandboxes", Enabled: true, ReadOnly: true},
-			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, NeedsConfirmation: true, Destructive: true},
+			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, NeedsConfirmation: true, Destructive: true, OffByDefault: true},
 		},
 		toolOut: map[string]string{
 			"e2b_list_sandboxes": `{"data":[{"sandbox_id":"sbx1","template_id":"base","state":"running","started_at":"2026-09-01T11:00:00Z","end_at":"2026-09-01T13:00:00Z","cpu_count":2,"memory_mb":512,"metadata":{"user":"me"}}],"total_running":1}`,
@@ -70,61 +80,102 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 	return &mcpgate.Workspace{ID: "ws1", Name: f.wsName, Role: f.role, Personal: true}
 }
 
-func (f *fakeData) WorkspacesOfUser(context.Context, string) ([]mcpgate.Workspace, error) {
+func (f *fakeData) services() mcpgate.Services {
+	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f}
+}
+
+// e2bView is the real E2B connector's dashboard view, fed by the fake's
+// tool outputs: the pages render what the connector really builds.
+var e2bView = e2b.New(e2b.Options{})
+
+func (f *fakeData) Connectors() []mcpgate.ConnectorInfo {
+	return []mcpgate.ConnectorInfo{{Name: "e2b", Title: "E2B", Singular: "sandbox", Plural: "sandboxes"}}
+}
+
+func (f *fakeData) caller(a *mcpgate.Actor) connectors.Caller {
+	return func(ctx context.Context, tool string, args map[string]any) (json.RawMessage, error) {
+		raw, _ := json.Marshal(args)
+		return f.CallTool(ctx, a, mcpgate.ToolCall{Tool: tool, Arguments: raw})
+	}
+}
+
+func (f *fakeData) Resources(ctx context.Context, a *mcpgate.Actor, _, page string) (*mcpgate.ResourcePage, error) {
+	return e2bView.ListResources(ctx, f.caller(a), page)
+}
+
+func (f *fakeData) Resource(ctx context.Context, a *mcpgate.Actor, _, id string) (*mcpgate.ResourceDetail, error) {
+	d, err := e2bView.GetResource(ctx, f.caller(a), id, testNow)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.Actions {
+		d.Actions[i].Enabled = true
+		for _, t := range f.tools {
+			if t.Name == d.Actions[i].Tool {
+				d.Actions[i].Enabled = t.Enabled
+			}
+		}
+	}
+	return d, nil
+}
+
+func (f *fakeData) Enter(_ context.Context, u *mcpgate.User, wsID string, src mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {
+	if wsID != "ws1" {
+		return nil, nil, mcpgate.Errorf(mcpgate.ENotFound, "workspace not found")
+	}
+	return &mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: wsID, Role: f.role, Scope: mcpgate.ScopeFull, Source: src}, f.ws(), nil
+}
+
+func (f *fakeData) Workspaces(context.Context, *mcpgate.User) ([]mcpgate.Workspace, error) {
 	return []mcpgate.Workspace{*f.ws()}, nil
 }
 
-func (f *fakeData) FindMembership(_ context.Context, wsID, _ string) (*mcpgate.Workspace, error) {
-	if wsID != "ws1" {
-		return nil, mcpgate.Errorf(mcpgate.ENotFound, "workspace not found")
-	}
-	return f.ws(), nil
-}
-
-func (f *fakeData) ListMembers(context.Context, string) ([]mcpgate.Member, error) {
+func (f *fakeData) Members(context.Context, *mcpgate.Actor) ([]mcpgate.Member, error) {
 	return f.members, nil
 }
-func (f *fakeData) ListInvitations(context.Context, string) ([]mcpgate.Invitation, error) {
+
+func (f *fakeData) Invitations(context.Context, *mcpgate.Actor) ([]mcpgate.Invitation, error) {
 	return f.invitations, nil
 }
 
-func (f *fakeData) FindOpenInvitation(context.Context, []byte) (*mcpgate.Invitation, error) {
+func (f *fakeData) FindInvitation(context.Context, string) (*mcpgate.Invitation, error) {
 	if f.invitation == nil {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "invitation not found")
 	}
 	return f.invitation, nil
 }
 
-func (f *fakeData) ListKeys(_ context.Context, _, userID string) ([]mcpgate.APIKey, error) {
-	f.lastOwner = userID
+func (f *fakeData) Keys(context.Context, *mcpgate.Actor) ([]mcpgate.APIKey, error) {
 	return f.keys, nil
 }
 
-func (f *fakeData) ListAudit(_ context.Context, _ string, flt mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
+func (f *fakeData) Audit(_ context.Context, _ *mcpgate.Actor, flt mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
 	f.lastAudit = flt
 	return f.audit, "", nil
 }
 
-func (f *fakeData) CallsPerHour(_ context.Context, _, actorID string, _ time.Time) ([]HourCount, error) {
-	f.lastChart = actorID
-	return []HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 5, Errors: 1}}, nil
+func (f *fakeData) CallsPerHour(_ context.Context, _ *mcpgate.Actor, userID string, _ time.Time) ([]mcpgate.HourCount, error) {
+	f.lastChart = userID
+	return []mcpgate.HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 5, Errors: 1}}, nil
 }
 
-func (f *fakeData) Connection(context.Context, string, string) (*mcpgate.Connection, error) {
+func (f *fakeData) Connection(context.Context, *mcpgate.Actor, string) (*mcpgate.Connection, error) {
 	if f.conn == nil {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "not connected")
 	}
 	return f.conn, nil
 }
 
-func (f *fakeData) Tools(context.Context, string) ([]mcpgate.ToolInfo, error) { return f.tools, nil }
+func (f *fakeData) Tools(context.Context, *mcpgate.Actor) ([]mcpgate.ToolInfo, error) {
+	return f.tools, nil
+}
 
-func (f *fakeData) CallTool(_ context.Context, _, _, tool string, _ json.RawMessage, _ bool) (json.RawMessage, error) {
-	f.calls = append(f.calls, tool)
-	if err := f.toolErr[tool]; err != nil {
+func (f *fakeData) CallTool(_ context.Context, _ *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
+	f.calls = append(f.calls, call.Tool)
+	if err := f.toolErr[call.Tool]; err != nil {
 		return nil, err
 	}
-	out, ok := f.toolOut[tool]
+	out, ok := f.toolOut[call.Tool]
 	if !ok {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool")
 	}
@@ -133,9 +184,9 @@ func (f *fakeData) CallTool(_ context.Context, _, _, tool string, _ json.RawMess
 
 var testUser = &mcpgate.User{ID: "u1", Email: "a@example.com"}
 
-func mustHandler(t *testing.T, d Data) http.Handler {
+func mustHandler(t *testing.T, d *fakeData) http.Handler {
 	t.Helper()
-	h, err := newHandler(Options{Data: d, Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), PublicURL: "https://gw.example.com/", Version: "test", Now: func() time.Time { return testNow }})
+	h, err := newHandler(Options{Services: d.services(), Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), PublicURL: "https://gw.example.com/", Version: "test", Now: func() time.Time { return testNow }})
 	if err != nil {
 		t.Fatalf("newHandler() err = %v", err)
 	}
@@ -327,26 +378,19 @@ func TestSettings_MemberSeesNoAdminSwitches(t *testing.T) {
 	}
 }
 
-func TestReads_FollowAPIVisibility(t *testing.T) {
-	f := newFake(mcpgate.RoleMember)
+// TestAudit_AdminFilters: the audit page passes an admin's filters to the
+// service (which decides what each person may see; internal/service tests
+// that rule), and the chart follows the member filtered on.
+func TestAudit_AdminFilters(t *testing.T) {
+	f := newFake(mcpgate.RoleOwner)
 	h := mustHandler(t, f)
-	get(t, h, "/app/w/ws1/audit?actor=u2", testUser)
-	if f.lastAudit.ActorID != "u1" {
-		t.Errorf("member's audit ActorID = %q, want own id u1", f.lastAudit.ActorID)
-	}
-	if f.lastChart != "u1" {
-		t.Errorf("member's 24 h chart counts actor %q, want own id u1 (not the whole workspace)", f.lastChart)
-	}
-	get(t, h, "/app/w/ws1/keys", testUser)
-	if f.lastOwner != "u1" {
-		t.Errorf("member's ListKeys owner = %q, want u1", f.lastOwner)
-	}
-	f = newFake(mcpgate.RoleOwner)
-	h = mustHandler(t, f)
 	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=12&since=24h&tool=e2b_kill_sandbox", testUser)
 	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
 		!f.lastAudit.Since.Equal(testNow.Add(-24*time.Hour)) {
 		t.Errorf("admin's audit filter = %+v", f.lastAudit)
+	}
+	if f.lastChart != "u2" {
+		t.Errorf("admin's chart counts member %q, want u2", f.lastChart)
 	}
 }
 
@@ -452,7 +496,7 @@ func TestSafeNext(t *testing.T) {
 
 func TestHourlyChart(t *testing.T) {
 	since := testNow.Add(-23 * time.Hour)
-	c, calls, errs := hourlyChart(since, []HourCount{{Hour: since, Calls: 3, Errors: 1}, {Hour: since.Add(23 * time.Hour), Calls: 7},
+	c, calls, errs := hourlyChart(since, []mcpgate.HourCount{{Hour: since, Calls: 3, Errors: 1}, {Hour: since.Add(23 * time.Hour), Calls: 7},
 		{Hour: since.Add(-time.Hour), Calls: 100}})
 	if calls != 10 || errs != 1 || len(c.Bars) != 24 {
 		t.Fatalf("hourlyChart() = %d calls, %d errors, %d bars; want 10, 1, 24", calls, errs, len(c.Bars))

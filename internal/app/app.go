@@ -1,7 +1,7 @@
 // Package app wires the gateway's parts into one running instance: store,
-// vault keyring, connectors, the MCP gateway, the JSON API, the dashboard,
-// metrics and the background work (cross-replica invalidation, vault
-// maintenance, pruning). `mcpgate serve` and the in-process benchmark use the
+// vault keyring, connectors, the services built once on them, the MCP
+// endpoint, the JSON API, the dashboard, metrics and the background work
+// (cross-replica invalidation, vault maintenance and re-sealing, pruning). `mcpgate serve` and the in-process benchmark use the
 // same wiring, so what is measured is what runs. It holds no business logic.
 package app
 
@@ -24,6 +24,8 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/reseal"
+	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
@@ -52,12 +54,13 @@ type Options struct {
 
 // Gateway is a wired, running instance: HTTP handler and background work.
 type Gateway struct {
-	// Keyring, MCP, API and Creds are exposed for tests and tools that need
-	// to reach inside a running instance.
+	// Keyring, Service, Keys, MCP and API are exposed for tests and tools
+	// that need to reach inside a running instance.
 	Keyring *vault.Keyring
+	Service *service.Service
+	Keys    *service.KeyAuthenticator
 	MCP     *mcp.Gateway
 	API     *api.Server
-	Creds   *store.CredentialCache
 
 	db      *store.DB
 	log     *slog.Logger
@@ -88,30 +91,29 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
 	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat})
-	gw.Creds = db.NewCredentialCache(30 * time.Second)
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
+	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
+		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup)})
+	gw.Keys = gw.Service.NewKeyAuthenticator()
+	services := gw.Service.Services()
 	gw.MCP = mcp.New(mcp.Options{
-		Registry: registry, Backend: backend{db, keyring, gw.Creds}, Audit: gw.audit, Metrics: gw.metrics, Logger: log,
-		PublicURL: o.PublicURL, Version: version,
+		Tools: services.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{gw.Keys}, Tokens: db,
+		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
 	})
 	demo := &web.DemoProbe{}
 	gw.API = api.New(api.Options{
-		Store:     db,
+		Services:  services,
+		Sessions:  db,
 		Logger:    log,
 		PublicURL: o.PublicURL,
-		Signup:    api.SignupMode(o.Signup),
 		JWTSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
 		Ready:     db.Ready,
-		Audit:     gw.audit,
-		Gateway:   gw.MCP,
-		Keys:      db,
-		AuditLog:  db,
 		MCP:       gw.MCP.Handler(),
 		Metrics:   gw.metrics.Handler(),
-		Web: web.New(web.Options{Data: webData{DB: db, Gateway: gw.MCP}, Logger: log,
+		Web: web.New(web.Options{Services: services, Logger: log,
 			PublicURL: o.PublicURL, Version: version, Demo: demo.On}),
 	})
 	// Is E2B the bundled simulator? Asked once in the background, so that no
@@ -120,16 +122,15 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
-			gw.MCP.Invalidate(inv.Kind, inv.WorkspaceID)
-			if inv.Kind == store.InvalidateConn || inv.Kind == "" {
-				gw.Creds.Invalidate(inv.WorkspaceID)
-			}
+			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
+			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
 		})
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})
+	gw.goBackground(func() { _ = reseal.Watch(ctx, db, keyring, log, reseal.Options{}) })
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):
@@ -160,6 +161,7 @@ func (gw *Gateway) Close() {
 	gw.cancel()
 	gw.wg.Wait()
 	gw.MCP.Close()
+	gw.Keys.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := gw.audit.Close(ctx); err != nil {
@@ -181,53 +183,4 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// backend adapts the store and the keyring to what the MCP gateway needs:
-// credentials are sealed and opened with the keyring (from a cache of
-// ciphertexts, so a call needs no query), everything else is the store's.
-type backend struct {
-	*store.DB
-	keyring *vault.Keyring
-	creds   *store.CredentialCache
-}
-
-func (b backend) OpenCredential(ctx context.Context, workspaceID, connector string) (mcpgate.Secret, error) {
-	return b.creds.Open(ctx, b.keyring, workspaceID, connector)
-}
-
-func (b backend) PutConnection(ctx context.Context, c *mcpgate.Connection, credential mcpgate.Secret) error {
-	if err := b.DB.PutConnection(ctx, b.keyring, c, credential); err != nil {
-		return err
-	}
-	// This replica drops its copy at once; the others on the notification.
-	b.creds.Invalidate(c.WorkspaceID)
-	return nil
-}
-
-func (b backend) DeleteConnection(ctx context.Context, workspaceID, connector string) error {
-	if err := b.DB.DeleteConnection(ctx, workspaceID, connector); err != nil {
-		return err
-	}
-	b.creds.Invalidate(workspaceID)
-	return nil
-}
-
-// webData gives the dashboard the store's reads and the gateway's tools.
-type webData struct {
-	*store.DB
-	*mcp.Gateway
-}
-
-// CallsPerHour maps store.DB.AuditHourly to the dashboard's type.
-func (d webData) CallsPerHour(ctx context.Context, workspaceID, actorID string, since time.Time) ([]web.HourCount, error) {
-	buckets, err := d.DB.AuditHourly(ctx, workspaceID, actorID, since)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]web.HourCount, len(buckets))
-	for i, b := range buckets {
-		out[i] = web.HourCount{Hour: b.Hour, Calls: b.Calls, Errors: b.Errors}
-	}
-	return out, nil
 }

@@ -1,13 +1,11 @@
-package mcp_test
+package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +13,11 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/mcp"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -31,36 +31,6 @@ const (
 
 var credAllKeys = []string{credGoodKey, credGoodKey2, credUnknown, credPersonal, credMalformed}
 
-// credAuditor captures audit events.
-type credAuditor struct {
-	mu     sync.Mutex
-	events []mcpgate.AuditEvent
-}
-
-func (a *credAuditor) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, ev)
-}
-
-func (a *credAuditor) Saturated() bool { return false }
-
-func (a *credAuditor) actions() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []string
-	for _, ev := range a.events {
-		out = append(out, ev.Action)
-	}
-	return out
-}
-
-func (a *credAuditor) last() mcpgate.AuditEvent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.events[len(a.events)-1]
-}
-
 // credBackend is the store and the keyring as serve wires them.
 type credBackend struct {
 	*store.DB
@@ -71,8 +41,27 @@ func (b credBackend) OpenCredential(ctx context.Context, workspaceID, connector 
 	return b.DB.OpenCredential(ctx, b.keyring, workspaceID, connector)
 }
 
-func (b credBackend) PutConnection(ctx context.Context, c *mcpgate.Connection, credential mcpgate.Secret) error {
-	return b.DB.PutConnection(ctx, b.keyring, c, credential)
+// credGateway calls the services as the workspace's owner.
+type credGateway struct{ *service.Service }
+
+func ownerOf(ws, userID string) *mcpgate.Actor {
+	return &mcpgate.Actor{UserID: userID, WorkspaceID: ws, Role: mcpgate.RoleOwner, Scope: mcpgate.ScopeFull, Source: mcpgate.SourceAPI}
+}
+
+func (g credGateway) PutCredential(ctx context.Context, ws, userID, connector string, c mcpgate.Secret) (*mcpgate.Connection, error) {
+	return g.PutConnection(ctx, ownerOf(ws, userID), connector, c)
+}
+
+func (g credGateway) Connection(ctx context.Context, ws, connector string) (*mcpgate.Connection, error) {
+	return g.Service.Connection(ctx, ownerOf(ws, ""), connector)
+}
+
+func (g credGateway) DeleteCredential(ctx context.Context, ws, userID, connector string) error {
+	return g.DeleteConnection(ctx, ownerOf(ws, userID), connector)
+}
+
+func (g credGateway) CallTool(ctx context.Context, ws, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error) {
+	return g.Service.CallTool(ctx, ownerOf(ws, userID), mcpgate.ToolCall{Tool: tool, Arguments: args, Confirmed: confirmed})
 }
 
 // credFixture is a database, a keyring, a workspace with its owner, and a
@@ -81,24 +70,7 @@ type credFixture struct {
 	backend credBackend
 	ws      string
 	user    *mcpgate.User
-	logs    *credSyncBuffer
-}
-
-type credSyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *credSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *credSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs    *testutil.LockedBuffer
 }
 
 func newCredFixture(t *testing.T) *credFixture {
@@ -117,24 +89,22 @@ func newCredFixture(t *testing.T) *credFixture {
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("WorkspacesOfUser() = %v, %v", ws, err)
 	}
-	return &credFixture{backend: credBackend{db, k}, ws: ws[0].ID, user: u, logs: &credSyncBuffer{}}
+	return &credFixture{backend: credBackend{db, k}, ws: ws[0].ID, user: u, logs: &testutil.LockedBuffer{}}
 }
 
 // gateway returns a gateway whose E2B connector talks to baseURL, and the
 // auditor it records to.
-func (f *credFixture) gateway(t *testing.T, baseURL string) (*mcp.Gateway, *credAuditor) {
+func (f *credFixture) gateway(t *testing.T, baseURL string) (credGateway, *servicetest.Recorder) {
 	t.Helper()
-	aud := &credAuditor{}
-	g := mcp.New(mcp.Options{
-		Registry:           connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: baseURL, DashboardURL: baseURL, Timeout: 5 * time.Second})),
-		Backend:            f.backend,
-		Audit:              aud,
-		Logger:             slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PublicURL:          "http://gateway.test",
-		ConfirmationSecret: make([]byte, 32),
+	aud := &servicetest.Recorder{}
+	g := service.New(service.Options{
+		DB: f.backend.DB, Keyring: f.backend.keyring,
+		Registry:  connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: baseURL, DashboardURL: baseURL, Timeout: 5 * time.Second})),
+		Audit:     aud,
+		Logger:    slog.New(slog.NewJSONHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PublicURL: "http://gateway.test",
 	})
-	t.Cleanup(g.Close)
-	return g, aud
+	return credGateway{g}, aud
 }
 
 func (f *credFixture) stored(t *testing.T) string {
@@ -174,7 +144,7 @@ func TestPutCredential(t *testing.T) {
 	// key alike.
 	refused := []struct {
 		name       string
-		gw         *mcp.Gateway
+		gw         credGateway
 		key        string
 		wantCode   mcpgate.Code
 		wantMsg    string
@@ -204,7 +174,7 @@ func TestPutCredential(t *testing.T) {
 				if tt.gw == down {
 					a = downAud
 				}
-				ev := a.last()
+				ev := a.Last()
 				if ev.Action != "credential.rejected" || ev.Outcome != mcpgate.OutcomeError || ev.WorkspaceID != f.ws ||
 					ev.ActorID != f.user.ID || ev.UpstreamStatus != tt.wantStatus {
 					t.Fatalf("audit event = %+v, want credential.rejected (upstream %d)", ev, tt.wantStatus)
@@ -226,7 +196,7 @@ func TestPutCredential(t *testing.T) {
 	if got := f.stored(t); got != credGoodKey {
 		t.Fatalf("stored credential = %q, want %q", got, credGoodKey)
 	}
-	if ev := aud.last(); ev.Action != "credential.stored" || ev.Outcome != mcpgate.OutcomeOK || ev.Arguments["key_hint"] != "e2b_…0a1b" {
+	if ev := aud.Last(); ev.Action != "credential.stored" || ev.Outcome != mcpgate.OutcomeOK || ev.Arguments["key_hint"] != "e2b_…0a1b" {
 		t.Fatalf("audit event = %+v, want credential.stored", ev)
 	}
 	if got, err := g.Connection(ctx, f.ws, "e2b"); err != nil || got.KeyHint != c.KeyHint {
@@ -279,7 +249,7 @@ func TestPutCredential(t *testing.T) {
 	if err := f.backend.Pool.QueryRow(ctx, `SELECT count(*) FROM connections`).Scan(&rows); err != nil || rows != 1 {
 		t.Fatalf("connections rows = %d, %v; want 1", rows, err)
 	}
-	if ev := aud.last(); ev.Action != "credential.replaced" || ev.Arguments["key_hint"] != "e2b_…c2d3" {
+	if ev := aud.Last(); ev.Action != "credential.replaced" || ev.Arguments["key_hint"] != "e2b_…c2d3" {
 		t.Fatalf("audit event = %+v, want credential.replaced", ev)
 	}
 
@@ -305,7 +275,7 @@ func TestPutCredential(t *testing.T) {
 	if err := g.DeleteCredential(ctx, f.ws, f.user.ID, "e2b"); err != nil {
 		t.Fatalf("DeleteCredential() err = %v", err)
 	}
-	if ev := aud.last(); ev.Action != "credential.removed" || ev.Outcome != mcpgate.OutcomeOK {
+	if ev := aud.Last(); ev.Action != "credential.removed" || ev.Outcome != mcpgate.OutcomeOK {
 		t.Fatalf("audit event = %+v, want credential.removed", ev)
 	}
 	if _, err := g.Connection(ctx, f.ws, "e2b"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
@@ -320,8 +290,8 @@ func TestPutCredential(t *testing.T) {
 	}
 
 	var changes []string
-	for _, a := range aud.actions() {
-		if strings.HasPrefix(a, "credential.") && a != "credential.rejected" {
+	for _, ev := range aud.Events() {
+		if a := ev.Action; strings.HasPrefix(a, "credential.") && a != "credential.rejected" {
 			changes = append(changes, a)
 		}
 	}
@@ -330,10 +300,8 @@ func TestPutCredential(t *testing.T) {
 	}
 
 	// No key, nor a long piece of one, in any audit event or log line.
-	for _, a := range []*credAuditor{aud, downAud} {
-		a.mu.Lock()
-		b, err := json.Marshal(a.events)
-		a.mu.Unlock()
+	for _, a := range []*servicetest.Recorder{aud, downAud} {
+		b, err := json.Marshal(a.Events())
 		if err != nil {
 			t.Fatal(err)
 		}

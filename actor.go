@@ -1,0 +1,99 @@
+package mcpgate
+
+import (
+	"context"
+	"net/http"
+	"strings"
+)
+
+// Source is the front door an action came through, as the audit log
+// records it.
+type Source string
+
+// The sources.
+const (
+	// SourceMCP is an AI client calling through the MCP endpoint.
+	SourceMCP Source = "mcp"
+	// SourceDashboard is a person using the dashboard's pages.
+	SourceDashboard Source = "dashboard"
+	// SourceAPI is a person (or their script) using the JSON API.
+	SourceAPI Source = "api"
+)
+
+// Actor is who performs an action: a person signed in to the dashboard or
+// the API, or an AI client holding an MCP key. Services take it as their
+// first argument after the context and decide from it, in one place, what
+// the action may see and change.
+//
+// Role is set only by WorkspaceService.Enter, which reads it from the
+// database; an actor built from an MCP key carries the key's scope and no
+// role, since a key never administers a workspace.
+type Actor struct {
+	UserID string
+	Email  string
+	// WorkspaceID is the workspace the actor acts in.
+	WorkspaceID string
+	// Role is the user's role in WorkspaceID, for a signed-in person.
+	Role Role
+	// Scope limits the tools the actor may call (full for a person).
+	Scope Scope
+	// KeyID is the MCP key used, for an AI client.
+	KeyID  string
+	Source Source
+}
+
+// CanAdmin reports whether the actor may manage the workspace.
+func (a *Actor) CanAdmin() bool { return a != nil && a.Role.CanAdmin() }
+
+// Authenticator turns an HTTP request into the actor its credential names.
+// It returns (nil, nil) when the request carries no credential of its kind,
+// so that several authenticators can be asked in turn; an *AuthError when it
+// carries one that is not valid; and any other error when it cannot check
+// right now (the database is away).
+type Authenticator interface {
+	Authenticate(r *http.Request) (*Actor, error)
+}
+
+// AuthError is a refused credential. Reason is for metrics and logs only
+// (missing, malformed, unknown, revoked, expired); every refusal looks the
+// same to the client, so that a key cannot be probed.
+type AuthError struct{ Reason string }
+
+// Error implements error.
+func (e *AuthError) Error() string { return "credential refused: " + e.Reason }
+
+type actorKey struct{}
+
+// NewContextWithActor returns ctx carrying the authenticated actor.
+func NewContextWithActor(ctx context.Context, a *Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFromContext returns the actor an authenticator put in ctx, or nil.
+func ActorFromContext(ctx context.Context) *Actor {
+	a, _ := ctx.Value(actorKey{}).(*Actor)
+	return a
+}
+
+// ConnectorPathPrefix starts the path of a connector URL,
+// <PUBLIC_URL>/c/<key>/mcp: the form for clients that take only a URL.
+const ConnectorPathPrefix = "/c/"
+
+// ConnectorURL returns the connector URL of a key.
+func ConnectorURL(publicURL, key string) string {
+	return strings.TrimRight(publicURL, "/") + ConnectorPathPrefix + key + "/mcp"
+}
+
+// ConnectorURLKey returns the key inside a connector URL's path
+// (/c/<key>/mcp), or "" when the path is not one.
+func ConnectorURLKey(path string) string {
+	rest, ok := strings.CutPrefix(path, ConnectorPathPrefix)
+	if !ok {
+		return ""
+	}
+	key, tail, ok := strings.Cut(rest, "/")
+	if !ok || tail != "mcp" {
+		return ""
+	}
+	return key
+}

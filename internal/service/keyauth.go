@@ -1,0 +1,196 @@
+package service
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/store"
+)
+
+// KeyAuthenticator is the mcpgate.Authenticator of MCP keys, presented in
+// the connector URL's path, as an Authorization bearer token, or in
+// X-API-Key. It caches keys (with the hash of their secret, never the
+// secret) and batches last-used times off the call path.
+type KeyAuthenticator struct {
+	db  *store.DB
+	log *slog.Logger
+	ttl time.Duration
+	now func() time.Time
+
+	keys sync.Map // key id -> *cachedKey
+	gen  atomic.Uint64
+
+	touchMu sync.Mutex
+	touched map[string]time.Time
+
+	stop chan struct{}
+	done chan struct{}
+
+	beforeCache func() // tests: see Service.beforeCache
+}
+
+type cachedKey struct {
+	key     mcpgate.APIKey
+	hash    []byte
+	fetched time.Time
+}
+
+// Auth failure reasons, for metrics and logs only, never responses.
+const (
+	reasonMalformed = "malformed"
+	reasonUnknown   = "unknown"
+	reasonRevoked   = "revoked"
+	reasonExpired   = "expired"
+)
+
+// NewKeyAuthenticator returns the key authenticator of the service's
+// database and starts its last-used flush; Close stops it.
+func (s *Service) NewKeyAuthenticator() *KeyAuthenticator {
+	a := &KeyAuthenticator{db: s.db, log: s.log, ttl: s.opts.CacheTTL, now: s.now, beforeCache: s.beforeCache,
+		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go a.loop()
+	return a
+}
+
+// PresentedKey returns the key a request presents: the connector URL's path
+// segment, an Authorization bearer token, or X-API-Key; "" for none.
+func PresentedKey(r *http.Request) string {
+	if k := r.PathValue("key"); k != "" {
+		return k
+	}
+	if k := mcpgate.ConnectorURLKey(r.URL.Path); k != "" {
+		return k
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+		return ""
+	}
+	return strings.TrimSpace(r.Header.Get("X-API-Key"))
+}
+
+// Authenticate implements mcpgate.Authenticator.
+func (a *KeyAuthenticator) Authenticate(r *http.Request) (*mcpgate.Actor, error) {
+	presented := PresentedKey(r)
+	if presented == "" {
+		return nil, nil
+	}
+	actor, err := a.check(r.Context(), presented)
+	if err != nil {
+		return nil, err
+	}
+	a.touch(actor.KeyID)
+	return actor, nil
+}
+
+func (a *KeyAuthenticator) check(ctx context.Context, presented string) (*mcpgate.Actor, error) {
+	id, secret, ok := mcpgate.ParseMCPKey(presented)
+	if !ok {
+		return nil, &mcpgate.AuthError{Reason: reasonMalformed}
+	}
+	now := a.now()
+	var ck *cachedKey
+	if v, ok := a.keys.Load(id); ok && now.Sub(v.(*cachedKey).fetched) < a.ttl {
+		ck = v.(*cachedKey)
+	} else {
+		gen := a.gen.Load()
+		k, hash, err := a.db.FindKeyForAuth(ctx, id)
+		if err != nil {
+			if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+				return nil, &mcpgate.AuthError{Reason: reasonUnknown}
+			}
+			return nil, err
+		}
+		ck = &cachedKey{key: *k, hash: hash, fetched: now}
+		if a.beforeCache != nil {
+			a.beforeCache()
+		}
+		a.keys.Store(id, ck)
+		if a.gen.Load() != gen {
+			a.keys.CompareAndDelete(id, ck)
+		}
+	}
+	if subtle.ConstantTimeCompare(mcpgate.HashMCPKeySecret(secret), ck.hash) != 1 {
+		return nil, &mcpgate.AuthError{Reason: reasonUnknown}
+	}
+	if ck.key.RevokedAt != nil {
+		return nil, &mcpgate.AuthError{Reason: reasonRevoked}
+	}
+	if ck.key.ExpiresAt != nil && !now.Before(*ck.key.ExpiresAt) {
+		return nil, &mcpgate.AuthError{Reason: reasonExpired}
+	}
+	return &mcpgate.Actor{UserID: ck.key.UserID, Email: ck.key.OwnerEmail, WorkspaceID: ck.key.WorkspaceID,
+		Scope: ck.key.Scope, KeyID: ck.key.ID, Source: mcpgate.SourceMCP}, nil
+}
+
+// Invalidate drops cached keys of a workspace, or of every workspace when
+// workspaceID is "". Only "keys" and "" concern keys.
+func (a *KeyAuthenticator) Invalidate(kind, workspaceID string) {
+	if kind != InvalidateKeys && kind != "" {
+		return
+	}
+	a.gen.Add(1)
+	a.keys.Range(func(k, v any) bool {
+		if workspaceID == "" || v.(*cachedKey).key.WorkspaceID == workspaceID {
+			a.keys.Delete(k)
+		}
+		return true
+	})
+}
+
+func (a *KeyAuthenticator) touch(keyID string) {
+	now := a.now()
+	a.touchMu.Lock()
+	a.touched[keyID] = now
+	a.touchMu.Unlock()
+}
+
+// Close flushes last-used times and stops the flush loop.
+func (a *KeyAuthenticator) Close() {
+	select {
+	case <-a.stop:
+	default:
+		close(a.stop)
+	}
+	<-a.done
+}
+
+func (a *KeyAuthenticator) loop() {
+	defer close(a.done)
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.stop:
+			a.flushTouched()
+			return
+		case <-t.C:
+			a.flushTouched()
+		}
+	}
+}
+
+// flushTouched writes the keys' last-used times in one statement, off the
+// call path.
+func (a *KeyAuthenticator) flushTouched() {
+	a.touchMu.Lock()
+	batch := a.touched
+	a.touched = map[string]time.Time{}
+	a.touchMu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.db.TouchKeys(ctx, batch); err != nil {
+		a.log.Warn("record key last use", "err", err, "keys", len(batch))
+	}
+}

@@ -1,0 +1,63 @@
+package service
+
+import (
+	"context"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// CreateKey implements mcpgate.KeyService.
+func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.NewKey) (*mcpgate.APIKey, string, error) {
+	name, err := mcpgate.ValidateName("the key name", nk.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	if nk.Scope == "" {
+		nk.Scope = mcpgate.ScopeFull
+	}
+	if !nk.Scope.Valid() {
+		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "scope must be full or read_only")
+	}
+	if nk.ExpiresAt != nil {
+		if !nk.ExpiresAt.After(s.now()) {
+			return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "expires_at must be in the future")
+		}
+		t := nk.ExpiresAt.UTC()
+		nk.ExpiresAt = &t
+	}
+	key, id, hash := mcpgate.NewMCPKey()
+	k := &mcpgate.APIKey{ID: id, WorkspaceID: a.WorkspaceID, UserID: a.UserID, OwnerEmail: a.Email, Name: name,
+		Scope: nk.Scope, ExpiresAt: nk.ExpiresAt}
+	if err := s.db.CreateKey(ctx, k, hash); err != nil {
+		return nil, "", err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionKeyCreated, map[string]any{"key_id": k.ID, "name": k.Name, "scope": k.Scope}))
+	return k, key, nil
+}
+
+// Keys implements mcpgate.KeyService: all of the workspace's for an admin, a
+// member's own otherwise.
+func (s *Service) Keys(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.APIKey, error) {
+	owner := ""
+	if !a.CanAdmin() {
+		owner = a.UserID
+	}
+	return s.db.ListKeys(ctx, a.WorkspaceID, owner)
+}
+
+// RevokeKey implements mcpgate.KeyService: its owner or a workspace admin
+// may. Another member's key reads as not found to a member.
+func (s *Service) RevokeKey(ctx context.Context, a *mcpgate.Actor, id string) error {
+	k, err := s.db.FindKey(ctx, a.WorkspaceID, id)
+	if err == nil && !a.CanAdmin() && k.UserID != a.UserID {
+		err = mcpgate.Errorf(mcpgate.ENotFound, "key not found")
+	}
+	if err == nil {
+		err = s.db.RevokeKey(ctx, a.WorkspaceID, k.ID)
+	}
+	if err != nil {
+		return err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionKeyRevoked, map[string]any{"key_id": k.ID, "name": k.Name}))
+	return nil
+}

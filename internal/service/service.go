@@ -1,0 +1,191 @@
+package service
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/password"
+	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/vault"
+)
+
+// Auditor records audit events without blocking the caller.
+type Auditor interface {
+	Record(ctx context.Context, ev mcpgate.AuditEvent)
+	// Saturated reports that events cannot be taken for now (the audit
+	// log's database has been away too long). Tool calls are then refused
+	// rather than run unaudited.
+	Saturated() bool
+}
+
+// Metrics observes tool calls and authentication. Labels are
+// low-cardinality: tool names, outcomes, reasons, statuses.
+type Metrics interface {
+	ToolCall(tool string, outcome mcpgate.Outcome, gateway, upstream time.Duration)
+	UpstreamError(status int)
+	AuthFailure(reason string)
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) ToolCall(string, mcpgate.Outcome, time.Duration, time.Duration) {}
+func (nopMetrics) UpstreamError(int)                                              {}
+func (nopMetrics) AuthFailure(string)                                             {}
+
+type nopAuditor struct{}
+
+func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
+func (nopAuditor) Saturated() bool                            { return false }
+
+// SignupMode says who may create an account.
+type SignupMode string
+
+// The signup modes.
+const (
+	SignupOpen   SignupMode = "open"
+	SignupInvite SignupMode = "invite"
+)
+
+// Options configure the services.
+type Options struct {
+	DB       *store.DB
+	Keyring  *vault.Keyring
+	Registry *connectors.Registry
+	Audit    Auditor
+	Metrics  Metrics
+	Logger   *slog.Logger
+	// PublicURL is where people reach the gateway; messages that send
+	// them to a dashboard page use it.
+	PublicURL string
+	Signup    SignupMode
+	// PasswordParams default to password.Default; tests lower them.
+	PasswordParams *password.Params
+	// CallTimeout bounds one tool call unless its tool sets its own
+	// (default 30 s).
+	CallTimeout time.Duration
+	// CacheTTL bounds how long a cached key, policy or credential is
+	// trusted even without a notification (default 30 s): a safety net,
+	// not the mechanism.
+	CacheTTL time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Service implements every mcpgate service on the store and the vault.
+type Service struct {
+	opts     Options
+	db       *store.DB
+	log      *slog.Logger
+	audit    Auditor
+	metrics  Metrics
+	now      func() time.Time
+	pwParams password.Params
+	throttle loginThrottle
+	creds    *store.CredentialCache
+
+	policies sync.Map // workspace id -> *workspacePolicy
+	// gen counts invalidations. A load that overlapped one may have read
+	// the database before the change committed, so it is not kept in the
+	// cache (see storeIfCurrent).
+	gen atomic.Uint64
+
+	// beforeCache, when set (tests), runs between a cache load's read and
+	// its store, to stage a race with an invalidation.
+	beforeCache func()
+}
+
+// New returns the services.
+func New(opts Options) *Service {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Audit == nil {
+		opts.Audit = nopAuditor{}
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = nopMetrics{}
+	}
+	if opts.CallTimeout == 0 {
+		opts.CallTimeout = 30 * time.Second
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Signup == "" {
+		opts.Signup = SignupOpen
+	}
+	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
+		pwParams: password.Default, creds: opts.DB.NewCredentialCache(opts.CacheTTL)}
+	if opts.PasswordParams != nil {
+		s.pwParams = *opts.PasswordParams
+	}
+	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perEmail: 5, perAddress: 30}
+	return s
+}
+
+// Services returns the services as the front doors take them.
+func (s *Service) Services() mcpgate.Services {
+	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s}
+}
+
+// The kinds of change Invalidate is told about.
+const (
+	InvalidateKeys   = store.InvalidateKeys
+	InvalidatePolicy = store.InvalidatePolicy
+	InvalidateConn   = store.InvalidateConn
+)
+
+// Invalidate drops cached state of a workspace: kind "keys", "policy" or
+// "conn", or "" for everything of every workspace (after a lost listener
+// connection, when notifications may have been missed). Key caches are the
+// authenticators'; see KeyAuthenticator.Invalidate.
+func (s *Service) Invalidate(kind, workspaceID string) {
+	// First the generation, then the deletes: a load that stored its entry
+	// before this point is deleted below, one that stores it after sees
+	// the new generation and takes it back.
+	s.gen.Add(1)
+	switch kind {
+	case InvalidatePolicy:
+		s.policies.Delete(workspaceID)
+	case InvalidateConn:
+		s.creds.Invalidate(workspaceID)
+	case InvalidateKeys:
+	default:
+		s.policies.Clear()
+		s.creds.Invalidate("")
+	}
+}
+
+// storeIfCurrent caches v under k unless an invalidation happened since gen
+// was read (before the load): the load may have read the database before
+// the change that the invalidation announced.
+func (s *Service) storeIfCurrent(m *sync.Map, k, v any, gen uint64) {
+	if s.beforeCache != nil {
+		s.beforeCache()
+	}
+	m.Store(k, v)
+	if s.gen.Load() != gen {
+		m.CompareAndDelete(k, v)
+	}
+}
+
+func (s *Service) record(ctx context.Context, ev mcpgate.AuditEvent) { s.audit.Record(ctx, ev) }
+
+var errAdminOnly = mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner or admin can do this")
+
+// requireAdmin refuses actors who are not owner or admin of their
+// workspace.
+func requireAdmin(a *mcpgate.Actor) error {
+	if !a.CanAdmin() {
+		return errAdminOnly
+	}
+	return nil
+}

@@ -1,0 +1,294 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+)
+
+// workspacePolicy is a workspace's effective tool policy and, built lazily,
+// its tool sets (one per key scope). It is immutable once built, apart from
+// the sets, and replaced whole on invalidation.
+type workspacePolicy struct {
+	id      string
+	policy  map[string]mcpgate.ToolPolicy // every tool, defaults applied
+	fetched time.Time
+	mu      sync.Mutex
+	sets    map[mcpgate.Scope]*mcpgate.ToolSet
+}
+
+// effectivePolicy applies a workspace's stored settings over the tools'
+// defaults.
+func effectivePolicy(tools []*connectors.Tool, stored map[string]mcpgate.ToolPolicy) map[string]mcpgate.ToolPolicy {
+	out := make(map[string]mcpgate.ToolPolicy, len(tools))
+	for _, t := range tools {
+		p, ok := stored[t.Name]
+		if !ok {
+			p = mcpgate.ToolPolicy{Tool: t.Name, Enabled: t.DefaultEnabled, NeedsConfirmation: t.DefaultNeedsConfirmation}
+		}
+		out[t.Name] = p
+	}
+	return out
+}
+
+// workspace returns the workspace's cached policy, loading it on a miss.
+func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspacePolicy, error) {
+	if v, ok := s.policies.Load(workspaceID); ok {
+		wp := v.(*workspacePolicy)
+		if s.now().Sub(wp.fetched) < s.opts.CacheTTL {
+			return wp, nil
+		}
+	}
+	gen := s.gen.Load()
+	stored, err := s.db.ToolPolicies(ctx, workspaceID)
+	if err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EUnavailable, fmt.Errorf("load tool policy: %w", err),
+			"the gateway cannot read this workspace's settings right now; try again shortly")
+	}
+	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored),
+		fetched: s.now(), sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
+	s.storeIfCurrent(&s.policies, workspaceID, wp, gen)
+	return wp, nil
+}
+
+func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.ToolInfo {
+	c, _ := s.opts.Registry.ConnectorOf(t.Name)
+	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
+		Enabled: p.Enabled, NeedsConfirmation: p.NeedsConfirmation, CostsMoney: t.CostsMoney,
+		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive, OffByDefault: !t.DefaultEnabled,
+		Annotations: map[string]any{"readOnlyHint": t.Annotations.ReadOnly, "destructiveHint": t.Annotations.Destructive,
+			"idempotentHint": t.Annotations.Idempotent, "openWorldHint": t.Annotations.OpenWorld, "title": t.Title}}
+}
+
+// Tools implements mcpgate.ToolService.
+func (s *Service) Tools(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.ToolInfo, error) {
+	wp, err := s.workspace(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	var out []mcpgate.ToolInfo
+	for _, t := range s.opts.Registry.Tools() {
+		out = append(out, s.toolInfo(t, wp.policy[t.Name]))
+	}
+	return out, nil
+}
+
+// callable reports whether a key of the given scope may see and call a tool:
+// the workspace has it enabled, and it is read-only or the scope is full.
+func callable(t *connectors.Tool, p mcpgate.ToolPolicy, scope mcpgate.Scope) bool {
+	return p.Enabled && (scope == mcpgate.ScopeFull || t.Annotations.ReadOnly)
+}
+
+// ToolSet implements mcpgate.ToolService. The set is built once per policy
+// version and scope, so that the MCP endpoint can cache its server on it.
+func (s *Service) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet, error) {
+	wp, err := s.workspace(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	wp.mu.Lock()
+	defer wp.mu.Unlock()
+	if set := wp.sets[a.Scope]; set != nil {
+		return set, nil
+	}
+	set := &mcpgate.ToolSet{WorkspaceID: wp.id, Scope: a.Scope, All: map[string]mcpgate.ToolInfo{}}
+	for _, t := range s.opts.Registry.Tools() {
+		info := s.toolInfo(t, wp.policy[t.Name])
+		set.All[t.Name] = info
+		if callable(t, wp.policy[t.Name], a.Scope) {
+			set.Tools = append(set.Tools, info)
+		}
+	}
+	wp.sets[a.Scope] = set
+	return set, nil
+}
+
+// UpdateTool implements mcpgate.ToolService.
+func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u mcpgate.ToolUpdate) (*mcpgate.ToolInfo, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, err
+	}
+	t, ok := s.opts.Registry.Tool(name)
+	if !ok {
+		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", name)
+	}
+	before, err := s.workspace(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	prev := before.policy[name]
+	p := prev
+	if u.Enabled != nil {
+		p.Enabled = *u.Enabled
+	}
+	if u.NeedsConfirmation != nil {
+		p.NeedsConfirmation = *u.NeedsConfirmation
+	}
+	if err := s.db.SetToolPolicy(ctx, a.WorkspaceID, a.UserID, p); err != nil {
+		return nil, err
+	}
+	s.Invalidate(InvalidatePolicy, a.WorkspaceID)
+	action := mcpgate.ActionToolUpdated
+	switch {
+	case !prev.Enabled && p.Enabled:
+		action = mcpgate.ActionToolEnabled
+	case prev.Enabled && !p.Enabled:
+		action = mcpgate.ActionToolDisabled
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, action, map[string]any{"tool": name, "enabled": p.Enabled, "needs_confirmation": p.NeedsConfirmation}))
+	info := s.toolInfo(t, p)
+	return &info, nil
+}
+
+// CallTool implements mcpgate.ToolService.
+func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
+	t, ok := s.opts.Registry.Tool(call.Tool)
+	if !ok {
+		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", call.Tool)
+	}
+	wp, err := s.workspace(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	p := wp.policy[t.Name]
+	if !callable(t, p, a.Scope) {
+		err := s.refusal(t, p, a)
+		ev := mcpgate.NewToolEvent(a, t.Name, nil)
+		ev.Outcome, ev.Message = mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err)
+		s.record(ctx, ev)
+		s.metrics.ToolCall(t.Name, mcpgate.OutcomeDenied, 0, 0)
+		return nil, err
+	}
+	args, err := t.Decode(call.Arguments)
+	if err != nil {
+		s.auditCall(ctx, a, t, nil, 0, s.now(), err)
+		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+		return nil, err
+	}
+	if p.NeedsConfirmation && !call.Confirmed {
+		return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: describe(t, args)}
+	}
+	out, err := s.run(ctx, a, t, args)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EInternal, err, "the tool's output could not be encoded")
+	}
+	return b, nil
+}
+
+// refusal says why a tool the workspace has is not callable by the actor,
+// and who can change it.
+func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.Actor) error {
+	if !p.Enabled {
+		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
+			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
+	}
+	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes sandboxes. Use a key with full scope "+
+		"(create one in the dashboard) to call it.", t.Name)
+}
+
+// run opens the workspace's credential, calls the tool under its deadline,
+// and audits the call. args are already decoded and validated.
+func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (any, error) {
+	start := time.Now()
+	if s.audit.Saturated() {
+		// Fail closed: every call must be auditable, and the audit log has
+		// been unable to write for too long.
+		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the gateway cannot record calls in its audit log right now, "+
+			"so nothing was done; try again shortly")
+	}
+	c, _ := s.opts.Registry.ConnectorOf(t.Name)
+	cred, err := s.creds.Open(ctx, s.opts.Keyring, a.WorkspaceID, c.Name())
+	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+			err = mcpgate.Errorf(mcpgate.EInvalid, "No %s API key is connected to this workspace yet. Ask a workspace owner "+
+				"or admin to connect one on the dashboard: %s/app/w/%s/connections", strings.ToUpper(c.Name()), s.opts.PublicURL, a.WorkspaceID)
+		} else {
+			err = mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot read this workspace's credential right now; try again shortly")
+		}
+		s.auditCall(ctx, a, t, args, 0, start, err)
+		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+		return nil, err
+	}
+	timeout := s.opts.CallTimeout
+	if t.Timeout > 0 {
+		timeout = t.Timeout
+	}
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	upstreamStart := time.Now()
+	out, err := t.CallDecoded(callCtx, cred, args)
+	upstream := time.Since(upstreamStart)
+	cancel()
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && mcpgate.ErrorCode(err) == mcpgate.EInternal {
+		err = mcpgate.WrapError(mcpgate.EUnavailable, err, "the call took too long and was stopped; try again")
+	}
+	status := connectors.UpstreamStatus(err)
+	if err == nil {
+		status = 200
+	} else if status == 401 {
+		// Tell the dashboard the stored key stopped working. Off the call
+		// path: the caller already has its answer.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = s.db.MarkAuthFailure(ctx, a.WorkspaceID, c.Name())
+		}()
+	}
+	if status >= 400 {
+		s.metrics.UpstreamError(status)
+	}
+	s.auditCall(ctx, a, t, args, status, start, err)
+	outcome := mcpgate.OutcomeOK
+	if err != nil {
+		outcome = mcpgate.OutcomeError
+	}
+	total := time.Since(start)
+	s.metrics.ToolCall(t.Name, outcome, total-upstream, upstream)
+	return out, err
+}
+
+// auditCall records one tool call.
+func (s *Service) auditCall(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, status int, start time.Time, err error) {
+	ev := mcpgate.NewToolEvent(a, t.Name, args)
+	ev.UpstreamStatus = status
+	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		ev.Outcome = mcpgate.OutcomeError
+		ev.Message = mcpgate.ErrorMessage(err)
+		if mcpgate.ErrorCode(err) == mcpgate.EInternal {
+			s.log.ErrorContext(ctx, "tool call failed", "tool", t.Name, "workspace_id", a.WorkspaceID, "err", err)
+		}
+	}
+	s.record(ctx, ev)
+}
+
+// describe says in one sentence what a call would do.
+func describe(t *connectors.Tool, args map[string]any) string {
+	var parts []string
+	for k, v := range mcpgate.RedactArguments(args) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, v))
+	}
+	out := t.Title
+	if len(parts) > 0 {
+		out += " (" + strings.Join(slices.Sorted(slices.Values(parts)), ", ") + ")"
+	}
+	switch {
+	case t.Annotations.Destructive:
+		out += ". This cannot be undone."
+	case t.CostsMoney:
+		out += ". This costs money."
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Enter implements mcpgate.WorkspaceService: the role comes from the
+// database here and nowhere else.
+func (s *Service) Enter(ctx context.Context, u *mcpgate.User, workspaceID string, source mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {
+	ws, err := s.db.FindMembership(ctx, workspaceID, u.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Role: ws.Role, Scope: mcpgate.ScopeFull,
+		Source: source}, ws, nil
+}
+
+// Workspaces implements mcpgate.WorkspaceService.
+func (s *Service) Workspaces(ctx context.Context, u *mcpgate.User) ([]mcpgate.Workspace, error) {
+	return s.db.WorkspacesOfUser(ctx, u.ID)
+}
+
+// CreateWorkspace implements mcpgate.WorkspaceService.
+func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name string) (*mcpgate.Workspace, error) {
+	name, err := mcpgate.ValidateName("the workspace name", name)
+	if err != nil {
+		return nil, err
+	}
+	return s.db.CreateWorkspace(ctx, u.ID, name)
+}
+
+// Members implements mcpgate.WorkspaceService.
+func (s *Service) Members(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Member, error) {
+	return s.db.ListMembers(ctx, a.WorkspaceID)
+}
+
+// SetMemberRole implements mcpgate.WorkspaceService.
+func (s *Service) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID string, role mcpgate.Role) (*mcpgate.Member, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, err
+	}
+	if !role.Valid() {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "role must be owner, admin or member")
+	}
+	target, err := s.db.FindMember(ctx, a.WorkspaceID, userID)
+	if err != nil {
+		return nil, err
+	}
+	// Only an owner may make or unmake owners.
+	if (role == mcpgate.RoleOwner || target.Role == mcpgate.RoleOwner) && a.Role != mcpgate.RoleOwner {
+		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only an owner can grant or change the owner role")
+	}
+	m, err := s.db.UpdateMemberRole(ctx, a.WorkspaceID, target.UserID, role)
+	if err != nil {
+		return nil, err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionMemberRoleChanged, map[string]any{"user_id": m.UserID, "role": m.Role}))
+	return m, nil
+}
+
+// RemoveMember implements mcpgate.WorkspaceService.
+func (s *Service) RemoveMember(ctx context.Context, a *mcpgate.Actor, userID string) error {
+	if userID != a.UserID {
+		if err := requireAdmin(a); err != nil {
+			return err
+		}
+		target, err := s.db.FindMember(ctx, a.WorkspaceID, userID)
+		if err != nil {
+			return err
+		}
+		if target.Role == mcpgate.RoleOwner && a.Role != mcpgate.RoleOwner {
+			return mcpgate.Errorf(mcpgate.EForbidden, "only an owner can remove an owner")
+		}
+	}
+	if err := s.db.RemoveMember(ctx, a.WorkspaceID, userID); err != nil {
+		return err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionMemberRemoved, map[string]any{"user_id": userID}))
+	return nil
+}
+
+// invitationTTL is how long an invitation can be accepted.
+const invitationTTL = 7 * 24 * time.Hour
+
+// Invite implements mcpgate.WorkspaceService.
+func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, role mcpgate.Role) (*mcpgate.Invitation, string, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, "", err
+	}
+	email, err := mcpgate.NormalizeEmail(email)
+	if err != nil {
+		return nil, "", err
+	}
+	if role == "" {
+		role = mcpgate.RoleMember
+	}
+	if role != mcpgate.RoleMember && role != mcpgate.RoleAdmin {
+		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "role must be admin or member")
+	}
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	token := "inv_" + base64.RawURLEncoding.EncodeToString(b)
+	inv := &mcpgate.Invitation{WorkspaceID: a.WorkspaceID, Email: email, Role: role, CreatedBy: a.UserID,
+		ExpiresAt: s.now().Add(invitationTTL).UTC().Truncate(time.Second)}
+	if err := s.db.CreateInvitation(ctx, inv, mcpgate.HashToken(token)); err != nil {
+		return nil, "", err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionInvitationCreated, map[string]any{"email": email, "role": role}))
+	return inv, token, nil
+}
+
+// Invitations implements mcpgate.WorkspaceService.
+func (s *Service) Invitations(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Invitation, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, err
+	}
+	return s.db.ListInvitations(ctx, a.WorkspaceID)
+}
+
+// DeleteInvitation implements mcpgate.WorkspaceService.
+func (s *Service) DeleteInvitation(ctx context.Context, a *mcpgate.Actor, id string) error {
+	if err := requireAdmin(a); err != nil {
+		return err
+	}
+	if err := s.db.DeleteInvitation(ctx, a.WorkspaceID, id); err != nil {
+		return err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionInvitationDeleted, map[string]any{"invitation_id": id}))
+	return nil
+}
+
+// FindInvitation implements mcpgate.WorkspaceService.
+func (s *Service) FindInvitation(ctx context.Context, token string) (*mcpgate.Invitation, error) {
+	return s.db.FindOpenInvitation(ctx, mcpgate.HashToken(token))
+}
+
+// AcceptInvitation implements mcpgate.WorkspaceService.
+func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token string) (*mcpgate.Workspace, error) {
+	ws, err := s.db.AcceptInvitation(ctx, mcpgate.HashToken(token), u.ID, u.Email)
+	if err != nil {
+		return nil, err
+	}
+	s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ws.ID, ActorID: u.ID, Kind: mcpgate.KindAdmin,
+		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceAPI})
+	return ws, nil
+}

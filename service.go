@@ -1,0 +1,178 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+)
+
+// The services are the gateway's rules: who may see and change what, what
+// is audited, how a tool call runs. The JSON API, the dashboard and the MCP
+// endpoint are three front doors onto them and decide nothing themselves.
+// internal/service implements them on the store and the vault.
+
+// AccountService creates accounts and checks passwords.
+type AccountService interface {
+	// Signup creates an account. With an invitation token it also joins
+	// that workspace (the invitation's email must match); in invite-only
+	// mode an invitation is required.
+	Signup(ctx context.Context, email, password, invitation string) (*User, error)
+	// Login checks an email and password under the login throttle, counted
+	// per email and per client address.
+	Login(ctx context.Context, email, password, address string) (*User, error)
+	// ChangePassword replaces the user's password once the current one is
+	// given (wrong ones count against the login throttle) and ends every
+	// session of theirs; the caller starts a new one for this browser.
+	ChangePassword(ctx context.Context, u *User, current, newPassword, address string) error
+}
+
+// WorkspaceService manages workspaces, members and invitations.
+type WorkspaceService interface {
+	// Enter returns the actor a signed-in user is in one of their
+	// workspaces, with their role, and the workspace as they see it. A
+	// workspace they are not in is ENotFound, as if it did not exist.
+	Enter(ctx context.Context, u *User, workspaceID string, source Source) (*Actor, *Workspace, error)
+	// Workspaces lists the user's workspaces with their role in each.
+	Workspaces(ctx context.Context, u *User) ([]Workspace, error)
+	CreateWorkspace(ctx context.Context, u *User, name string) (*Workspace, error)
+	Members(ctx context.Context, a *Actor) ([]Member, error)
+	// SetMemberRole changes a member's role (admins; the owner role only
+	// by an owner).
+	SetMemberRole(ctx context.Context, a *Actor, userID string, role Role) (*Member, error)
+	// RemoveMember removes a member (admins; an owner only by an owner);
+	// anyone may remove themselves.
+	RemoveMember(ctx context.Context, a *Actor, userID string) error
+	// Invite creates an invitation (admins) and returns it with its token,
+	// which is shown once and stored only as a hash.
+	Invite(ctx context.Context, a *Actor, email string, role Role) (*Invitation, string, error)
+	Invitations(ctx context.Context, a *Actor) ([]Invitation, error)
+	DeleteInvitation(ctx context.Context, a *Actor, id string) error
+	// FindInvitation returns the open invitation a token belongs to.
+	FindInvitation(ctx context.Context, token string) (*Invitation, error)
+	AcceptInvitation(ctx context.Context, u *User, token string) (*Workspace, error)
+}
+
+// KeyService manages MCP keys.
+type KeyService interface {
+	// CreateKey creates a key owned by the actor and returns it with the
+	// key itself, which is shown once and stored only as a hash.
+	CreateKey(ctx context.Context, a *Actor, k NewKey) (*APIKey, string, error)
+	// Keys lists the keys the actor may see: every key of the workspace
+	// for an admin, their own otherwise.
+	Keys(ctx context.Context, a *Actor) ([]APIKey, error)
+	// RevokeKey revokes a key (its owner or an admin; another member's key
+	// is ENotFound to a member).
+	RevokeKey(ctx context.Context, a *Actor, id string) error
+}
+
+// NewKey is what a person asks for when creating a key.
+type NewKey struct {
+	Name      string
+	Scope     Scope // default full
+	ExpiresAt *time.Time
+}
+
+// ConnectionService stores and checks a workspace's upstream credentials.
+type ConnectionService interface {
+	// Connection returns what may be shown of the stored credential.
+	Connection(ctx context.Context, a *Actor, connector string) (*Connection, error)
+	// PutConnection checks a credential with its connector and only if it
+	// is accepted seals and stores it (admins), replacing any previous one.
+	PutConnection(ctx context.Context, a *Actor, connector string, credential Secret) (*Connection, error)
+	DeleteConnection(ctx context.Context, a *Actor, connector string) error
+}
+
+// ToolService lists, configures and calls a workspace's tools.
+type ToolService interface {
+	// Tools lists every tool with the workspace's settings.
+	Tools(ctx context.Context, a *Actor) ([]ToolInfo, error)
+	// ToolSet returns the tools the actor may call now, as one immutable
+	// value that is replaced when the workspace's policy changes.
+	ToolSet(ctx context.Context, a *Actor) (*ToolSet, error)
+	// UpdateTool changes a workspace's setting for one tool (admins);
+	// fields left nil keep their value.
+	UpdateTool(ctx context.Context, a *Actor, name string, u ToolUpdate) (*ToolInfo, error)
+	// CallTool runs a tool under the workspace's policy and the actor's
+	// scope, and audits it. A tool that needs confirmation runs only when
+	// the call says it was confirmed; otherwise the error is a
+	// *ConfirmationRequiredError. It returns the tool's output as JSON.
+	CallTool(ctx context.Context, a *Actor, call ToolCall) (json.RawMessage, error)
+}
+
+// ToolUpdate changes a tool's policy; nil fields keep their value.
+type ToolUpdate struct {
+	Enabled           *bool
+	NeedsConfirmation *bool
+}
+
+// ToolCall is one call of a tool.
+type ToolCall struct {
+	Tool      string
+	Arguments json.RawMessage
+	// Confirmed says the call was confirmed: in a dashboard dialog, or by a
+	// confirmation the MCP endpoint checked.
+	Confirmed bool
+}
+
+// ConfirmationRequiredError is CallTool's answer for a call that needs
+// confirmation and was not confirmed. Nothing ran; it says what would have.
+type ConfirmationRequiredError struct {
+	Tool ToolInfo
+	// Arguments are the call's arguments as they would run (defaults
+	// applied); a confirmation must be bound to exactly these.
+	Arguments map[string]any
+	// Summary says in one sentence what the call would do.
+	Summary string
+}
+
+// Error implements error.
+func (e *ConfirmationRequiredError) Error() string { return "this action needs confirmation" }
+
+// Unwrap gives the error its code: a conflict until confirmed.
+func (e *ConfirmationRequiredError) Unwrap() error {
+	return Errorf(EConflict, "this action needs confirmation")
+}
+
+// ToolSet is the tools one scope may call in a workspace under one version
+// of its policy. It is immutable: a policy change makes a new one, so a front
+// door may cache what it derives from it (an MCP server) on the value.
+type ToolSet struct {
+	WorkspaceID string
+	Scope       Scope
+	// Tools are the tools the scope may call, in the registry's order.
+	Tools []ToolInfo
+	// All is every tool with its settings, callable or not, by name.
+	All map[string]ToolInfo
+
+	once    sync.Once
+	derived any
+}
+
+// Derived returns what build makes of the set, building it once.
+func (s *ToolSet) Derived(build func(*ToolSet) any) any {
+	s.once.Do(func() { s.derived = build(s) })
+	return s.derived
+}
+
+// AuditService reads the audit log.
+type AuditService interface {
+	// Audit pages the log: every event for an admin, their own for a
+	// member (whatever actor the filter asks for).
+	Audit(ctx context.Context, a *Actor, f AuditFilter) ([]AuditEvent, string, error)
+	// CallsPerHour counts tool calls and failed ones per hour since the
+	// given time, under the same visibility as Audit; userID, for an admin,
+	// narrows it to one member.
+	CallsPerHour(ctx context.Context, a *Actor, userID string, since time.Time) ([]HourCount, error)
+}
+
+// Services are the services together, as the front doors take them.
+type Services struct {
+	Accounts    AccountService
+	Workspaces  WorkspaceService
+	Keys        KeyService
+	Connections ConnectionService
+	Tools       ToolService
+	Audit       AuditService
+	Resources   ResourceService
+}
