@@ -9,7 +9,9 @@ import (
 )
 
 // The bundled E2B simulator (cmd/e2bsim) marks every response with this
-// header, so the gateway can tell a demo from the real E2B.
+// header, so the gateway can tell a demo from the real E2B. They are
+// internal/e2bsim's SimulatorHeader and SimulatorHeaderValue (a test checks),
+// repeated so that the binary does not import the simulator.
 const (
 	SimulatorHeader = "X-E2B-Simulator"
 	SimulatorValue  = "mcpgate-e2bsim"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 )
 
 func TestConnections_SaysDemoMode(t *testing.T) {
@@ -28,6 +29,20 @@ func TestConnections_SaysDemoMode(t *testing.T) {
 		if _, body := get(t, h, "/app/w/ws1/keys", testUser); strings.Contains(body, `id="demo-notice"`) {
 			t.Errorf("demo notice on the keys page")
 		}
+	}
+}
+
+func TestDemoProbe_SimulatorsHeader(t *testing.T) {
+	if SimulatorHeader != e2bsim.SimulatorHeader || SimulatorValue != e2bsim.SimulatorHeaderValue {
+		t.Fatalf("web looks for %s: %s, the simulator sends %s: %s", SimulatorHeader, SimulatorValue,
+			e2bsim.SimulatorHeader, e2bsim.SimulatorHeaderValue)
+	}
+	sim := httptest.NewServer(e2bsim.New(e2bsim.Options{}))
+	defer sim.Close()
+	var p DemoProbe
+	p.Run(context.Background(), nil, sim.URL)
+	if !p.On() {
+		t.Errorf("probe of the real simulator: On() = false")
 	}
 }
 
