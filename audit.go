@@ -41,6 +41,8 @@ const (
 	ActionApprovalUsed       AdminAction = "approval.used"
 	ActionGuardrailsUpdated  AdminAction = "guardrails.updated"
 	ActionGuardrailRefused   AdminAction = "guardrail.refused"
+	// ActionPasswordChanged is recorded in the person's personal workspace.
+	ActionPasswordChanged AdminAction = "account.password_changed"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -50,6 +52,7 @@ var AdminActions = []AdminAction{
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
 	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
+	ActionPasswordChanged,
 }
 
 // Outcome is how a tool call or admin action ended.

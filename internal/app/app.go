@@ -113,6 +113,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
 	})
+	demo := &web.DemoProbe{}
 	gw.API = api.New(api.Options{
 		Services:  services,
 		Sessions:  db,
@@ -123,8 +124,11 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		MCP:       gw.MCP.Handler(),
 		Metrics:   gw.metrics.Handler(),
 		Web: web.New(web.Options{Services: services, Logger: log,
-			PublicURL: o.PublicURL, Version: version}),
+			PublicURL: o.PublicURL, Version: version, Demo: demo.On}),
 	})
+	// Is E2B the bundled simulator? Asked once in the background, so that no
+	// call waits for it; the dashboard says "demo mode" when it is.
+	gw.goBackground(func() { demo.Run(ctx, o.E2BHTTPClient, o.E2BAPIURL) })
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
