@@ -97,6 +97,7 @@ func TestApprovalWebPage(t *testing.T) {
 		t.Errorf("arguments = %q", a)
 	}
 	webShot(t, ctx, "31-approval-pending")
+	webCheckPage(t, ctx, "approval-pending")
 	webRun(t, ctx, "approve",
 		chromedp.Click(chromedp.ID("#approve-button")), chromedp.WaitVisible(chromedp.ID("#confirm-ok")),
 		chromedp.Click(chromedp.ID("#confirm-ok")), chromedp.WaitVisible(chromedp.ID("#approved-notice")))
@@ -104,6 +105,7 @@ func TestApprovalWebPage(t *testing.T) {
 		t.Errorf("decided by = %q", d)
 	}
 	webShot(t, ctx, "32-approval-approved")
+	webCheckPage(t, ctx, "approval-approved")
 
 	out, res := kill(map[string]any{"sandbox_id": sandbox, "approval_id": id})
 	if res.IsError || out["killed"] != true {
@@ -122,6 +124,7 @@ func TestApprovalWebPage(t *testing.T) {
 	}
 	webWaitText(t, ctx, wsBase+"/approvals", "#approvals-table", "denied")
 	webShot(t, ctx, "33-approvals-list")
+	webCheckPage(t, ctx, "approvals-list")
 
 	// Settings: a tool's approval select saves at once; the guardrails form
 	// saves and the gateway enforces it.
@@ -137,6 +140,7 @@ func TestApprovalWebPage(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#guardrails-form button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#g-templates[value="base, python"]`)))
 	webShot(t, ctx, "34-settings-guardrails")
+	webCheckPage(t, ctx, "settings-guardrails")
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
 	s2 := webMCPSession(t, base+"/mcp", key)
