@@ -146,6 +146,9 @@ func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *conn
 	again := "Call " + t.Name + " again without approval_id to ask for a new approval."
 	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		if len(id) > 64 { // it is the caller's text: do not echo a megabyte of it
+			id = id[:64] + "…"
+		}
 		return mcpgate.Errorf(mcpgate.ENotFound, "There is no approval %q in this workspace. %s", id, again)
 	}
 	if err != nil {
