@@ -124,6 +124,7 @@ type AuditFilter struct {
 	Action  string // a tool name or admin action
 	Kind    string // "tool_call" or "admin"
 	Outcome string
+	Source  string // "mcp" (AI clients) or "dashboard"
 	Since   time.Time
 	Until   time.Time
 	Cursor  string // the next_cursor of the previous page
@@ -170,7 +171,7 @@ type AuditEvent struct {
 	Message        string         `json:"message,omitempty"`
 	UpstreamStatus int            `json:"upstream_status,omitempty"`
 	DurationMS     float64        `json:"duration_ms"`
-	Source         string         `json:"source,omitempty"` // "mcp", "dashboard", "api"
+	Source         string         `json:"source,omitempty"` // "mcp" (an AI client) or "dashboard"
 	CreatedAt      time.Time      `json:"created_at"`
 }
 
