@@ -55,6 +55,7 @@ func (s *Server) gatewayRoutes(r chi.Router) {
 	}
 	if s.opts.AuditLog != nil {
 		r.Get("/audit", s.handleAuditList)
+		r.Get("/audit/export", s.handleAuditExport)
 	}
 }
 
@@ -262,7 +263,7 @@ func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
 	ws := WorkspaceFromContext(r.Context())
 	q := r.URL.Query()
 	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: q.Get("outcome"), Kind: q.Get("kind"),
-		Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
+		Source: q.Get("source"), Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
 	if f.Action == "" {
 		f.Action = q.Get("action")
 	}

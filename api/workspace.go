@@ -227,14 +227,15 @@ func (s *Server) handleInvitationAccept(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	s.audit.Record(r.Context(), mcpgate.AuditEvent{WorkspaceID: ws.ID, ActorID: u.ID, Kind: "admin",
-		Action: "invitation.accepted", Outcome: mcpgate.OutcomeOK, Source: "api"})
+		Action: "invitation.accepted", Outcome: mcpgate.OutcomeOK, Source: "dashboard"})
 	writeJSON(w, http.StatusOK, ws)
 }
 
 // recordAdmin writes an admin action of the request's workspace to the audit
-// log.
+// log. Its source is "dashboard": the JSON API authenticates only dashboard
+// sessions, so every call to it is the dashboard acting for its user.
 func (s *Server) recordAdmin(r *http.Request, action string, args map[string]any) {
 	s.audit.Record(r.Context(), mcpgate.AuditEvent{
 		WorkspaceID: WorkspaceFromContext(r.Context()).ID, ActorID: mcpgate.UserFromContext(r.Context()).ID,
-		Kind: "admin", Action: action, Arguments: args, Outcome: mcpgate.OutcomeOK, Source: "api"})
+		Kind: "admin", Action: action, Arguments: args, Outcome: mcpgate.OutcomeOK, Source: "dashboard"})
 }

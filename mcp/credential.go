@@ -21,7 +21,7 @@ func (g *Gateway) PutCredential(ctx context.Context, workspaceID, userID, connec
 	if err := c.CheckCredential(ctx, credential); err != nil {
 		g.record(ctx, mcpgate.AuditEvent{WorkspaceID: workspaceID, ActorID: userID, Kind: "admin", Action: "credential.rejected",
 			Arguments: map[string]any{"connector": connector}, Outcome: mcpgate.OutcomeError, Message: mcpgate.ErrorMessage(err),
-			UpstreamStatus: connectors.UpstreamStatus(err), Source: "api"})
+			UpstreamStatus: connectors.UpstreamStatus(err), Source: "dashboard"})
 		return nil, err
 	}
 	conn := &mcpgate.Connection{WorkspaceID: workspaceID, Connector: connector, KeyHint: c.CredentialHint(credential),
@@ -34,7 +34,7 @@ func (g *Gateway) PutCredential(ctx context.Context, workspaceID, userID, connec
 		action = "credential.replaced"
 	}
 	g.record(ctx, mcpgate.AuditEvent{WorkspaceID: workspaceID, ActorID: userID, Kind: "admin", Action: action,
-		Arguments: map[string]any{"connector": connector, "key_hint": conn.KeyHint}, Outcome: mcpgate.OutcomeOK, Source: "api"})
+		Arguments: map[string]any{"connector": connector, "key_hint": conn.KeyHint}, Outcome: mcpgate.OutcomeOK, Source: "dashboard"})
 	return g.opts.Backend.FindConnection(ctx, workspaceID, connector)
 }
 
@@ -55,6 +55,6 @@ func (g *Gateway) DeleteCredential(ctx context.Context, workspaceID, userID, con
 		return err
 	}
 	g.record(ctx, mcpgate.AuditEvent{WorkspaceID: workspaceID, ActorID: userID, Kind: "admin", Action: "credential.removed",
-		Arguments: map[string]any{"connector": connector}, Outcome: mcpgate.OutcomeOK, Source: "api"})
+		Arguments: map[string]any{"connector": connector}, Outcome: mcpgate.OutcomeOK, Source: "dashboard"})
 	return nil
 }

@@ -101,7 +101,7 @@ func (g *Gateway) SetTool(ctx context.Context, workspaceID, userID, name string,
 	}
 	g.record(ctx, mcpgate.AuditEvent{WorkspaceID: workspaceID, ActorID: userID, Kind: "admin", Action: action,
 		Arguments: map[string]any{"tool": name, "enabled": enabled, "needs_confirmation": needsConfirmation},
-		Outcome:   mcpgate.OutcomeOK, Source: "api"})
+		Outcome:   mcpgate.OutcomeOK, Source: "dashboard"})
 	tools, err := g.Tools(ctx, workspaceID)
 	if err != nil {
 		return nil, err
