@@ -292,15 +292,7 @@ func (db *DB) ListAudit(ctx context.Context, workspaceID string, f mcpgate.Audit
 	if f.Limit <= 0 || f.Limit > 200 {
 		f.Limit = 50
 	}
-	var cur *auditCursor
-	if f.Cursor != "" {
-		c, err := parseAuditCursor(f.Cursor)
-		if err != nil {
-			return nil, "", err
-		}
-		cur = &c
-	}
-	q, args, err := auditQuery(workspaceID, f, cur, true, f.Limit+1)
+	q, args, err := auditListQuery(workspaceID, f)
 	if err != nil {
 		return nil, "", err
 	}
@@ -319,6 +311,18 @@ func (db *DB) ListAudit(ctx context.Context, workspaceID string, f mcpgate.Audit
 		next = auditCursor{last.CreatedAt, last.ID}.String()
 	}
 	return events, next, nil
+}
+
+func auditListQuery(workspaceID string, f mcpgate.AuditFilter) (string, []any, error) {
+	var cur *auditCursor
+	if f.Cursor != "" {
+		c, err := parseAuditCursor(f.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		cur = &c
+	}
+	return auditQuery(workspaceID, f, cur, true, f.Limit+1)
 }
 
 // StreamAudit calls fn with every event of a workspace's log that matches f
@@ -360,16 +364,11 @@ type AuditBucket struct {
 // only that user's. It reads the rollup the writer keeps, so its cost is the
 // number of hours and actors, not of calls.
 func (db *DB) AuditHourly(ctx context.Context, workspaceID, actorID string, since time.Time) ([]AuditBucket, error) {
-	q := `SELECT hour, sum(calls), sum(errors) FROM audit_hourly WHERE workspace_id = $1 AND hour >= $2`
-	args := []any{workspaceID, since.UTC().Truncate(time.Hour)}
-	if actorID != "" {
-		if !isUUID(actorID) {
-			return nil, mcpgate.Errorf(mcpgate.EInvalid, "actor must be a user id")
-		}
-		q += ` AND actor_id = $3::uuid`
-		args = append(args, actorID)
+	q, args, err := auditHourlyQuery(workspaceID, actorID, since)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := db.Pool.Query(ctx, q+` GROUP BY hour ORDER BY hour`, args...)
+	rows, err := db.Pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, mapError(err, "")
 	}
@@ -378,4 +377,17 @@ func (db *DB) AuditHourly(ctx context.Context, workspaceID, actorID string, sinc
 		return b, r.Scan(&b.Hour, &b.Calls, &b.Errors)
 	})
 	return out, mapError(err, "")
+}
+
+func auditHourlyQuery(workspaceID, actorID string, since time.Time) (string, []any, error) {
+	q := `SELECT hour, sum(calls), sum(errors) FROM audit_hourly WHERE workspace_id = $1 AND hour >= $2`
+	args := []any{workspaceID, since.UTC().Truncate(time.Hour)}
+	if actorID != "" {
+		if !isUUID(actorID) {
+			return "", nil, mcpgate.Errorf(mcpgate.EInvalid, "actor must be a user id")
+		}
+		q += ` AND actor_id = $3::uuid`
+		args = append(args, actorID)
+	}
+	return q + ` GROUP BY hour ORDER BY hour`, args, nil
 }
