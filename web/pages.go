@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -350,6 +349,7 @@ type auditPage struct {
 	// NewestURL is the first page with the same filters.
 	NewestURL string
 	NextURL   string
+	auditLinks
 }
 
 type auditQuery struct {
@@ -370,8 +370,9 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	aq := auditQuery{Tool: q.Get("tool"), Outcome: q.Get("outcome"), Actor: q.Get("actor"), Since: q.Get("since"), Cursor: q.Get("cursor")}
 	p := auditPage{Admin: ws.Role.CanAdmin(), Filter: aq,
 		Outcomes: []mcpgate.Outcome{mcpgate.OutcomeOK, mcpgate.OutcomeError, mcpgate.OutcomeDenied, mcpgate.OutcomeConfirm, mcpgate.OutcomeCancelled}}
-	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: aq.Outcome, Limit: 50}
-	if _, err := strconv.ParseInt(aq.Cursor, 10, 64); err == nil {
+	choice, source := auditSource(q)
+	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: aq.Outcome, Source: source, Limit: 50}
+	if validAuditCursor(aq.Cursor) {
 		f.Cursor = aq.Cursor
 	}
 	if d, ok := sinceChoices[aq.Since]; ok {
@@ -388,7 +389,7 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		f.ActorID = u.ID // members see only their own events, as in the API
 	}
-	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != ""
+	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != "" || q.Get("source") != ""
 	events, next, err := h.data.ListAudit(ctx, ws.ID, f)
 	if err != nil {
 		h.serverError(w, r, err)
@@ -404,15 +405,16 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 		p.Tools = append(p.Tools, t.Name)
 	}
 	if p.Admin {
-		p.Actions = adminActions
+		p.Actions = withAuditAction(adminActions)
 	}
 	qs := url.Values{}
-	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since} {
+	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since, "source": q.Get("source")} {
 		if v != "" {
 			qs.Set(k, v)
 		}
 	}
 	base := "/app/w/" + ws.ID + "/audit"
+	p.auditLinks = newAuditLinks(ws.ID, base, q, choice, f, p.Admin)
 	p.NewestURL = base
 	if len(qs) > 0 {
 		p.NewestURL += "?" + qs.Encode()

@@ -343,8 +343,8 @@ func TestReads_FollowAPIVisibility(t *testing.T) {
 	}
 	f = newFake(mcpgate.RoleOwner)
 	h = mustHandler(t, f)
-	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=12&since=24h&tool=e2b_kill_sandbox", testUser)
-	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
+	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=1756728000000000_12&since=24h&tool=e2b_kill_sandbox", testUser)
+	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "1756728000000000_12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
 		!f.lastAudit.Since.Equal(testNow.Add(-24*time.Hour)) {
 		t.Errorf("admin's audit filter = %+v", f.lastAudit)
 	}
