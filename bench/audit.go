@@ -220,6 +220,9 @@ var auditViews = []auditView{
 	listView("member's AI calls", func(fx *storetest.AuditFixture, _ time.Time) mcpgate.AuditFilter {
 		return mcpgate.AuditFilter{ActorID: fx.Rare, Source: "mcp"}
 	}),
+	listView("AI calls of a dashboard-only member", func(fx *storetest.AuditFixture, _ time.Time) mcpgate.AuditFilter {
+		return mcpgate.AuditFilter{ActorID: fx.DashboardOnly, Source: "mcp"}
+	}),
 	{"24-hour chart, admin", func(ctx context.Context, db *store.DB, fx *storetest.AuditFixture, now time.Time) error {
 		_, err := db.AuditHourly(ctx, fx.WorkspaceID, "", now.Truncate(time.Hour).Add(-23*time.Hour))
 		return err

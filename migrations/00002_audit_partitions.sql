@@ -86,6 +86,10 @@ BEGIN
     CREATE INDEX audit_log_ws_actor_idx ON audit_log (workspace_id, actor_id, created_at DESC, id DESC);
     CREATE INDEX audit_log_ws_action_idx ON audit_log (workspace_id, action, created_at DESC, id DESC);
     CREATE INDEX audit_log_ws_source_idx ON audit_log (workspace_id, source, created_at DESC, id DESC);
+    -- A member's default view is their own AI calls: without this, a member
+    -- who works in the dashboard would have every one of their rows read to
+    -- find none.
+    CREATE INDEX audit_log_ws_actor_source_idx ON audit_log (workspace_id, actor_id, source, created_at DESC, id DESC);
     CREATE INDEX audit_log_ws_outcome_idx ON audit_log (workspace_id, outcome, created_at DESC, id DESC)
         WHERE outcome <> 'ok';
     CREATE INDEX audit_log_ws_admin_idx ON audit_log (workspace_id, created_at DESC, id DESC) WHERE kind = 'admin';

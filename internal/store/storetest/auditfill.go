@@ -22,14 +22,15 @@ type AuditFill struct {
 // AuditFixture is what FillAudit built.
 type AuditFixture struct {
 	WorkspaceID string
-	// Busy is an actor with about 5% of the rows; Rare one with 0.1%.
-	Busy, Rare string
+	// Busy is an actor with about 5% of the rows; Rare one with 0.1%;
+	// DashboardOnly one with 0.1%, every one made in the dashboard.
+	Busy, Rare, DashboardOnly string
 	// Other is a second workspace with a handful of rows of its own.
 	Other string
 }
 
 // The generated log's shape, per row number g: 0.1% of the rows are the rare
-// actor's, 0.1% have no actor, the rest are spread over 19 members;
+// actor's, 0.1% the dashboard-only actor's, 0.1% have no actor, the rest are spread over 19 members;
 // e2b_kill_sandbox is 0.01% of the calls, e2b_get_sandbox a third, the rest
 // e2b_list_sandboxes, and e2b_list_snapshots is never called; 0.01% are admin
 // actions; 2% end in error and 0.2% are denied; 20% come from the dashboard.
@@ -37,7 +38,8 @@ const fillSQL = `
 	INSERT INTO audit_log (workspace_id, actor_id, key_id, kind, action, arguments, outcome, message,
 		upstream_status, duration_ms, source, created_at)
 	SELECT $1,
-		CASE WHEN g % 1000 = 0 THEN $2::uuid WHEN g % 1000 = 500 THEN NULL ELSE ($3::uuid[])[1 + g % 19] END,
+		CASE WHEN g % 1000 = 0 THEN $2::uuid WHEN g % 1000 = 500 THEN $10::uuid WHEN g % 1000 = 250 THEN NULL
+			ELSE ($3::uuid[])[1 + g % 19] END,
 		'k' || (g % 20),
 		CASE WHEN g % 10000 = 3 THEN 'admin' ELSE 'tool_call' END,
 		CASE WHEN g % 10000 = 3 THEN 'tool.enabled' WHEN g % 10000 = 7 THEN 'e2b_kill_sandbox'
@@ -47,7 +49,7 @@ const fillSQL = `
 		CASE WHEN g % 50 = 1 THEN 'E2B answered 502: try again shortly' ELSE '' END,
 		CASE WHEN g % 50 = 1 THEN 502 ELSE 200 END,
 		(g % 97) * 1.5,
-		CASE WHEN g % 5 = 0 THEN 'dashboard' ELSE 'mcp' END,
+		CASE WHEN (g / 3) % 5 = 0 OR g % 1000 = 500 THEN 'dashboard' ELSE 'mcp' END,
 		$4::timestamptz + (g - 1) * ($5::float8 * interval '1 microsecond')
 	FROM generate_series($6::bigint, $7::bigint) g`
 
@@ -83,7 +85,11 @@ func FillAudit(ctx context.Context, db *store.DB, f AuditFill) (*AuditFixture, e
 	if err != nil {
 		return nil, err
 	}
-	fx.Rare, fx.Busy = rare.ID, actors[0]
+	dash, err := db.CreateUser(ctx, "dashboard-only@fill.example.com", "x", nil)
+	if err != nil {
+		return nil, err
+	}
+	fx.Rare, fx.Busy, fx.DashboardOnly = rare.ID, actors[0], dash.ID
 	wss, err := db.WorkspacesOfUser(ctx, rare.ID)
 	if err != nil || len(wss) == 0 {
 		return nil, fmt.Errorf("workspace of the rare user: %v", err)
@@ -161,7 +167,7 @@ func FillAudit(ctx context.Context, db *store.DB, f AuditFill) (*AuditFixture, e
 				q := strings.Replace(fillSQL, "INSERT INTO audit_log", "INSERT INTO "+t, 1)
 				q = strings.Replace(q, "FROM generate_series($6::bigint, $7::bigint) g",
 					"FROM generate_series($6::bigint, $7::bigint) g WHERE $4::timestamptz + (g - 1) * ($5::float8 * interval '1 microsecond') >= $8 AND $4::timestamptz + (g - 1) * ($5::float8 * interval '1 microsecond') < $9", 1)
-				if _, err := conn.Exec(ctx, q, fx.WorkspaceID, fx.Rare, actors, start, step, lo, hi, d, end); err != nil {
+				if _, err := conn.Exec(ctx, q, fx.WorkspaceID, fx.Rare, actors, start, step, lo, hi, d, end, fx.DashboardOnly); err != nil {
 					return nil, fmt.Errorf("fill audit rows of %s: %w", d.Format(time.DateOnly), err)
 				}
 			}
