@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/url"
 	"slices"
 	"strconv"
@@ -57,6 +58,26 @@ type auditLinks struct {
 	// ExportCSV and ExportNDJSON download every matching row (the JSON API's
 	// export, which applies the same visibility as the page).
 	ExportCSV, ExportNDJSON string
+	// ChartSource is the source the chart counts ("" for every source).
+	ChartSource string
+}
+
+// sourceCounter is what Data may also offer: CallsPerHour of one source
+// ("mcp" or "dashboard"). internal/app's Data has it; without it the chart
+// counts every source and says so.
+type sourceCounter interface {
+	CallsPerHourFrom(ctx context.Context, workspaceID, actorID, source string, since time.Time) ([]HourCount, error)
+}
+
+// auditCallsPerHour counts the chart's calls: those of the table's source
+// when Data can, so that the chart and the table tell the same story.
+func (h *handler) auditCallsPerHour(ctx context.Context, l *auditLinks, workspaceID, actorID, source string, since time.Time) ([]HourCount, error) {
+	if sc, ok := h.data.(sourceCounter); ok && source != "" {
+		l.ChartSource = source
+		return sc.CallsPerHourFrom(ctx, workspaceID, actorID, source, since)
+	}
+	l.ChartSource = ""
+	return h.data.CallsPerHour(ctx, workspaceID, actorID, since)
 }
 
 // newAuditLinks builds the links for the page at base (/app/w/{ws}/audit)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"html"
 	"strings"
 	"testing"
@@ -107,4 +108,35 @@ func between(s, start, end string) string {
 		return ""
 	}
 	return s[j+len(start) : i]
+}
+
+// sourceFake is the fake Data with per-source counts, as internal/app has.
+type sourceFake struct {
+	*fakeData
+	lastSource string
+}
+
+func (f *sourceFake) CallsPerHourFrom(_ context.Context, _, actorID, source string, _ time.Time) ([]HourCount, error) {
+	f.lastChart, f.lastSource = actorID, source
+	return []HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 2}}, nil
+}
+
+// The chart counts the table's source when Data can, and its title says
+// which; without that, or for every source, it counts every call.
+func TestAudit_ChartFollowsSource(t *testing.T) {
+	f := &sourceFake{fakeData: newFake(mcpgate.RoleMember)}
+	_, body := get(t, mustHandler(t, f), "/app/w/ws1/audit", testUser)
+	if f.lastSource != "mcp" || f.lastChart != "u1" || !strings.Contains(body, "Tool calls from AI clients, last 24 hours") ||
+		!strings.Contains(body, "2 calls") {
+		t.Errorf("default chart: source %q, actor %q; title or count missing", f.lastSource, f.lastChart)
+	}
+	f.lastSource = "unset"
+	_, body = get(t, mustHandler(t, f), "/app/w/ws1/audit?source=all", testUser)
+	if f.lastSource != "unset" || !strings.Contains(body, ">Tool calls, last 24 hours<") || !strings.Contains(body, "5 calls") {
+		t.Errorf("every source: chart asked for source %q or mislabelled", f.lastSource)
+	}
+	_, body = get(t, mustHandler(t, newFake(mcpgate.RoleOwner)), "/app/w/ws1/audit", testUser)
+	if !strings.Contains(body, ">Tool calls, last 24 hours<") {
+		t.Errorf("without per-source counts the chart must not claim a source")
+	}
 }

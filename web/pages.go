@@ -426,8 +426,8 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	now := h.opts.Now()
 	since := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	// The chart follows the table: a member's own calls; an admin's whole
-	// workspace, or the member filtered on.
-	buckets, err := h.data.CallsPerHour(ctx, ws.ID, f.ActorID, since)
+	// workspace, or the member filtered on; and the table's source.
+	buckets, err := h.auditCallsPerHour(ctx, &p.auditLinks, ws.ID, f.ActorID, f.Source, since)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

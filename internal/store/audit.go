@@ -364,7 +364,13 @@ type AuditBucket struct {
 // only that user's. It reads the rollup the writer keeps, so its cost is the
 // number of hours and actors, not of calls.
 func (db *DB) AuditHourly(ctx context.Context, workspaceID, actorID string, since time.Time) ([]AuditBucket, error) {
-	q, args, err := auditHourlyQuery(workspaceID, actorID, since)
+	return db.AuditHourlyFrom(ctx, workspaceID, actorID, "", since)
+}
+
+// AuditHourlyFrom is AuditHourly for the calls of one source ("mcp" or
+// "dashboard"; "" for every source).
+func (db *DB) AuditHourlyFrom(ctx context.Context, workspaceID, actorID, source string, since time.Time) ([]AuditBucket, error) {
+	q, args, err := auditHourlyQuery(workspaceID, actorID, source, since)
 	if err != nil {
 		return nil, err
 	}
@@ -379,15 +385,19 @@ func (db *DB) AuditHourly(ctx context.Context, workspaceID, actorID string, sinc
 	return out, mapError(err, "")
 }
 
-func auditHourlyQuery(workspaceID, actorID string, since time.Time) (string, []any, error) {
+func auditHourlyQuery(workspaceID, actorID, source string, since time.Time) (string, []any, error) {
 	q := `SELECT hour, sum(calls), sum(errors) FROM audit_hourly WHERE workspace_id = $1 AND hour >= $2`
 	args := []any{workspaceID, since.UTC().Truncate(time.Hour)}
 	if actorID != "" {
 		if !isUUID(actorID) {
 			return "", nil, mcpgate.Errorf(mcpgate.EInvalid, "actor must be a user id")
 		}
-		q += ` AND actor_id = $3::uuid`
 		args = append(args, actorID)
+		q += ` AND actor_id = $` + strconv.Itoa(len(args)) + `::uuid`
+	}
+	if source != "" {
+		args = append(args, source)
+		q += ` AND source = $` + strconv.Itoa(len(args))
 	}
 	return q + ` GROUP BY hour ORDER BY hour`, args, nil
 }

@@ -149,9 +149,12 @@ func TestAuditPlans_AtScale(t *testing.T) {
 			assertIndexedPlan(t, db, mustExplain(t, db, q, args, false), false)
 		})
 	}
-	for name, actor := range map[string]string{"admin": "", "member": fx.Rare} {
-		t.Run("24-hour chart/"+name, func(t *testing.T) {
-			q, args, err := store.AuditHourlyQuery(fx.WorkspaceID, actor, now.Truncate(time.Hour).Add(-23*time.Hour))
+	charts := []struct{ name, actor, source string }{
+		{"admin", "", ""}, {"member", fx.Rare, ""}, {"admin, AI calls", "", "mcp"}, {"member, AI calls", fx.Rare, "mcp"},
+	}
+	for _, c := range charts {
+		t.Run("24-hour chart/"+c.name, func(t *testing.T) {
+			q, args, err := store.AuditHourlyQuery(fx.WorkspaceID, c.actor, c.source, now.Truncate(time.Hour).Add(-23*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}

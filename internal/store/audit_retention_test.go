@@ -132,6 +132,14 @@ func TestInsertAudit_KeepsHourlyRollup(t *testing.T) {
 	if err != nil || len(mine) != 1 || mine[0].Calls != 3 {
 		t.Fatalf("AuditHourly(actor) = %+v, %v; want 3 calls", mine, err)
 	}
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x",
+		Outcome: mcpgate.OutcomeError, Source: "dashboard", CreatedAt: hour.Add(6 * time.Minute)})
+	for src, want := range map[string][2]int{"mcp": {3, 1}, "dashboard": {1, 1}, "": {4, 2}} {
+		got, err := db.AuditHourlyFrom(ctx, ws, user, src, hour)
+		if err != nil || len(got) != 1 || got[0].Calls != want[0] || got[0].Errors != want[1] {
+			t.Fatalf("AuditHourlyFrom(actor, %q) = %+v, %v; want %v", src, got, err, want)
+		}
+	}
 }
 
 // A batch for a day without a partition (a restored backup, a writer that

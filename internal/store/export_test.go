@@ -19,6 +19,6 @@ func AuditExportQuery(workspaceID string, f mcpgate.AuditFilter) (string, []any,
 }
 
 // AuditHourlyQuery is the statement AuditHourly runs.
-func AuditHourlyQuery(workspaceID, actorID string, since time.Time) (string, []any, error) {
-	return auditHourlyQuery(workspaceID, actorID, since)
+func AuditHourlyQuery(workspaceID, actorID, source string, since time.Time) (string, []any, error) {
+	return auditHourlyQuery(workspaceID, actorID, source, since)
 }
