@@ -6,8 +6,10 @@ package audit
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -37,6 +39,9 @@ type Options struct {
 	// Events carry their own time, so the order batches commit in does not
 	// matter.
 	Writers int
+	// Spool, when set, takes at shutdown the events the database does not:
+	// a clean stop then loses none (they are replayed at the next start).
+	Spool *Spool
 }
 
 // Writer queues and writes audit events.
@@ -47,6 +52,9 @@ type Writer struct {
 	once  sync.Once
 	stop  chan struct{}
 	wg    sync.WaitGroup
+
+	spooled atomic.Int64
+	lost    atomic.Int64
 }
 
 // New starts a writer.
@@ -100,15 +108,38 @@ func (w *Writer) Len() int { return len(w.queue) }
 // unaudited (tool calls) refuse to act while it is.
 func (w *Writer) Saturated() bool { return len(w.queue) >= cap(w.queue)*9/10 }
 
-// Close writes every queued event and stops the loop. Events recorded after
-// Close are not written. It waits at most until ctx ends.
+// Close writes every queued event and stops the loop: to the database, or,
+// when it cannot take them, to the spool. Events recorded after Close are
+// not written. It waits at most until ctx ends, and logs how many events
+// were spooled and, if any, lost.
 func (w *Writer) Close(ctx context.Context) error {
 	w.once.Do(func() { close(w.stop) })
 	select {
 	case <-w.done:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if n := w.spooled.Load(); n > 0 {
+		w.opts.Logger.Warn("audit events spooled at shutdown: the database could not take them; they are written at the next start",
+			"count", n, "path", w.opts.Spool.Path())
+	}
+	if n := w.lost.Load(); n > 0 {
+		return fmt.Errorf("%d audit events could not be written or spooled", n)
+	}
+	return nil
+}
+
+// Spooled is how many events Close put in the spool.
+func (w *Writer) Spooled() int64 { return w.spooled.Load() }
+
+// spool puts a batch the database refused at shutdown in the spool.
+func (w *Writer) spool(batch []mcpgate.AuditEvent, cause error) {
+	n, err := w.opts.Spool.Append(batch)
+	w.spooled.Add(int64(n))
+	if lost := len(batch) - n; lost > 0 {
+		w.lost.Add(int64(lost))
+		w.opts.Logger.Error("audit events lost at shutdown: neither the database nor the spool took them",
+			"count", lost, "err", cause, "spool_err", err)
 	}
 }
 
@@ -158,13 +189,22 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 	backoff := 100 * time.Millisecond
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		timeout := 10 * time.Second
+		if stopping && w.opts.Spool != nil {
+			timeout = 2 * time.Second // the spool takes what the database does not
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := w.opts.Sink.InsertAudit(ctx, batch)
 		cancel()
 		if err == nil {
 			return
 		}
+		if stopping && w.opts.Spool != nil {
+			w.spool(batch, err)
+			return
+		}
 		if stopping && time.Now().After(deadline) {
+			w.lost.Add(int64(len(batch)))
 			w.opts.Logger.Error("audit events lost at shutdown: database unavailable", "count", len(batch), "err", err)
 			return
 		}
