@@ -151,7 +151,9 @@ func TestSpool_UnwritableDir(t *testing.T) {
 // downSink is a database that is away.
 type downSink struct{}
 
-func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error { return errors.New("database away") }
+func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
+	return errors.New("database away")
+}
 
 // TestWriter_CloseSpoolsWhatTheDatabaseRefuses: a clean stop while the
 // database is away puts every queued event in the spool, promptly, and the
