@@ -38,8 +38,12 @@ type Actor struct {
 	// Scope limits the tools the actor may call (full for a person).
 	Scope Scope
 	// KeyID is the MCP key used, for an AI client.
-	KeyID  string
-	Source Source
+	KeyID string
+	// GrantID and ClientName name the OAuth grant and its client, for an
+	// AI client holding an OAuth access token.
+	GrantID    string
+	ClientName string
+	Source     Source
 }
 
 // CanAdmin reports whether the actor may manage the workspace.
@@ -57,7 +61,12 @@ type Authenticator interface {
 // AuthError is a refused credential. Reason is for metrics and logs only
 // (missing, malformed, unknown, revoked, expired); every refusal looks the
 // same to the client, so that a key cannot be probed.
-type AuthError struct{ Reason string }
+type AuthError struct {
+	Reason string
+	// OAuth marks a refused OAuth access token: the client should go back
+	// to the authorization server (refresh, or sign in again).
+	OAuth bool
+}
 
 // Error implements error.
 func (e *AuthError) Error() string { return "credential refused: " + e.Reason }

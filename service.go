@@ -170,4 +170,5 @@ type Services struct {
 	Connections ConnectionService
 	Tools       ToolService
 	Audit       AuditService
+	Grants      GrantService
 }

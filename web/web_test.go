@@ -41,6 +41,7 @@ type fakeData struct {
 	toolOut     map[string]string
 	toolErr     map[string]error
 	invitation  *mcpgate.Invitation
+	grants      []mcpgate.Grant
 
 	lastAudit mcpgate.AuditFilter
 	lastChart string // the member CallsPerHour was asked for
@@ -79,7 +80,7 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 }
 
 func (f *fakeData) services() mcpgate.Services {
-	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f}
+	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Grants: f}
 }
 
 func (f *fakeData) Enter(_ context.Context, u *mcpgate.User, wsID string, src mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {

@@ -131,6 +131,6 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		DB: db, Logger: log, RootKey: cfg.Vault.EncryptionKey, JWTSecret: cfg.Session.JWTSecret,
 		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
-		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, Version: version,
+		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, Version: version, OAuthCIMD: testOAuthCIMD,
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
@@ -49,6 +50,9 @@ type Options struct {
 	KeyRate       rate.Limit
 	KeyBurst      int
 	Version       string
+	// OAuthCIMD configures fetching client ID metadata documents; only
+	// tests set it (to reach a local TLS server).
+	OAuthCIMD oauth.CIMDOptions
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -58,6 +62,8 @@ type Gateway struct {
 	Keyring *vault.Keyring
 	Service *service.Service
 	Keys    *service.KeyAuthenticator
+	OAuth   *oauth.Server
+	Tokens  *oauth.TokenAuthenticator
 	MCP     *mcp.Gateway
 	API     *api.Server
 
@@ -96,8 +102,15 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup)})
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version})
+	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD})
+	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
-		Tools: services.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{gw.Keys}, Tokens: db,
+		Tools: services.Tools, Registry: registry, Tokens: db,
+		// Access tokens first: the key authenticator refuses any bearer
+		// that is not a key, and an access token is not one.
+		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
@@ -111,13 +124,14 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Ready:     db.Ready,
 		MCP:       gw.MCP.Handler(),
 		Metrics:   gw.metrics.Handler(),
-		Web: web.New(web.Options{Services: services, Logger: log,
-			PublicURL: o.PublicURL, Version: version}),
+		Web:       dashboard,
+		OAuth:     gw.OAuth.Handler(),
 	})
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
+			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
 		})
 	})
@@ -156,6 +170,7 @@ func (gw *Gateway) Close() {
 	gw.wg.Wait()
 	gw.MCP.Close()
 	gw.Keys.Close()
+	gw.Tokens.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := gw.audit.Close(ctx); err != nil {
@@ -174,6 +189,9 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 		case <-t.C:
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
+			}
+			if err := gw.OAuth.Prune(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("prune expired OAuth rows", "err", err)
 			}
 		}
 	}

@@ -133,7 +133,7 @@ func New(opts Options) *Service {
 
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
-	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s}
+	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Grants: s}
 }
 
 // The kinds of change Invalidate is told about.

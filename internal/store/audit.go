@@ -36,11 +36,11 @@ func (db *DB) InsertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 			created = time.Now()
 		}
 		rows = append(rows, []any{e.WorkspaceID, nullIfEmpty(e.ActorID), nullIfEmpty(e.KeyID), e.Kind, e.Action,
-			args, string(e.Outcome), e.Message, status, e.DurationMS, e.Source, created})
+			args, string(e.Outcome), e.Message, status, e.DurationMS, e.Source, created, nullIfEmpty(e.GrantID), e.ClientName})
 	}
 	_, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"audit_log"},
 		[]string{"workspace_id", "actor_id", "key_id", "kind", "action", "arguments", "outcome", "message",
-			"upstream_status", "duration_ms", "source", "created_at"}, pgx.CopyFromRows(rows))
+			"upstream_status", "duration_ms", "source", "created_at", "grant_id", "client_name"}, pgx.CopyFromRows(rows))
 	return mapError(err, "")
 }
 
@@ -67,7 +67,8 @@ func (db *DB) ListAudit(ctx context.Context, workspaceID string, f mcpgate.Audit
 	}
 	rows, err := db.Pool.Query(ctx, `
 		SELECT a.id, a.workspace_id, coalesce(a.actor_id::text, ''), coalesce(u.email, ''), coalesce(a.key_id, ''),
-			a.kind, a.action, a.arguments, a.outcome, a.message, coalesce(a.upstream_status, 0), a.duration_ms, a.source, a.created_at
+			a.kind, a.action, a.arguments, a.outcome, a.message, coalesce(a.upstream_status, 0), a.duration_ms, a.source, a.created_at,
+			coalesce(a.grant_id::text, ''), a.client_name
 		FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
 		WHERE a.workspace_id = $1 AND a.id < $2
 			AND ($3 = '' OR a.actor_id::text = $3) AND ($4 = '' OR a.action = $4)
@@ -82,7 +83,7 @@ func (db *DB) ListAudit(ctx context.Context, workspaceID string, f mcpgate.Audit
 		var e mcpgate.AuditEvent
 		var args []byte
 		err := r.Scan(&e.ID, &e.WorkspaceID, &e.ActorID, &e.ActorEmail, &e.KeyID, &e.Kind, &e.Action, &args,
-			&e.Outcome, &e.Message, &e.UpstreamStatus, &e.DurationMS, &e.Source, &e.CreatedAt)
+			&e.Outcome, &e.Message, &e.UpstreamStatus, &e.DurationMS, &e.Source, &e.CreatedAt, &e.GrantID, &e.ClientName)
 		if err == nil && len(args) > 0 {
 			err = json.Unmarshal(args, &e.Arguments)
 		}
