@@ -44,6 +44,7 @@ type cachedToken struct {
 func (s *Server) NewAuthenticator() *TokenAuthenticator {
 	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, ttl: s.opts.CacheTTL, now: s.now,
 		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	s.tokens = a
 	go a.loop()
 	return a
 }

@@ -86,6 +86,9 @@ type Server struct {
 	issuer   string
 	resource string
 	cimd     *cimdFetcher
+	// tokens is this replica's access-token authenticator, told at once
+	// of a revocation made here; the other replicas hear of it by NOTIFY.
+	tokens *TokenAuthenticator
 
 	regMu      sync.Mutex
 	registrars map[string]*rateEntry
@@ -273,6 +276,14 @@ func (s *Server) allowRegistration(addr string) bool {
 // Prune deletes expired codes and tokens and registrations that were never
 // used; the wiring calls it periodically.
 func (s *Server) Prune(ctx context.Context) error { return s.db.PruneOAuth(ctx, unusedClientTTL) }
+
+// revoked drops this replica's cached tokens of a workspace at once, ahead
+// of the notification every replica (this one included) will get.
+func (s *Server) revoked(workspaceID string) {
+	if s.tokens != nil {
+		s.tokens.Invalidate(store.InvalidateGrants, workspaceID)
+	}
+}
 
 // grantActor is the actor of a grant's own events (created, revoked).
 func grantActor(g *mcpgate.Grant, source mcpgate.Source) *mcpgate.Actor {

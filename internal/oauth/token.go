@@ -107,10 +107,6 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g, err = s.db.RotateRefreshToken(r.Context(), mcpgate.HashToken(rt), clientID, s.now(), pair)
-		if errors.Is(err, store.ErrRefreshReuse) {
-			s.log.WarnContext(r.Context(), "refresh token reused; grant revoked", "client_id", clientID)
-			err = errInvalidGrant("the refresh token was already used; the grant is revoked, sign in again")
-		}
 	case "":
 		s.writeOAuthError(w, r, errInvalidRequest("grant_type is required"))
 		return
@@ -121,11 +117,15 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		var oe *oauthError
+		var reused *store.ReuseError
 		switch {
 		case errors.As(err, &oe):
-		case errors.Is(err, store.ErrCodeReplay):
-			s.log.WarnContext(r.Context(), "authorization code replayed; its grant is revoked", "client_id", clientID)
-			oe = errInvalidGrant("the code was already used; any grant made with it is revoked")
+		case errors.As(err, &reused):
+			// Someone holds a copy of a single-use secret: the grant is
+			// revoked (by the store), here at once and elsewhere by NOTIFY.
+			s.revoked(reused.WorkspaceID)
+			s.log.WarnContext(r.Context(), "single-use OAuth secret reused; grant revoked", "what", reused.What, "client_id", clientID)
+			oe = errInvalidGrant("the " + reused.What + " was already used; its grant is revoked, sign in again")
 		case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
 			oe = errInvalidGrant(mcpgate.ErrorMessage(err))
 		default:
@@ -163,6 +163,7 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 				s.internalError(w, r, err)
 				return
 			}
+			s.revoked(g.WorkspaceID)
 			s.audit.Record(r.Context(), mcpgate.NewAdminEvent(grantActor(g, mcpgate.SourceMCP), mcpgate.ActionGrantRevoked,
 				map[string]any{"grant_id": g.ID, "client": g.ClientName, "by": "client"}))
 		case err != nil && mcpgate.ErrorCode(err) != mcpgate.ENotFound:

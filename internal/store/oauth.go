@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,14 +20,18 @@ const (
 	tokenInvalid   = "the token is invalid, expired or revoked"
 )
 
-// ErrRefreshReuse is RotateRefreshToken's answer to a refresh token that was
-// already spent: its grant has been revoked, since either the client or a
-// thief holds a copy.
-var ErrRefreshReuse = errors.New("refresh token reused; grant revoked")
+// ReuseError is the answer to a single-use secret presented again: a spent
+// refresh token (either the client or a thief holds a copy) or an
+// authorization code already redeemed. The grant it belongs to has been
+// revoked; WorkspaceID says whose caches to drop.
+type ReuseError struct {
+	// What is "refresh token" or "authorization code".
+	What        string
+	WorkspaceID string
+}
 
-// ErrCodeReplay is RedeemOAuthCode's answer to a code presented a second
-// time; the grant it was redeemed for (if any) has been revoked.
-var ErrCodeReplay = errors.New("authorization code replayed; grant revoked")
+// Error implements error.
+func (e *ReuseError) Error() string { return e.What + " reused; its grant is revoked" }
 
 // SaveOAuthClient stores a client: a DCR registration (from the given
 // address) or a client ID metadata document just fetched, which replaces
@@ -89,7 +92,7 @@ type TokenPair struct {
 
 // RedeemOAuthCode spends a code (whatever happens next: a code is tried
 // once) and, if check accepts its binding, creates its grant with a first
-// token pair. A code seen before is ErrCodeReplay, and the grant it was
+// token pair. A code seen before is a *ReuseError, and the grant it was
 // redeemed for is revoked (RFC 6749 §4.1.2). An unknown or expired code is
 // ENotFound.
 func (db *DB) RedeemOAuthCode(ctx context.Context, hash []byte, now time.Time, check func(*OAuthCode) error,
@@ -113,7 +116,7 @@ func (db *DB) RedeemOAuthCode(ctx context.Context, hash []byte, now time.Time, c
 				return nil, err
 			}
 		}
-		return nil, ErrCodeReplay
+		return nil, &ReuseError{What: "authorization code", WorkspaceID: c.WorkspaceID}
 	}
 	if !now.Before(c.ExpiresAt) {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "%s", codeInvalid)
@@ -151,12 +154,12 @@ func insertTokens(ctx context.Context, tx pgx.Tx, grantID string, t TokenPair) e
 }
 
 // RotateRefreshToken spends a refresh token of the client and issues the
-// grant's next token pair. A spent token is ErrRefreshReuse and revokes the
+// grant's next token pair. A spent token is a *ReuseError and revokes the
 // grant; an unknown, expired or revoked one, or another client's, is
 // ENotFound.
 func (db *DB) RotateRefreshToken(ctx context.Context, hash []byte, clientID string, now time.Time, next TokenPair) (*mcpgate.Grant, error) {
 	var g *mcpgate.Grant
-	var reused bool
+	var reused *ReuseError
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
 		var grantID, wsID, owner string
 		var expires time.Time
@@ -173,7 +176,7 @@ func (db *DB) RotateRefreshToken(ctx context.Context, hash []byte, clientID stri
 			return pgx.ErrNoRows
 		}
 		if used != nil {
-			reused = true
+			reused = &ReuseError{What: "refresh token", WorkspaceID: wsID}
 			return revokeGrantTx(ctx, tx, wsID, grantID)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET used_at = now() WHERE hash = $1`, hash); err != nil {
@@ -188,8 +191,8 @@ func (db *DB) RotateRefreshToken(ctx context.Context, hash []byte, clientID stri
 	if err != nil {
 		return nil, mapError(err, tokenInvalid)
 	}
-	if reused {
-		return nil, ErrRefreshReuse
+	if reused != nil {
+		return nil, reused
 	}
 	return db.findGrant(ctx, g.WorkspaceID, g.ID)
 }
