@@ -47,9 +47,11 @@ func checkRedirectURI(raw string) error {
 	case "javascript", "data", "vbscript", "file", "blob", "about":
 		return errors.New("this redirect URI scheme is not allowed")
 	default:
-		// A native app's private-use scheme (cursor://, vscode://): it
-		// must look like a reverse domain name, as RFC 8252 §7.1 asks.
-		if !strings.Contains(scheme, ".") && u.Host == "" && u.Opaque == "" {
+		// A native app's private-use scheme (RFC 8252 §7.1). The RFC asks
+		// for a reverse domain name, but the clients in use (cursor://,
+		// vscode://) do not follow it, so any scheme with a target is
+		// taken; the consent page shows it to the person.
+		if u.Host == "" && u.Opaque == "" && u.Path == "" {
 			return errors.New("a custom-scheme redirect URI must name its app")
 		}
 	}
