@@ -409,6 +409,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		})
 
+		var cimdHandler *auth.AuthorizationCodeHandler
 		t.Run("ClientIDMetadataDocument", func(t *testing.T) {
 			cb := newCallback(t)
 			id := o.cimd.URL + "/client.json"
@@ -422,6 +423,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			cimdHandler = h
 			cs := connect(t, h, "2025-11-25")
 			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
 			names := e2eToolNames(t, cs)
@@ -430,6 +432,57 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 			if msg := e2eCallErr(t, cs, "e2b_create_sandbox", map[string]any{}); msg == "" {
 				t.Error("read-only grant created a sandbox")
+			}
+		})
+
+		// The Keys page lists both apps; revoking one there ends its
+		// access on every replica.
+		t.Run("ConnectedApps", func(t *testing.T) {
+			if cimdHandler == nil {
+				t.Skip("needs the metadata document client")
+			}
+			ts, _ := cimdHandler.TokenSource(context.Background())
+			tok, err := ts.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.rec.secret(tok.AccessToken, "access token")
+			var grants struct {
+				Grants []struct {
+					ID         string `json:"id"`
+					ClientName string `json:"client_name"`
+				} `json:"grants"`
+			}
+			alice.with(t).decode(alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
+			gid := ""
+			for _, g := range grants.Grants {
+				if g.ClientName == "E2E CIMD client" {
+					gid = g.ID
+				}
+			}
+			webRun(t, bctx, "keys page", chromedp.Navigate(o.front+"/app/w/"+wsA+"/keys"), chromedp.WaitVisible(chromedp.ID("#grants-table")))
+			for _, want := range []string{"E2E native client", "E2E CIMD client", "self-registered", "Read-only"} {
+				if got := webText(t, bctx, "#connected-apps"); !strings.Contains(got, want) {
+					t.Errorf("Connected apps lacks %q: %s", want, got)
+				}
+			}
+			webShot(t, bctx, "oauth-connected-apps")
+			webRun(t, bctx, "revoke", chromedp.Click(chromedp.CSS(`form[data-api-path$="/grants/`+gid+`"] button`)),
+				chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")))
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if o.mcpStatus(t, rA.url+"/mcp", tok.AccessToken) == http.StatusUnauthorized &&
+					o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken) == http.StatusUnauthorized {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the app revoked in the dashboard still works")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			webRun(t, bctx, "reloaded", chromedp.WaitVisible(chromedp.ID("#grants-table")))
+			if got := webText(t, bctx, "#connected-apps"); strings.Contains(got, "E2E CIMD client") {
+				t.Errorf("the revoked app is still listed: %s", got)
 			}
 		})
 	})
