@@ -107,8 +107,10 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("#new-key")))
 	key := webText(t, ctx, "#new-key-value")
 	connectorURL := webText(t, ctx, "#new-key-url")
-	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-0")))
-	snippet := webText(t, ctx, "#snip-claude-code-0")
+	// The first Claude Code snippet signs in with OAuth; the second
+	// carries the key.
+	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-1")))
+	snippet := webText(t, ctx, "#snip-claude-code-1")
 	webShot(t, ctx, "06-keys-created")
 	sm := regexp.MustCompile(`^claude mcp add --transport http --scope user mcpgate (\S+) --header "Authorization: Bearer (\S+)"$`).FindStringSubmatch(snippet)
 	if sm == nil {
