@@ -615,7 +615,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 		})
 		t.Run("refresh rotation and reuse", func(t *testing.T) {
 			tok := o.mustToken(t, alice, cfg, wsA, "full")
-			if tok.Expiry.Sub(time.Now()) > time.Hour+time.Minute || tok.Expiry.Sub(time.Now()) < 59*time.Minute {
+			if time.Until(tok.Expiry) > time.Hour+time.Minute || time.Until(tok.Expiry) < 59*time.Minute {
 				t.Errorf("access token expires at %v, want in one hour", tok.Expiry)
 			}
 			next, err := cfg.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
