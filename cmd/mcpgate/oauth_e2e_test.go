@@ -800,9 +800,13 @@ func TestOAuthEndToEnd(t *testing.T) {
 			"private address":  "https://10.0.0.1/client.json",
 			"link-local range": "https://169.254.169.254/latest/meta-data.json",
 		} {
-			loc, status, _ := o.consent(t, alice, o.config(id, cb.url).AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			loc, status, body := o.consent(t, alice, o.config(id, cb.url).AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
 			if loc != nil || status != http.StatusBadRequest {
 				t.Errorf("%s: authorize = %v %d, want a 400 page", name, loc, status)
+			}
+			// The page says why, but never what the gateway dialled.
+			if strings.Contains(body, "dial tcp") || strings.Contains(body, ":443") {
+				t.Errorf("%s: the error page reveals network details:\n%s", name, body)
 			}
 		}
 	})

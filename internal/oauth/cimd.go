@@ -83,7 +83,7 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil || !allow(ap.Addr()) {
-				return errors.New("address not allowed")
+				return errAddrRefused
 			}
 			return nil
 		}}
@@ -91,8 +91,35 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 		ResponseHeaderTimeout: o.Timeout, MaxIdleConns: 10, IdleConnTimeout: 30 * time.Second,
 		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}, Proxy: nil}
 	return &cimdFetcher{opts: o, client: &http.Client{Transport: tr, Timeout: o.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return errors.New("redirects are not followed") }}}
+		CheckRedirect: func(*http.Request, []*http.Request) error { return errNoRedirects }}}
 }
+
+// errNoRedirects stops the client at a redirect: a document must be served
+// at its own URL, and a redirect could lead anywhere.
+var errNoRedirects = errors.New("redirects are not followed")
+
+// errAddrRefused is the dialer's refusal of an inner address.
+var errAddrRefused = errors.New("address not allowed")
+
+// fetchError is a refused metadata document: Reason is safe to show the
+// person (it never names an address the gateway resolved or reached, which
+// would let anyone map the gateway's network); Err is for the log.
+type fetchError struct {
+	Reason string
+	Err    error
+}
+
+func (e *fetchError) Error() string {
+	if e.Err != nil {
+		return e.Reason + ": " + e.Err.Error()
+	}
+	return e.Reason
+}
+
+// Unwrap returns the underlying error.
+func (e *fetchError) Unwrap() error { return e.Err }
+
+func refuse(reason string) error { return &fetchError{Reason: reason} }
 
 // fetch gets and checks a client ID metadata document: an https URL, no
 // redirects, a size cap, JSON whose client_id is the URL itself.
@@ -101,27 +128,29 @@ func (f *cimdFetcher) fetch(ctx context.Context, id string) (*oauthex.ClientRegi
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
-		return nil, errors.New("bad URL")
+		return nil, refuse("its URL is not valid")
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
+		switch {
+		case errors.Is(err, errAddrRefused):
+			return nil, &fetchError{Reason: "its host is on a private, loopback or link-local address", Err: err}
+		case errors.Is(err, errNoRedirects):
+			return nil, &fetchError{Reason: "it redirects, and redirects are not followed", Err: err}
 		}
-		return nil, fmt.Errorf("fetch failed: %w", err)
+		return nil, &fetchError{Reason: "it could not be fetched", Err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch answered %d", resp.StatusCode)
+		return nil, refuse(fmt.Sprintf("its URL answered HTTP %d", resp.StatusCode))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxBytes+1))
 	if err != nil {
-		return nil, errors.New("read failed")
+		return nil, &fetchError{Reason: "it could not be read", Err: err}
 	}
 	if int64(len(body)) > f.opts.MaxBytes {
-		return nil, errors.New("document too large")
+		return nil, refuse(fmt.Sprintf("it is larger than %d KiB", f.opts.MaxBytes>>10))
 	}
 	var doc struct {
 		oauthex.ClientRegistrationMetadata
@@ -129,16 +158,16 @@ func (f *cimdFetcher) fetch(ctx context.Context, id string) (*oauthex.ClientRegi
 		ClientSecret string `json:"client_secret"`
 	}
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, errors.New("not a JSON document")
+		return nil, refuse("it is not a JSON document")
 	}
 	if doc.ClientID != id {
-		return nil, errors.New("its client_id is not its own URL")
+		return nil, refuse("its client_id is not its own URL")
 	}
 	if doc.ClientSecret != "" {
-		return nil, errors.New("a metadata document must not carry a client secret")
+		return nil, refuse("it carries a client secret, which a metadata document must not")
 	}
 	if m := doc.TokenEndpointAuthMethod; m != "" && m != "none" {
-		return nil, errors.New("only public clients (token_endpoint_auth_method none) are supported")
+		return nil, refuse("only public clients (token_endpoint_auth_method none) are supported")
 	}
 	return &doc.ClientRegistrationMetadata, nil
 }

@@ -197,7 +197,12 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	md, ferr := s.cimd.fetch(r.Context(), id)
 	if ferr != nil {
 		s.log.InfoContext(r.Context(), "client metadata document refused", "client_id", id, "err", ferr)
-		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the client's metadata document could not be used: %s", ferr.Error())
+		reason := "it could not be fetched"
+		var fe *fetchError
+		if errors.As(ferr, &fe) {
+			reason = fe.Reason
+		}
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "The app's metadata document (%s) cannot be used: %s.", id, reason)
 	}
 	nc, oerr := clientFromMetadata(md)
 	if oerr != nil {

@@ -116,7 +116,7 @@ func TestCIMDFetch(t *testing.T) {
 	ctx := context.Background()
 
 	strict := newCIMDFetcher(CIMDOptions{RootCAs: pool})
-	if _, err := strict.fetch(ctx, ts.URL+"/ok.json"); err == nil || !strings.Contains(err.Error(), "address not allowed") {
+	if _, err := strict.fetch(ctx, ts.URL+"/ok.json"); !errors.Is(err, errAddrRefused) {
 		t.Errorf("fetch of a loopback document without the test option err = %v, want address not allowed", err)
 	}
 	f := newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }, Timeout: 200 * time.Millisecond})
@@ -270,5 +270,34 @@ func TestRotateRefreshToken(t *testing.T) {
 	}
 	if gs, _ := f.db.ListGrants(ctx, f.workspace, ""); len(gs) != 0 {
 		t.Errorf("live grants after reuse = %d, want 0", len(gs))
+	}
+}
+
+// Registrations that never got a grant expire; used ones and metadata
+// document clients stay.
+func TestPruneOAuth(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	ctx := context.Background()
+	f.grant(t, "https://gw.example.com/mcp") // uses f.client
+	for _, c := range []*mcpgate.OAuthClient{
+		{ID: "mcpc_unused", Kind: mcpgate.ClientDCR, Name: "old", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+		{ID: "mcpc_fresh", Kind: mcpgate.ClientDCR, Name: "new", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+		{ID: "https://app.example.com/c.json", Kind: mcpgate.ClientCIMD, Name: "doc", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+	} {
+		if err := f.db.SaveOAuthClient(ctx, c, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE oauth_clients SET created_at = now() - interval '2 days' WHERE id <> 'mcpc_fresh'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"mcpc_unused": false, "mcpc_fresh": true, f.client: true, "https://app.example.com/c.json": true} {
+		_, _, err := f.db.FindOAuthClient(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("client %s kept = %v, want %v (err %v)", id, got, want, err)
+		}
 	}
 }
