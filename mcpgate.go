@@ -116,6 +116,9 @@ type ToolInfo struct {
 	ReadOnly          bool           `json:"read_only"`
 	Destructive       bool           `json:"destructive"`
 	Annotations       map[string]any `json:"annotations"`
+	// OffByDefault marks a tool a new workspace has turned off (E2B's
+	// kill): the dashboard guards its switch.
+	OffByDefault bool `json:"-"`
 }
 
 // Connection is a workspace's stored credential for one connector. The

@@ -170,5 +170,6 @@ type Services struct {
 	Connections ConnectionService
 	Tools       ToolService
 	Audit       AuditService
+	Resources   ResourceService
 	Grants      GrantService
 }

@@ -4,7 +4,9 @@
 // the root router that mounts the MCP endpoint and the dashboard, which cmd
 // passes in as http.Handlers.
 //
-// It maps coded errors to statuses in one table (error.go). It never runs
-// SQL, holds key material, or imports mcp, web, vault or internal/store: the
-// small interfaces it needs are declared here and satisfied in cmd.
+// Its handlers translate HTTP to calls of the services (mcpgate.Services)
+// and back; who may do what is decided there, not here. Errors become
+// statuses through the one table in internal/httpx. It never runs SQL, holds
+// key material, or imports mcp, web, vault, internal/service or
+// internal/store; the session store is the one small interface it declares.
 package api

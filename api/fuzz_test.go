@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -21,10 +20,9 @@ import (
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/mcp"
-	"github.com/mcpgate/mcpgate/vault"
 )
 
 // stack is the whole HTTP surface over a real database, as serve wires it,
@@ -46,20 +44,13 @@ type stackUser struct {
 
 func newStack(tb testing.TB) *stack {
 	tb.Helper()
-	ctx := context.Background()
-	db := storetest.Open(tb)
-	root := make([]byte, 32)
-	_, _ = rand.Read(root)
-	keyring, err := vault.Open(ctx, root, db.VaultKeys(), vault.Options{})
-	if err != nil {
-		tb.Fatalf("vault.Open() err = %v", err)
-	}
 	sim := e2bsim.New(e2bsim.Options{})
 	simSrv := httptest.NewServer(sim)
 	tb.Cleanup(simSrv.Close)
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: simSrv.URL, DashboardURL: simSrv.URL}))
-	svc := service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, PublicURL: "http://localhost:8080",
+	env := servicetest.New(tb, service.Options{Registry: registry, PublicURL: "http://localhost:8080",
 		PasswordParams: &password.Params{Time: 1, Memory: 1024, Threads: 1}, CallTimeout: 5 * time.Second})
+	db, svc := env.DB, env.Service
 	keys := svc.NewKeyAuthenticator()
 	tb.Cleanup(keys.Close)
 	gw := mcp.New(mcp.Options{Tools: svc, Registry: registry, Authenticators: []mcpgate.Authenticator{keys}, Tokens: db,

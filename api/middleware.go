@@ -17,7 +17,7 @@ import (
 
 // connectorKeyPath matches the MCP key inside a connector URL path, so that
 // it can be redacted before anything logs the path.
-var connectorKeyPath = regexp.MustCompile(`^/c/[^/]+`)
+var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
 
 // oauthSecret matches an OAuth access token, refresh token or code, should
 // one ever be put in a path.
@@ -26,7 +26,7 @@ var oauthSecret = regexp.MustCompile(`mcp(at|rt|ac)_[A-Za-z0-9_-]+`)
 // RedactPath returns the request path with any key or OAuth secret it
 // carries replaced.
 func RedactPath(p string) string {
-	return oauthSecret.ReplaceAllString(connectorKeyPath.ReplaceAllString(p, "/c/[redacted]"), "[redacted]")
+	return oauthSecret.ReplaceAllString(connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]"), "[redacted]")
 }
 
 // statusRecorder captures the status and size written by a handler.
@@ -82,7 +82,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				s.log.ErrorContext(ctx, "panic serving request", "request_id", id, "panic", p, "stack", string(debug.Stack()))
+				s.log.ErrorContext(ctx, "panic serving request", "panic", p, "stack", string(debug.Stack()))
 				if rec.status == 0 {
 					WriteError(rec, r, s.log, mcpgate.Errorf(mcpgate.EInternal, "internal error"))
 				}
@@ -92,7 +92,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			s.log.Log(ctx, level, "request",
-				"request_id", id, "method", r.Method, "path", RedactPath(r.URL.Path),
+				"method", r.Method, "path", RedactPath(r.URL.Path),
 				"route", chi.RouteContext(r.Context()).RoutePattern(),
 				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/app"
+	"github.com/mcpgate/mcpgate/internal/logctx"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
@@ -32,7 +33,8 @@ type inprocOptions struct {
 }
 
 func startInProcess(ctx context.Context, o inprocOptions) (*inprocGateway, error) {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The handler serve builds (logctx), so that what is measured is what runs.
+	log := slog.New(logctx.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	db, err := store.Open(ctx, o.dsn)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,10 @@ type Tool struct {
 	// DefaultNeedsConfirmation is whether a new workspace asks a human before
 	// the call runs.
 	DefaultNeedsConfirmation bool
+	// OutputSchema is the JSON schema of the tool's result, inferred from its
+	// output type, so that MCP clients can validate and type the structured
+	// content. Never mutate it.
+	OutputSchema *jsonschema.Schema
 	// InputSchema is the JSON schema of the arguments, with defaults and
 	// bounds. Never mutate it: it is shared by every server.
 	InputSchema *jsonschema.Schema
@@ -71,6 +75,9 @@ type Tool struct {
 
 	resolved *jsonschema.Resolved
 	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+
+	// resolvedOut checks results against OutputSchema (ValidateOutput).
+	resolvedOut *jsonschema.Resolved
 }
 
 // Spec describes a tool for NewTool.
@@ -85,13 +92,20 @@ type Spec struct {
 	// Schema, when set, adjusts the schema inferred from the input type:
 	// defaults, bounds, enums, patterns.
 	Schema func(s *jsonschema.Schema)
+	// Output, when set, adjusts the schema inferred from the output type
+	// (formats, descriptions). It must keep accepting every value the tool
+	// returns.
+	Output func(s *jsonschema.Schema)
 }
 
-// NewTool builds a tool whose arguments decode into In. The input schema is
-// inferred from In (json tags; fields without omitempty are required; unknown
-// arguments are refused) and then adjusted by spec.Schema. It panics on a
-// schema that does not resolve: tools are built at start-up, and a broken one
-// must stop the program, not fail on its first call.
+// NewTool builds a tool whose arguments decode into In and whose result is an
+// Out. The input schema is inferred from In (json tags; fields without
+// omitempty are required; unknown arguments are refused) and then adjusted by
+// spec.Schema; the output schema is inferred from Out and adjusted by
+// spec.Output. Out must be a struct (MCP wants an object as structured
+// content). It panics on a schema that does not resolve: tools are built at
+// start-up, and a broken one must stop the program, not fail on its first
+// call.
 func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mcpgate.Secret, in In) (Out, error)) *Tool {
 	schema, err := jsonschema.For[In](nil)
 	if err != nil {
@@ -104,7 +118,23 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: resolve schema: %v", spec.Name, err))
 	}
+	out, err := jsonschema.For[Out](nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: infer output schema: %v", spec.Name, err))
+	}
+	if out.Type != "object" {
+		panic(fmt.Sprintf("tool %s: output type must be a struct, not %s", spec.Name, out.Type))
+	}
+	nullableMaps(out)
+	if spec.Output != nil {
+		spec.Output(out)
+	}
+	resolvedOut, err := out.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: resolve output schema: %v", spec.Name, err))
+	}
 	return &Tool{
+		OutputSchema: out, resolvedOut: resolvedOut,
 		Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
 		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
@@ -166,6 +196,45 @@ func (t *Tool) CallDecoded(ctx context.Context, credential mcpgate.Secret, args 
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
 	}
 	return t.run(ctx, credential, b)
+}
+
+// ValidateOutput checks a result of the tool, as it will be marshalled into
+// structured content, against the tool's output schema. The gateway does not
+// call it on every result (the schema is inferred from the very type the
+// handler returns); tests do, so that a schema that rejects a real result
+// cannot ship.
+func (t *Tool) ValidateOutput(out any) error {
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("marshal output: %w", err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("unmarshal output: %w", err)
+	}
+	if err := t.resolvedOut.Validate(v); err != nil {
+		return fmt.Errorf("output of %s does not match its schema: %w", t.Name, err)
+	}
+	return nil
+}
+
+// nullableMaps lets every map in s also be null: encoding/json writes a nil
+// map without omitempty as null, and the inferred schema would refuse it.
+// (Slices and pointers are already inferred as nullable.)
+func nullableMaps(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	// A map is an object with no properties and a real (not "false")
+	// additionalProperties schema.
+	if s.Type == "object" && len(s.Properties) == 0 && s.AdditionalProperties != nil && s.AdditionalProperties.Not == nil {
+		s.Types, s.Type = []string{"null", "object"}, ""
+	}
+	for _, p := range s.Properties {
+		nullableMaps(p)
+	}
+	nullableMaps(s.Items)
+	nullableMaps(s.AdditionalProperties)
 }
 
 // fromNumbers replaces every json.Number in v (a decoded JSON value) with an

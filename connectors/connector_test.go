@@ -93,3 +93,49 @@ func TestRegistry(t *testing.T) {
 	}()
 	connectors.NewRegistry(a, fakeConnector{name: "c", tools: []*connectors.Tool{newListTool("a_list")}})
 }
+
+type mapOut struct {
+	Labels   map[string]string `json:"labels"`
+	Items    []string          `json:"items"`
+	Optional *int              `json:"optional,omitempty"`
+	Name     string            `json:"name"`
+}
+
+func TestNewTool_outputSchema(t *testing.T) {
+	var give mapOut
+	tool := connectors.NewTool(connectors.Spec{Name: "demo_out", Title: "Out"},
+		func(context.Context, mcpgate.Secret, listIn) (mapOut, error) { return give, nil })
+	if s := tool.OutputSchema; s == nil || s.Type != "object" || s.Properties["name"] == nil {
+		t.Fatalf("OutputSchema = %+v, want an object schema inferred from the output type", s)
+	}
+	n := 3
+	tests := []struct {
+		name    string
+		out     any
+		wantErr bool
+	}{
+		// nil map and nil slice marshal as null: the schema must accept both.
+		{name: "zero value", out: mapOut{}},
+		{name: "filled", out: mapOut{Labels: map[string]string{"a": "b"}, Items: []string{"x"}, Optional: &n, Name: "n"}},
+		{name: "wrong shape", out: map[string]any{"labels": 5, "items": nil, "name": "n"}, wantErr: true},
+		{name: "unknown field", out: map[string]any{"labels": nil, "items": nil, "name": "n", "extra": 1}, wantErr: true},
+		{name: "missing required", out: map[string]any{"labels": nil, "items": nil}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tool.ValidateOutput(tt.out); (err != nil) != tt.wantErr {
+				t.Fatalf("ValidateOutput(%+v) err = %v, wantErr %v", tt.out, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewTool_outputMustBeObject(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewTool with a non-struct output did not panic")
+		}
+	}()
+	connectors.NewTool(connectors.Spec{Name: "demo_bad"},
+		func(context.Context, mcpgate.Secret, listIn) ([]string, error) { return nil, nil })
+}

@@ -1,16 +1,17 @@
-// Package mcp is the gateway's MCP endpoint and the one place where a
-// workspace's tools run: it authenticates MCP keys (header or connector URL),
-// applies the workspace's tool policy and the key's scope, enforces human
-// confirmation, opens the workspace's credential for one call, runs the
-// connector's tool, and records the call in the audit log. The dashboard's
-// sandbox actions go through the same Gateway.CallTool, so a rule holds for
-// every caller.
+// Package mcp is the gateway's MCP endpoint. It asks each configured
+// mcpgate.Authenticator (MCP keys in a header or the connector URL; later
+// OAuth access tokens) who is calling, rate-limits per credential, and serves
+// the official go-sdk's streamable HTTP handler in stateless mode, so any
+// replica answers any request.
 //
-// It serves MCP with the official go-sdk in stateless mode, so any replica
-// answers any request. What it caches (keys, policies, built servers) is
-// invalidated across replicas by Invalidate, which cmd feeds from Postgres
-// LISTEN/NOTIFY.
+// It decides nothing itself: the tool service says which tools a caller may
+// see (a ToolSet, on which the built go-sdk server is cached until the
+// workspace's policy changes), runs every call under the policy, and says
+// when a call needs confirmation. This package adds only the MCP side of a
+// confirmation: a signed, single-use token for the two-step flow, or an
+// input request for 2026-07-28 clients. Server instructions and prompts come
+// from the connectors.
 //
-// It imports mcpgate, connectors and the go-sdk; never internal/store, vault,
-// api or web. What it needs from the database is the Backend interface.
+// It imports mcpgate, connectors, internal/httpx and the go-sdk; never
+// internal/store, internal/service, vault, api or web.
 package mcp

@@ -15,11 +15,12 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/mcp"
 )
 
 // auditLog keeps recorded events.
-type auditLog = mcp.RecordingAudit
+type auditLog = servicetest.Recorder
 
 func lastEvent(a *auditLog) (mcpgate.AuditEvent, int) {
 	evs := a.Events()

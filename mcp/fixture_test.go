@@ -7,9 +7,7 @@ package mcp
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +16,8 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/vault"
 )
 
 // FixtureOptions choose what a Fixture serves.
@@ -47,46 +44,31 @@ type Fixture struct {
 	server    *httptest.Server
 	Workspace string
 	UserID    string
-	Audit     *RecordingAudit
+	Audit     *servicetest.Recorder
 }
 
 // NewFixture builds a fixture; it is closed at cleanup.
 func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
-	ctx := context.Background()
-	db := storetest.Open(tb)
-	root := make([]byte, 32)
-	_, _ = rand.Read(root)
-	keyring, err := vault.Open(ctx, root, db.VaultKeys(), vault.Options{})
-	if err != nil {
-		tb.Fatalf("vault.Open() err = %v", err)
-	}
-	u, err := db.CreateUser(ctx, "owner@example.com", "hash", nil)
-	if err != nil {
-		tb.Fatalf("CreateUser() err = %v", err)
-	}
-	wss, err := db.WorkspacesOfUser(ctx, u.ID)
-	if err != nil || len(wss) != 1 {
-		tb.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
-	}
-	f := &Fixture{DB: db, Workspace: wss[0].ID, UserID: u.ID, Audit: &RecordingAudit{}}
-	audit := o.Audit
-	if audit == nil {
-		audit = f.Audit
-	}
-	f.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: o.Registry, Audit: audit,
+	env := servicetest.New(tb, service.Options{Registry: o.Registry, Audit: o.Audit,
 		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now})
+	u, owner := env.NewUser(tb, "owner@example.com")
+	f := &Fixture{DB: env.DB, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
 	f.Keys = f.Service.NewKeyAuthenticator()
 	if o.Credential != "" {
 		for _, name := range o.Registry.Names() {
 			c := &mcpgate.Connection{WorkspaceID: f.Workspace, Connector: name, KeyHint: "test", VerifiedAt: time.Now(), UpdatedBy: u.ID}
-			if err := db.PutConnection(ctx, keyring, c, mcpgate.Secret(o.Credential)); err != nil {
+			if err := env.DB.PutConnection(context.Background(), env.Keyring, c, mcpgate.Secret(o.Credential)); err != nil {
 				tb.Fatalf("PutConnection() err = %v", err)
 			}
 		}
 	}
+	audit := o.Audit
+	if audit == nil {
+		audit = env.Audit
+	}
 	f.Gateway = New(Options{Tools: f.Service, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
-		Tokens: db, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
+		Tokens: env.DB, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
 		ConfirmationSecret: []byte("fixture-confirmation-secret-0123456789"), Now: o.Now,
 		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst})
 	f.server = httptest.NewServer(f.Gateway.Handler())
@@ -117,27 +99,4 @@ func (f *Fixture) AddKey(tb testing.TB, scope mcpgate.Scope) (key, id string) {
 		tb.Fatalf("CreateKey() err = %v", err)
 	}
 	return key, k.ID
-}
-
-// RecordingAudit keeps recorded events.
-type RecordingAudit struct {
-	mu     sync.Mutex
-	events []mcpgate.AuditEvent
-}
-
-// Record implements the auditors.
-func (a *RecordingAudit) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, ev)
-}
-
-// Saturated implements service.Auditor.
-func (a *RecordingAudit) Saturated() bool { return false }
-
-// Events returns the events recorded so far.
-func (a *RecordingAudit) Events() []mcpgate.AuditEvent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]mcpgate.AuditEvent(nil), a.events...)
 }

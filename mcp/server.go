@@ -67,7 +67,10 @@ func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 }
 
 // sdkTool publishes a tool. A tool that needs confirmation in this workspace
-// gets an extra optional confirmation_token argument in its schema.
+// gets an extra optional confirmation_token argument in its schema, and no
+// output schema: its first call answers with the confirmation step, whose
+// shape is not the tool's output, and strict clients reject a result that
+// does not match a published schema.
 func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 	schema := t.InputSchema
 	if needsConfirmation {
@@ -78,11 +81,15 @@ func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 		schema = &cp
 	}
 	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
-	return &sdk.Tool{
+	tool := &sdk.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema,
 		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Annotations.ReadOnly,
 			DestructiveHint: &destructive, IdempotentHint: t.Annotations.Idempotent, OpenWorldHint: &openWorld},
 	}
+	if !needsConfirmation && t.OutputSchema != nil {
+		tool.OutputSchema = t.OutputSchema
+	}
+	return tool
 }
 
 // addPrompts offers each connector's prompts to callers who may call every

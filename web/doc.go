@@ -1,13 +1,14 @@
 // Package web serves the dashboard: server-rendered html/template pages and
 // embedded static assets (one stylesheet, one small script, no build step).
 //
-// Pages only read. Every write goes from the page's script to the JSON API
-// under /api/v1 with the session cookie and the X-CSRF-Token header, so the
-// API stays the one place that checks, changes and audits state.
+// Pages only read, through the services (mcpgate.Services), as the signed-in
+// person's actor: what each person sees is decided there. The sandbox pages
+// show the connector's own view of its resources (mcpgate.ResourceService),
+// so nothing here names a connector's tool. Every write goes from the page's
+// script to the JSON API under /api/v1 with the session cookie and the
+// X-CSRF-Token header.
 //
-// web imports only the mcpgate package, chi and the standard library. It never
-// imports the store, the vault, api or mcp: it declares the small Data
-// interface it reads through, and cmd/mcpgate passes an adapter. The logged-in
-// user comes from the request context (mcpgate.UserFromContext), where the
-// API's session middleware puts it.
+// web imports only the mcpgate package, chi and the standard library. The
+// logged-in user comes from the request context (mcpgate.UserFromContext),
+// where the API's session middleware puts it.
 package web

@@ -68,23 +68,6 @@ func agoPtr(now time.Time, t *time.Time) string {
 	return timeAgo(now, *t)
 }
 
-// relString and absString format an RFC 3339 string from a tool's output.
-func relString(now time.Time, s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return timeAgo(now, t)
-}
-
-func absString(s string) string {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return s
-	}
-	return fmtTime(t)
-}
-
 func fmtBytes(n int64) string {
 	const unit = 1024
 	if n < unit {

@@ -100,14 +100,15 @@ func (h *handler) handleApp(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/app/w/"+url.PathEscape(target.ID), http.StatusSeeOther)
 }
 
-// connection returns the workspace's E2B connection, or nil when there is
+// connection returns the workspace's connection to the gateway's first
+// connector (the one the connection page manages), or nil when there is
 // none.
 func (h *handler) connection(ctx context.Context) (*mcpgate.Connection, error) {
-	c, err := h.svc.Connections.Connection(ctx, actorFrom(ctx), "e2b")
-	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+	cs := h.svc.Resources.Connectors()
+	if len(cs) == 0 {
 		return nil, nil
 	}
-	return c, err
+	return h.connectionOf(ctx, cs[0].Name)
 }
 
 type overviewPage struct {
@@ -318,8 +319,10 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
+	// The destructive tool a new workspace keeps off gets the guarded
+	// switch (E2B's kill).
 	for i := range p.Tools {
-		if p.Tools[i].Name == "e2b_kill_sandbox" {
+		if p.Tools[i].Destructive && p.Tools[i].OffByDefault && p.Kill == nil {
 			p.Kill = &p.Tools[i]
 		}
 	}

@@ -1,255 +1,186 @@
 package web
 
 import (
-	"encoding/json"
+	"context"
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
-	"sort"
 	"strconv"
-	"strings"
-	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
 )
 
-// The sandbox pages read E2B through the workspace's tools, so that what a
-// person sees is exactly what the AI sees, under the same policy and audit.
+// The resource pages (E2B's sandboxes) show what the connector's own view
+// of them returns: the connector reads them through its tools, under the
+// workspace's policy and audit, so a person sees exactly what the AI sees.
+// Nothing here names a connector's tool or reads its output.
 
-type sandboxOut struct {
-	SandboxID  string            `json:"sandbox_id"`
-	TemplateID string            `json:"template_id"`
-	Alias      string            `json:"alias"`
-	State      string            `json:"state"`
-	StartedAt  string            `json:"started_at"`
-	EndAt      string            `json:"end_at"`
-	PausedAt   string            `json:"paused_at"`
-	CPUCount   int               `json:"cpu_count"`
-	MemoryMB   int               `json:"memory_mb"`
-	DiskSizeMB int               `json:"disk_size_mb"`
-	Envd       string            `json:"envd_version"`
-	Metadata   map[string]string `json:"metadata"`
-}
-
-// Template is the template's name where E2B gave one, else its id.
-func (s sandboxOut) Template() string {
-	if s.Alias != "" {
-		return s.Alias
+// browsable returns the first connector whose resources the dashboard can
+// show.
+func (h *handler) browsable() (mcpgate.ConnectorInfo, bool) {
+	for _, c := range h.svc.Resources.Connectors() {
+		if c.Plural != "" {
+			return c, true
+		}
 	}
-	return s.TemplateID
+	return mcpgate.ConnectorInfo{}, false
 }
 
-// MetadataPairs returns the metadata sorted by key.
-func (s sandboxOut) MetadataPairs() []kv {
-	out := make([]kv, 0, len(s.Metadata))
-	for k, v := range s.Metadata {
-		out = append(out, kv{k, v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].K < out[j].K })
-	return out
+type resourcesPage struct {
+	Connection *mcpgate.Connection
+	Kind       mcpgate.ConnectorInfo
+	Error      string
+	Resources  []mcpgate.Resource
+	// Counts are how many are in each state, in the order first seen.
+	Counts  []stateCount
+	Note    string
+	NextURL string
+	Paged   bool
 }
 
-type kv struct{ K, V string }
-
-type sandboxesPage struct {
-	Connection   *mcpgate.Connection
-	Error        string
-	Sandboxes    []sandboxOut
-	Running      int
-	Paused       int
-	TotalRunning *int
-	NextURL      string
-	Paged        bool
+type stateCount struct {
+	State string
+	N     int
 }
 
 func (h *handler) handleSandboxes(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
-	conn, err := h.connection(ctx)
+	ws := workspaceFrom(ctx)
+	kind, ok := h.browsable()
+	if !ok {
+		h.notFound(w, r)
+		return
+	}
+	conn, err := h.connectionOf(ctx, kind.Name)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	p := sandboxesPage{Connection: conn}
+	p := resourcesPage{Connection: conn, Kind: kind, Counts: []stateCount{{"running", 0}, {"paused", 0}}}
 	if conn != nil {
-		args := map[string]any{"limit": 100}
-		if next := r.URL.Query().Get("next"); next != "" && len(next) < 512 {
-			args["next_token"] = next
-			p.Paged = true
+		next := r.URL.Query().Get("next")
+		if len(next) >= 512 {
+			next = ""
 		}
-		var out struct {
-			Data         []sandboxOut `json:"data"`
-			NextToken    string       `json:"next_token"`
-			TotalRunning *int         `json:"total_running"`
-		}
-		if err := h.callTool(r, ws.ID, u.ID, "e2b_list_sandboxes", args, &out); err != nil {
+		p.Paged = next != ""
+		page, err := h.svc.Resources.Resources(ctx, actorFrom(ctx), kind.Name, next)
+		if err != nil {
+			h.logToolError(r, err)
 			p.Error = mcpgate.ErrorMessage(err)
 		} else {
-			p.Sandboxes, p.TotalRunning = out.Data, out.TotalRunning
-			slices.SortStableFunc(p.Sandboxes, func(a, b sandboxOut) int {
-				if a.State != b.State {
-					if a.State == "running" {
-						return -1
-					}
-					if b.State == "running" {
-						return 1
-					}
-				}
-				return strings.Compare(b.StartedAt, a.StartedAt)
-			})
-			for _, s := range p.Sandboxes {
-				if s.State == "paused" {
-					p.Paused++
-				} else {
-					p.Running++
-				}
+			p.Resources, p.Note = page.Resources, page.Note
+			for _, res := range page.Resources {
+				p.Counts = countState(p.Counts, res.State)
 			}
-			if out.NextToken != "" {
-				p.NextURL = "/app/w/" + ws.ID + "/sandboxes?next=" + url.QueryEscape(out.NextToken)
+			if page.Next != "" {
+				p.NextURL = "/app/w/" + ws.ID + "/sandboxes?next=" + url.QueryEscape(page.Next)
 			}
 		}
 	}
-	h.render(w, r, http.StatusOK, "sandboxes", h.newView(r, "Sandboxes", "sandboxes", p))
+	h.render(w, r, http.StatusOK, "sandboxes", h.newView(r, titleCase(kind.Plural), "sandboxes", p))
 }
 
-// callTool runs a tool for the page's user and decodes its output.
-func (h *handler) callTool(r *http.Request, wsID, userID, tool string, args map[string]any, out any) error {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	res, err := h.svc.Tools.CallTool(r.Context(), actorFrom(r.Context()), mcpgate.ToolCall{Tool: tool, Arguments: raw})
-	if err != nil {
-		if mcpgate.ErrorCode(err) == mcpgate.EInternal {
-			h.log.ErrorContext(r.Context(), "dashboard tool call", "tool", tool, "err", err)
+func countState(counts []stateCount, state string) []stateCount {
+	for i := range counts {
+		if counts[i].State == state {
+			counts[i].N++
+			return counts
 		}
-		return err
 	}
-	if err := json.Unmarshal(res, out); err != nil {
-		return mcpgate.WrapError(mcpgate.EUpstream, err, "E2B's answer could not be read")
+	return append(counts, stateCount{state, 1})
+}
+
+// titleCase capitalises a connector's resource name for a heading.
+func titleCase(s string) string {
+	if s == "" {
+		return s
 	}
-	return nil
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
-type sandboxDetail struct {
-	sandboxOut
-	AllowInternetAccess *bool  `json:"allow_internet_access"`
-	Domain              string `json:"domain"`
-	Lifecycle           *struct {
-		AutoResume bool   `json:"autoResume"`
-		OnTimeout  string `json:"onTimeout"`
-	} `json:"lifecycle"`
+// logToolError logs what the person does not see: an internal error.
+func (h *handler) logToolError(r *http.Request, err error) {
+	if mcpgate.ErrorCode(err) == mcpgate.EInternal {
+		h.log.ErrorContext(r.Context(), "dashboard resource read", "err", err)
+	}
 }
 
-type logLine struct {
-	Timestamp string            `json:"timestamp"`
-	Level     string            `json:"level"`
-	Message   string            `json:"message"`
-	Fields    map[string]string `json:"fields"`
-}
-
-type sandboxPage struct {
-	ID           string
-	Sandbox      *sandboxDetail
-	Error        string
-	NotFound     bool
-	CPU          *lineChart
-	Memory       *lineChart
-	MetricsError string
-	Logs         []logLine
-	LogsError    string
-	CanKill      bool
-	KillNeedsAsk bool
-	Extensions   []extension
-}
-
-type extension struct {
-	Seconds int
-	Label   string
+type resourcePage struct {
+	ID       string
+	Kind     mcpgate.ConnectorInfo
+	Resource *mcpgate.ResourceDetail
+	Error    string
+	NotFound bool
+	Charts   []*lineChart
+	// Disabled are the actions the workspace has turned off.
+	Disabled []mcpgate.ResourceAction
+	Actions  []mcpgate.ResourceAction
 }
 
 func (h *handler) handleSandbox(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
 	id := chi.URLParam(r, "id")
-	p := sandboxPage{ID: id, Extensions: []extension{{300, "5 minutes"}, {900, "15 minutes"}, {3600, "1 hour"}, {4 * 3600, "4 hours"}}}
-	tools, err := h.svc.Tools.Tools(ctx, actorFrom(ctx))
-	if err != nil {
-		h.serverError(w, r, err)
+	kind, ok := h.browsable()
+	if !ok {
+		h.notFound(w, r)
 		return
 	}
-	for _, t := range tools {
-		if t.Name == "e2b_kill_sandbox" {
-			p.CanKill = t.Enabled
-		}
-	}
-	var d sandboxDetail
-	if err := h.callTool(r, ws.ID, u.ID, "e2b_get_sandbox", map[string]any{"sandbox_id": id}, &d); err != nil {
+	p := resourcePage{ID: id, Kind: kind}
+	title := titleCase(kind.Singular) + " " + id
+	d, err := h.svc.Resources.Resource(ctx, actorFrom(ctx), kind.Name, id)
+	if err != nil {
+		h.logToolError(r, err)
 		p.Error = mcpgate.ErrorMessage(err)
 		p.NotFound = mcpgate.ErrorCode(err) == mcpgate.ENotFound
 		status := http.StatusOK
 		if p.NotFound {
 			status = http.StatusNotFound
 		}
-		h.render(w, r, status, "sandbox", h.newView(r, "Sandbox "+id, "sandboxes", p))
+		h.render(w, r, status, "sandbox", h.newView(r, title, "sandboxes", p))
 		return
 	}
-	p.Sandbox = &d
-	if d.State == "running" {
-		h.sandboxMetrics(r, ws.ID, u.ID, &d, &p)
-	} else {
-		p.MetricsError = "Metrics are collected while the sandbox runs; resume it to see them."
-	}
-	var logs struct {
-		Logs []logLine `json:"logs"`
-	}
-	if err := h.callTool(r, ws.ID, u.ID, "e2b_get_sandbox_logs", map[string]any{"sandbox_id": id, "limit": 100}, &logs); err != nil {
-		p.LogsError = mcpgate.ErrorMessage(err)
-	} else {
-		p.Logs = logs.Logs
-	}
-	h.render(w, r, http.StatusOK, "sandbox", h.newView(r, "Sandbox "+id, "sandboxes", p))
-}
-
-// sandboxMetrics reads the last 30 minutes of samples and draws them.
-func (h *handler) sandboxMetrics(r *http.Request, wsID, userID string, d *sandboxDetail, p *sandboxPage) {
-	start := h.opts.Now().Add(-30 * time.Minute)
-	if t, err := time.Parse(time.RFC3339Nano, d.StartedAt); err == nil && t.After(start) {
-		start = t
-	}
-	var m struct {
-		Metrics []struct {
-			Timestamp     string  `json:"timestamp"`
-			CPUUsedPct    float64 `json:"cpu_used_pct"`
-			MemUsedBytes  int64   `json:"mem_used_bytes"`
-			MemTotalBytes int64   `json:"mem_total_bytes"`
-		} `json:"metrics"`
-	}
-	if err := h.callTool(r, wsID, userID, "e2b_get_sandbox_metrics", map[string]any{"sandbox_id": d.SandboxID, "start": start.Unix()}, &m); err != nil {
-		p.MetricsError = mcpgate.ErrorMessage(err)
-		return
-	}
-	var cpu, mem []point
-	var memTotal int64
-	for _, s := range m.Metrics {
-		t, err := time.Parse(time.RFC3339Nano, s.Timestamp)
-		if err != nil {
-			continue
+	p.Resource = d
+	for _, a := range d.Actions {
+		if a.Enabled {
+			p.Actions = append(p.Actions, a)
+		} else {
+			p.Disabled = append(p.Disabled, a)
 		}
-		cpu = append(cpu, point{t, s.CPUUsedPct})
-		mem = append(mem, point{t, float64(s.MemUsedBytes)})
-		memTotal = max(memTotal, s.MemTotalBytes)
 	}
-	p.CPU = newLineChart("CPU used", cpu, 100, func(v float64) string { return formatPct(v) })
-	p.Memory = newLineChart("Memory used", mem, float64(memTotal), func(v float64) string { return fmtBytes(int64(v)) })
-	if memTotal > 0 {
-		p.Memory.Unit = "of " + fmtBytes(memTotal)
+	for _, s := range d.Series {
+		p.Charts = append(p.Charts, seriesChart(s))
 	}
+	h.render(w, r, http.StatusOK, "sandbox", h.newView(r, title, "sandboxes", p))
 }
 
-func formatPct(v float64) string {
-	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + "%"
+// seriesChart draws one usage series.
+func seriesChart(s mcpgate.Series) *lineChart {
+	pts := make([]point, len(s.Points))
+	for i, p := range s.Points {
+		pts[i] = point{p.T, p.V}
+	}
+	format := func(v float64) string { return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + "%" }
+	if s.Format == "bytes" {
+		format = func(v float64) string { return fmtBytes(int64(v)) }
+	}
+	c := newLineChart(s.Title, pts, s.Max, format)
+	if s.Format == "bytes" && s.Max > 0 {
+		c.Unit = "of " + fmtBytes(int64(s.Max))
+	}
+	return c
+}
+
+// connectionOf returns the workspace's connection to a connector, or nil
+// when there is none.
+func (h *handler) connectionOf(ctx context.Context, connector string) (*mcpgate.Connection, error) {
+	c, err := h.svc.Connections.Connection(ctx, actorFrom(ctx), connector)
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return nil, nil
+	}
+	return c, err
 }

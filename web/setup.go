@@ -1,5 +1,7 @@
 package web
 
+import "github.com/mcpgate/mcpgate"
+
 // Client setup snippets, following guides/mcp-clients.md field for field.
 // They are rendered with keyPlaceholder where the key goes; when a key is
 // created, the page's script swaps in the real key (it exists only in the
@@ -28,7 +30,7 @@ type snippet struct {
 
 func setupClients(publicURL string) []setupClient {
 	mcpURL := publicURL + "/mcp"
-	connectorURL := publicURL + "/c/" + keyPlaceholder + "/mcp"
+	connectorURL := mcpgate.ConnectorURL(publicURL, keyPlaceholder)
 	bearer := "Bearer " + keyPlaceholder
 	return []setupClient{
 		{

@@ -129,8 +129,6 @@ func (h *handler) parseTemplates() error {
 		"timePtr":  func(t *time.Time) string { return fmtTimePtr(t) },
 		"agoPtr":   func(t *time.Time) string { return agoPtr(h.opts.Now(), t) },
 		"rfc3339":  fmtRFC3339,
-		"relStr":   func(s string) string { return relString(h.opts.Now(), s) },
-		"absStr":   absString,
 		"bytes":    fmtBytes,
 		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
 		"json":     compactJSON,
@@ -139,7 +137,6 @@ func (h *handler) parseTemplates() error {
 		"add":      func(a, b int) int { return a + b },
 		"dict":     dict,
 		"sub":      func(a, b float64) float64 { return a - b },
-		"deref":    func(b *bool) bool { return b != nil && *b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 	}
 	h.pages = map[string]*template.Template{}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/connectors/e2b"
 )
 
 const evil = `<script>alert("x")</script>`
@@ -61,7 +63,7 @@ func newFake(role mcpgate.Role) *fakeData {
 			ActorEmail: "a@example.com", Source: "mcp", CreatedAt: t0, Arguments: map[string]any{"state": "running"}}},
 		tools: []mcpgate.ToolInfo{
 			{Name: "e2b_list_sandboxes", Title: "List sandboxes", Enabled: true, ReadOnly: true},
-			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, NeedsConfirmation: true, Destructive: true},
+			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, NeedsConfirmation: true, Destructive: true, OffByDefault: true},
 		},
 		toolOut: map[string]string{
 			"e2b_list_sandboxes": `{"data":[{"sandbox_id":"sbx1","template_id":"base","state":"running","started_at":"2026-09-01T11:00:00Z","end_at":"2026-09-01T13:00:00Z","cpu_count":2,"memory_mb":512,"metadata":{"user":"me"}}],"total_running":1}`,
@@ -80,7 +82,43 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 }
 
 func (f *fakeData) services() mcpgate.Services {
-	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Grants: f}
+	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
+		Grants: f}
+}
+
+// e2bView is the real E2B connector's dashboard view, fed by the fake's
+// tool outputs: the pages render what the connector really builds.
+var e2bView = e2b.New(e2b.Options{})
+
+func (f *fakeData) Connectors() []mcpgate.ConnectorInfo {
+	return []mcpgate.ConnectorInfo{{Name: "e2b", Title: "E2B", Singular: "sandbox", Plural: "sandboxes"}}
+}
+
+func (f *fakeData) caller(a *mcpgate.Actor) connectors.Caller {
+	return func(ctx context.Context, tool string, args map[string]any) (json.RawMessage, error) {
+		raw, _ := json.Marshal(args)
+		return f.CallTool(ctx, a, mcpgate.ToolCall{Tool: tool, Arguments: raw})
+	}
+}
+
+func (f *fakeData) Resources(ctx context.Context, a *mcpgate.Actor, _, page string) (*mcpgate.ResourcePage, error) {
+	return e2bView.ListResources(ctx, f.caller(a), page)
+}
+
+func (f *fakeData) Resource(ctx context.Context, a *mcpgate.Actor, _, id string) (*mcpgate.ResourceDetail, error) {
+	d, err := e2bView.GetResource(ctx, f.caller(a), id, testNow)
+	if err != nil {
+		return nil, err
+	}
+	for i := range d.Actions {
+		d.Actions[i].Enabled = true
+		for _, t := range f.tools {
+			if t.Name == d.Actions[i].Tool {
+				d.Actions[i].Enabled = t.Enabled
+			}
+		}
+	}
+	return d, nil
 }
 
 func (f *fakeData) Enter(_ context.Context, u *mcpgate.User, wsID string, src mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {

@@ -3,18 +3,27 @@
 // and benchmarks. See package internal/e2bsim.
 //
 //	go run ./cmd/e2bsim --listen 127.0.0.1:3001 --team-key e2b_0123abcd
+//
+// With --state FILE its sandboxes, snapshots and counters survive a restart:
+// the file is loaded at start (a file that does not load is an error, not a
+// fresh start), rewritten atomically within a couple of seconds of each change,
+// and at shutdown. --plan hobby gives sandboxes the Hobby plan's one-hour
+// lifetime limit instead of Pro's 24 hours.
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -38,8 +47,13 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	listen string
+	plan   string
+	state  string // state file, or "" to keep everything in memory only
 	opts   e2bsim.Options
 }
+
+// saveEvery is how often a changed state is written to the state file.
+const saveEvery = 2 * time.Second
 
 // keys collects repeated --team-key flags.
 type keys []string
@@ -64,6 +78,10 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.opts.Latency, "latency", 0, "latency added to every response")
 	fs.Float64Var(&c.opts.FailRate, "fail-rate", 0, "share of requests answered 503 (0 to 1)")
 	fs.Uint64Var(&c.opts.Seed, "seed", 1, "seed for ids, tokens and failures")
+	fs.StringVar(&c.plan, "plan", "pro", "E2B plan whose sandbox lifetime limit applies: hobby (1 h) or pro (24 h)")
+	fs.DurationVar(&c.opts.TransitionDelay, "transition", 500*time.Millisecond,
+		"how long a sandbox stays pausing or killing before it is paused or gone")
+	fs.StringVar(&c.state, "state", "", "file that keeps sandboxes across restarts (loaded at start, saved on change and at shutdown)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -79,6 +97,17 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	if c.opts.Latency < 0 {
 		return c, errors.New("--latency must not be negative")
 	}
+	if c.opts.TransitionDelay < 0 {
+		return c, errors.New("--transition must not be negative")
+	}
+	switch c.plan {
+	case "hobby":
+		c.opts.MaxLifetime = e2bsim.HobbyMaxLifetime
+	case "pro":
+		c.opts.MaxLifetime = e2bsim.ProMaxLifetime
+	default:
+		return c, fmt.Errorf("--plan must be hobby or pro, not %q", c.plan)
+	}
 	c.opts.TeamKeys = teamKeys
 	return c, nil
 }
@@ -88,17 +117,105 @@ func run(ctx context.Context, args []string, stderr io.Writer, logger *slog.Logg
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: c.listen, Handler: e2bsim.New(c.opts), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	sim := e2bsim.New(c.opts)
+	if c.state != "" {
+		n, err := loadState(sim, c.state)
+		if err != nil {
+			return err
+		}
+		logger.Info("e2bsim state loaded", "file", c.state, "bytes", n)
+	}
+	// Bind before saying anything: a taken port is reported as the error it
+	// is, never after a "listening" line.
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s (is another e2bsim or program using it? choose one with --listen): %w", c.listen, err)
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	logger.Info("e2bsim listening", "addr", c.listen, "teams", len(c.opts.TeamKeys), "max_running", c.opts.MaxRunning,
-		"latency", c.opts.Latency, "fail_rate", c.opts.FailRate)
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("e2bsim listening", "addr", ln.Addr().String(), "teams", len(c.opts.TeamKeys), "max_running", c.opts.MaxRunning,
+		"plan", c.plan, "latency", c.opts.Latency, "fail_rate", c.opts.FailRate, "state", c.state)
+
+	var tick <-chan time.Time
+	if c.state != "" {
+		t := time.NewTicker(saveEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	failed := false // the last save failed: try again even without a new change
+serve:
+	for {
+		select {
+		case err := <-errc:
+			return err
+		case <-tick:
+			if failed || sim.Changed() {
+				serr := saveState(sim, c.state)
+				if serr != nil {
+					logger.Error("e2bsim state not saved", "file", c.state, "err", serr) // keep serving
+				}
+				failed = serr != nil
+			}
+		case <-ctx.Done():
+			break serve
+		}
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdown)
+	err = srv.Shutdown(shutdown)
+	if c.state != "" {
+		// After Shutdown: no request can change the state any more.
+		if serr := saveState(sim, c.state); serr != nil {
+			return errors.Join(err, serr)
+		}
+		logger.Info("e2bsim state saved", "file", c.state)
+	}
+	return err
+}
+
+// loadState reads the state file; a missing file is a fresh start, a file
+// that does not load is an error naming it.
+func loadState(sim *e2bsim.Server, path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read state file: %w", err)
+	}
+	if err := sim.LoadState(bytes.NewReader(b)); err != nil {
+		return 0, fmt.Errorf("state file %s cannot be loaded (move it away to start with no sandboxes): %w", path, err)
+	}
+	return len(b), nil
+}
+
+// saveState writes the state to a temporary file beside path and renames
+// it over path, so a crash mid-write never leaves a half-written file. The
+// file may hold network secrets sent to the simulator: mode 0600.
+func saveState(sim *e2bsim.Server, path string) error {
+	var buf bytes.Buffer
+	if err := sim.SaveState(&buf); err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	defer os.Remove(f.Name()) // gone after the rename; cleans up after a failure
+	if _, err := f.Write(buf.Bytes()); err != nil {
+		f.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	return nil
 }

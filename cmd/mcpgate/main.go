@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcpgate/mcpgate/internal/logctx"
 )
 
 const usageText = `mcpgate: a multi-tenant MCP gateway for E2B sandboxes
@@ -70,11 +72,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return fmt.Errorf("unknown command %q", args[0])
 }
 
+// newLogger builds the process's one logger. Lines logged with a request's
+// context carry its request_id (logctx), whichever layer writes them.
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
 	level, _ := parseLevel(cfg.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		h = slog.NewTextHandler(w, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(logctx.New(h))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/pgembed"
+	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/vault"
 )
@@ -40,6 +41,8 @@ Commands:
                 mcpgate vault rotate --reseal-only
             which re-seals under the newest term without adding another.
             (Running plain rotate again also works; it adds one more term.)
+            Running gateways re-seal by themselves too, in the background,
+            once they load the new term (within a minute).
             --batch N     credentials per batch (default 100)
             --pause D     pause between batches, to spare a busy database
             --settle D    after the last batch, keep sweeping until the new
@@ -111,7 +114,7 @@ func vaultCommand(ctx context.Context, args []string, getenv func(string) string
 	}
 	cmd, args := args[0], args[1:]
 	var (
-		rot        = rotateOptions{batch: 100, settle: vault.DefaultRefreshInterval + 30*time.Second}
+		rot        = rotateOptions{batch: reseal.DefaultBatch, settle: reseal.DefaultSettle}
 		newKeyFile string
 		define     func(fs *flag.FlagSet)
 	)
@@ -242,7 +245,7 @@ func vaultOpenError(err error) error {
 // and checks that the schema is current. The returned func closes both.
 func openCommandDB(ctx context.Context, cfg *Config) (*store.DB, func(), error) {
 	log := newLogger(cfg, io.Discard)
-	dsn, stopDB, err := openDatabase(ctx, cfg, log)
+	db, closeDB, err := openStore(ctx, cfg, log)
 	if errors.Is(err, pgembed.ErrInUse) {
 		return nil, nil, fmt.Errorf("the embedded database under %s is in use, most likely by mcpgate serve: "+
 			"stop it first, or run this against DATABASE_URL: %w", cfg.DB.DataDir, err)
@@ -250,17 +253,11 @@ func openCommandDB(ctx context.Context, cfg *Config) (*store.DB, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		stopDB()
-		return nil, nil, err
-	}
 	if err := db.Ready(ctx); err != nil {
-		db.Close()
-		stopDB()
+		closeDB()
 		return nil, nil, err
 	}
-	return db, func() { db.Close(); stopDB() }, nil
+	return db, closeDB, nil
 }
 
 // vaultRootKey returns ENCRYPTION_KEY (flag, environment or _FILE) or, with
@@ -387,8 +384,9 @@ type rotateOptions struct {
 }
 
 // vaultRotate adds a term (unless resealOnly) and re-seals every credential
-// under an older term. It is safe to stop at any point: each row moves in
-// its own transaction, and a row not yet moved still opens under its term.
+// under an older term, with the job the gateways run in the background
+// (reseal.Run). It is safe to stop at any point: each row moves in its own
+// transaction, and a row not yet moved still opens under its term.
 func vaultRotate(ctx context.Context, v *vaultEnv, o rotateOptions, out io.Writer) error {
 	k, db := v.keyring, v.db
 	if o.resealOnly {
@@ -401,94 +399,36 @@ func vaultRotate(ctx context.Context, v *vaultEnv, o rotateOptions, out io.Write
 		fmt.Fprintf(out, "added key term %d: it seals from now on (running gateways switch to it within %s)\n",
 			term, vault.DefaultRefreshInterval)
 	}
-	left, err := rowsBelow(ctx, db, k.ActiveTerm())
+	left, err := db.CountSealedBelow(ctx, k.ActiveTerm())
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "%d credential(s) to re-seal\n", left)
 
-	moved := 0
-	stopped := func(err error) error {
-		return fmt.Errorf("vault rotate stopped after re-sealing %d credential(s); nothing was lost (each credential is under "+
-			"its old term or the new one). Run `mcpgate vault rotate --reseal-only` to finish: %w", moved, err)
-	}
-	announced := false
-	var damaged []string // rows that do not open; skipped so the rest can finish
-	for {
-		// Follow terms added meanwhile (by a gateway's automatic rotation),
-		// so that rows end under the newest one.
-		if err := k.Refresh(ctx); err != nil {
-			return stopped(err)
-		}
-		n, bad, err := db.ResealOld(ctx, k, o.batch, damaged)
-		moved += n
-		damaged = append(damaged, bad...)
-		if err != nil {
-			return stopped(err)
-		}
-		active := k.ActiveTerm()
-		if left, err = rowsBelow(ctx, db, active); err != nil {
-			return stopped(err)
-		}
-		if len(damaged) > 0 && left <= int64(len(damaged)) {
-			return fmt.Errorf("vault rotate re-sealed every credential but %d that do not open with any installed key "+
-				"(damaged, or sealed under a deleted term): connection id(s) %s. Ask their workspaces to store the key again, "+
-				"or delete those rows", len(damaged), strings.Join(damaged, ", "))
-		}
-		if n > 0 {
-			fmt.Fprintf(out, "re-sealed %d credential(s), %d left\n", moved, left)
-		}
-		wait := o.pause
-		switch {
-		case left > 0 && n == 0:
-			// The rows left are locked by a write in flight or another
-			// rotate; they are free in a moment.
-			wait = max(wait, 200*time.Millisecond)
-		case left == 0:
-			until := time.Until(termCreated(k, active).Add(o.settle))
-			if until <= 0 {
-				fmt.Fprintf(out, "done: every credential is sealed under key term %d\n", active)
-				return nil
+	moved, announced := 0, false
+	rep, err := reseal.Run(ctx, db, k, reseal.Options{Batch: o.batch, Pause: o.pause, Settle: o.settle,
+		Progress: func(r reseal.Report) {
+			if r.Moved > moved {
+				moved = r.Moved
+				fmt.Fprintf(out, "re-sealed %d credential(s), %d left\n", r.Moved, r.Left)
 			}
-			if !announced {
+			if r.Settling > 0 && !announced {
 				fmt.Fprintf(out, "sweeping for %s more, for credentials saved by gateways not yet on term %d "+
-					"(stopping now is safe; --settle 0 skips this)\n", until.Round(time.Second), active)
+					"(stopping now is safe; --settle 0 skips this)\n", r.Settling.Round(time.Second), r.Term)
 				announced = true
 			}
-			wait = min(until, 2*time.Second)
-		}
-		if wait > 0 {
-			select {
-			case <-ctx.Done():
-				return stopped(ctx.Err())
-			case <-time.After(wait):
-			}
-		}
-	}
-}
-
-// rowsBelow counts credentials sealed under a term older than active.
-func rowsBelow(ctx context.Context, db *store.DB, active uint32) (int64, error) {
-	usage, err := db.ConnectionTermUsage(ctx)
+		}})
 	if err != nil {
-		return 0, err
+		return fmt.Errorf("vault rotate stopped after re-sealing %d credential(s); nothing was lost (each credential is under "+
+			"its old term or the new one). Run `mcpgate vault rotate --reseal-only` to finish: %w", rep.Moved, err)
 	}
-	var n int64
-	for _, u := range usage {
-		if u.Term < active {
-			n += u.Rows
-		}
+	if len(rep.Failed) > 0 {
+		return fmt.Errorf("vault rotate re-sealed every credential but %d that do not open with any installed key "+
+			"(damaged, or sealed under a deleted term): connection id(s) %s. Ask their workspaces to store the key again, "+
+			"or delete those rows", len(rep.Failed), strings.Join(rep.Failed, ", "))
 	}
-	return n, nil
-}
-
-func termCreated(k *vault.Keyring, term uint32) time.Time {
-	for _, t := range k.Terms() {
-		if t.Term == term {
-			return t.CreatedAt
-		}
-	}
-	return time.Time{}
+	fmt.Fprintf(out, "done: every credential is sealed under key term %d\n", rep.Term)
+	return nil
 }
 
 // vaultRekey re-wraps the data keys under newKey. With the embedded database

@@ -94,20 +94,15 @@ func (cl *Client) CreateSandbox(ctx context.Context, key mcpgate.Secret, in NewS
 }
 
 // ListSandboxes calls GET /v2/sandboxes. It sends the state filter
-// comma-separated (E2B rejects repeated state keys) and encodes the metadata
-// filter as E2B expects: each key and value escaped inside the parameter,
-// which is then escaped again.
+// comma-separated (E2B rejects repeated state keys) and the metadata filter
+// encoded as metadataFilter describes.
 func (cl *Client) ListSandboxes(ctx context.Context, key mcpgate.Secret, p ListSandboxesParams) (SandboxPage, error) {
 	q := pageQuery(nil, p.Limit, p.NextToken)
 	if len(p.States) > 0 {
 		q.Set("state", strings.Join(p.States, ","))
 	}
 	if len(p.Metadata) > 0 {
-		pairs := url.Values{}
-		for k, v := range p.Metadata {
-			pairs.Set(k, v)
-		}
-		q.Set("metadata", pairs.Encode())
+		q.Set("metadata", metadataFilter(p.Metadata))
 	}
 	if !p.StartedAfter.IsZero() {
 		q.Set("startedAfter", p.StartedAfter.UTC().Format(time.RFC3339Nano))
@@ -125,6 +120,25 @@ func (cl *Client) ListSandboxes(ctx context.Context, key mcpgate.Secret, p ListS
 		page.TotalRunning = &n
 	}
 	return page, nil
+}
+
+// metadataFilter returns the value of the metadata query parameter for
+// pairs, before the query encoder escapes it once more (the third level).
+//
+// E2B's server undoes three levels: the framework decodes the query, then
+// parseFilters (infra packages/api/internal/utils/sandboxes_list.go) unescapes
+// the whole value, splits it on & and =, and unescapes each key and value
+// again. The SDKs encode to match (E2B packages/js-sdk/src/sandbox/sandboxApi.ts:
+// encodeURIComponent on each key and value, then URLSearchParams; the Python
+// SDK's sandbox_sync/paginator.py: quote, then urlencode). With one level
+// fewer, a "+" in a value reaches the filter as a space and "&", "=" or "%"
+// break the parse.
+func metadataFilter(pairs map[string]string) string {
+	escaped := url.Values{}
+	for k, v := range pairs {
+		escaped.Set(url.QueryEscape(k), url.QueryEscape(v))
+	}
+	return escaped.Encode()
 }
 
 // GetSandbox calls GET /sandboxes/{id}.
@@ -176,10 +190,15 @@ func (cl *Client) SandboxMetrics(ctx context.Context, key mcpgate.Secret, id str
 }
 
 // SetSandboxTimeout calls POST /sandboxes/{id}/timeout: the sandbox now ends
-// timeout seconds from now, replacing the old end time.
+// timeout seconds from now, replacing the old end time, but never later than
+// its start plus the plan's maximum lifetime (E2B clamps silently and answers
+// 204 without a body).
 func (cl *Client) SetSandboxTimeout(ctx context.Context, key mcpgate.Secret, id string, timeout int) error {
 	c := sandboxCall("set the sandbox timeout", http.MethodPost, id, "/timeout", map[string]int{"timeout": timeout})
-	c.conflict = sandboxWhat(id) + " is not running (paused, or being paused or killed): resume it first with e2b_resume_sandbox"
+	// E2B answers 409 only while the sandbox is pausing, snapshotting or
+	// being killed; a paused one gets 404 (see timeoutNotFound).
+	c.conflict = sandboxWhat(id) + " is being paused, snapshotted or killed right now; check it with e2b_get_sandbox " +
+		"before trying again (a paused sandbox is resumed with e2b_resume_sandbox)"
 	_, err := cl.do(ctx, key, c, nil)
 	return err
 }

@@ -9,6 +9,14 @@
 // into Withheld, which keeps no value. Tool outputs are built from the wire
 // types, so there is nothing secret to leak.
 //
+// Where E2B's server code and its OpenAPI file disagree, the client follows
+// the code (e2b-dev/infra packages/api/internal) and the official SDKs
+// (e2b-dev/E2B): the three-level metadata filter, the 404 a timeout change
+// gets for a paused sandbox, the silent clamp of end times to the plan's
+// maximum lifetime, the 429 without Retry-After of the concurrency limit.
+// contract_test.go holds the client, and e2bsim separately, to ports of those
+// algorithms.
+//
 // It imports only connectors, mcpgate and the standard library; never another
 // connector, the mcp package, the vault or the store.
 package e2b

@@ -2,6 +2,7 @@ package e2b
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -47,7 +48,14 @@ func statusError(c call, status int, header http.Header, raw []byte) error {
 
 	var code mcpgate.Code
 	var msg string
+	var cause error = &connectors.UpstreamError{Status: status, Code: errCode}
 	switch {
+	case status == http.StatusBadRequest && strings.Contains(strings.ToLower(body.Message), "secured access"):
+		// infra handlers/sandbox_create.go (getEnvdAccessToken): secure needs
+		// a template built with envd 0.2.0 or newer.
+		code, cause = mcpgate.EInvalid, fmt.Errorf("%w: %w", errSecureUnsupported, cause)
+		msg = "E2B refused secure for " + what + ": the template was built with an envd older than 0.2.0, " +
+			"which has no secured access; create the sandbox with secure=false, or rebuild the template"
 	case status == http.StatusBadRequest:
 		code = mcpgate.EInvalid
 		msg = "E2B rejected the request to " + c.op + " as invalid"
@@ -72,11 +80,19 @@ func statusError(c call, status int, header http.Header, raw []byte) error {
 	case status == http.StatusConflict:
 		code = mcpgate.EConflict
 		msg = cmpOr(c.conflict, what+" is not in a state that allows this (E2B answered 409)")
+	case status == http.StatusTooManyRequests && header.Get("Retry-After") == "":
+		// E2B's rate limiter always sends Retry-After; its concurrency limit
+		// never does (infra orchestrator/create_instance.go), and waiting a
+		// fixed time does not lift that one.
+		e := mcpgate.WrapError(mcpgate.ETooMany, cause, fmt.Sprintf(
+			"E2B refused to %s: the team is at its limit of concurrent sandboxes. Pause or kill a running sandbox "+
+				"(ask the user which), or wait for one to end, before trying again; do not retry in a loop", c.op))
+		e.RetryAfter = defaultRetryAfter
+		return e
 	case status == http.StatusTooManyRequests:
 		wait := retryAfter(header.Get("Retry-After"), time.Now())
-		e := mcpgate.WrapError(mcpgate.ETooMany, &connectors.UpstreamError{Status: status, Code: errCode}, fmt.Sprintf(
-			"E2B is limiting this team (too many requests or too many concurrent sandboxes); "+
-				"wait %d seconds before trying to %s again, and do not retry in a loop", wait, c.op))
+		e := mcpgate.WrapError(mcpgate.ETooMany, cause, fmt.Sprintf(
+			"E2B is rate-limiting this team; wait %d seconds before trying to %s again, and do not retry in a loop", wait, c.op))
 		e.RetryAfter = wait
 		return e
 	case status == http.StatusServiceUnavailable:
@@ -95,8 +111,12 @@ func statusError(c call, status int, header http.Header, raw []byte) error {
 	if said != "" && status != http.StatusUnauthorized {
 		msg += `. E2B said: "` + said + `"`
 	}
-	return mcpgate.WrapError(code, &connectors.UpstreamError{Status: status, Code: errCode}, msg)
+	return mcpgate.WrapError(code, cause, msg)
 }
+
+// errSecureUnsupported marks E2B's 400 for secure on a template whose envd
+// predates secured access.
+var errSecureUnsupported = errors.New("template does not support secure")
 
 // upstreamFailure is a 2xx (or other) answer we could not use.
 func upstreamFailure(status int, errCode, msg string) error {

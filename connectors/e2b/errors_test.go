@@ -165,7 +165,7 @@ func TestClient_request(t *testing.T) {
 	}
 	q := got.URL.Query()
 	if got.Header.Get("X-API-Key") != testKey.Reveal() || q.Get("state") != "running,paused" || len(q["state"]) != 1 ||
-		q.Get("metadata") != "user=a+b%26c" || q.Get("startedAfter") != "2026-03-01T12:00:00Z" ||
+		q.Get("metadata") != "user=a%2Bb%2526c" /* three levels, see TestContract_metadata */ || q.Get("startedAfter") != "2026-03-01T12:00:00Z" ||
 		q.Get("limit") != "5" || q.Get("nextToken") != "abc" {
 		t.Errorf("request = %s %v", got.URL, got.Header)
 	}

@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json")
 
 // TestTools_golden pins the public contract: names, titles, descriptions,
-// annotations, policy defaults and input schemas. A change shows up as a
+// annotations, policy defaults, input and output schemas. A change shows up as a
 // reviewed diff; rewrite with go test ./connectors/e2b -update.
 func TestTools_golden(t *testing.T) {
 	type toolJSON struct {
@@ -28,6 +28,7 @@ func TestTools_golden(t *testing.T) {
 		DefaultEnabled           bool   `json:"default_enabled"`
 		DefaultNeedsConfirmation bool   `json:"default_needs_confirmation"`
 		InputSchema              any    `json:"input_schema"`
+		OutputSchema             any    `json:"output_schema"`
 	}
 	var list []toolJSON
 	for _, tl := range e2b.New(e2b.Options{}).Tools() {
@@ -36,7 +37,7 @@ func TestTools_golden(t *testing.T) {
 			Annotations: map[string]bool{"readOnlyHint": a.ReadOnly, "destructiveHint": a.Destructive,
 				"idempotentHint": a.Idempotent, "openWorldHint": a.OpenWorld},
 			CostsMoney: tl.CostsMoney, DefaultEnabled: tl.DefaultEnabled,
-			DefaultNeedsConfirmation: tl.DefaultNeedsConfirmation, InputSchema: tl.InputSchema})
+			DefaultNeedsConfirmation: tl.DefaultNeedsConfirmation, InputSchema: tl.InputSchema, OutputSchema: tl.OutputSchema})
 	}
 	got, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {

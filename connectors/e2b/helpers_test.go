@@ -76,6 +76,11 @@ func (e *env) call(name string, args any) (map[string]any, error) {
 		e.texts = append(e.texts, err.Error(), mcpgate.ErrorMessage(err))
 		return nil, err
 	}
+	// Every result of every test must satisfy the schema the tool
+	// publishes: MCP clients validate structured content against it.
+	if err := e.tool(name).ValidateOutput(out); err != nil {
+		e.t.Errorf("%s(%s): %v", name, raw, err)
+	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		e.t.Fatalf("%s: marshal output: %v", name, err)

@@ -23,7 +23,7 @@ type FindIdleIn struct {
 	WindowMinutes   int     `json:"window_minutes,omitempty" jsonschema:"how far back to look at CPU use, in minutes"`
 	CPUThresholdPct float64 `json:"cpu_threshold_pct,omitempty" jsonschema:"a sandbox is idle if its CPU use stayed under this percentage for the whole window"`
 	Template        string  `json:"template,omitempty" jsonschema:"only sandboxes of this template ID or name"`
-	Metadata        string  `json:"metadata,omitempty" jsonschema:"only sandboxes whose metadata has all these pairs, as user=abc&app=prod"`
+	Metadata        string  `json:"metadata,omitempty" jsonschema:"only sandboxes whose metadata has all these pairs exactly, as user=abc&app=prod; a + is a plus sign; write & = or % inside a key or value as %26 %3D %25"`
 }
 
 // IdleSandbox is a running sandbox and the figures that judged it.
@@ -74,6 +74,7 @@ func (c *Connector) findIdleSandboxesTool() *connectors.Tool {
 		Schema: edits(withDefault("window_minutes", 10), withRange("window_minutes", 1, 1440),
 			withDefault("cpu_threshold_pct", 5), withRange("cpu_threshold_pct", 0.1, 100),
 			withPattern("template", `^[^:]{1,256}$`), withMaxLength("metadata", 2048)),
+		Output: outputEdits,
 	}, c.findIdle)
 }
 

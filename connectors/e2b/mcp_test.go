@@ -24,6 +24,7 @@ func mcpServer(tools []*connectors.Tool, key mcpgate.Secret) *mcp.Server {
 	for _, tl := range tools {
 		a := tl.Annotations
 		s.AddTool(&mcp.Tool{Name: tl.Name, Title: tl.Title, Description: tl.Description, InputSchema: tl.InputSchema,
+			OutputSchema: tl.OutputSchema,
 			Annotations: &mcp.ToolAnnotations{Title: tl.Title, ReadOnlyHint: a.ReadOnly, IdempotentHint: a.Idempotent,
 				DestructiveHint: jsonschema.Ptr(a.Destructive), OpenWorldHint: jsonschema.Ptr(a.OpenWorld)}},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -64,9 +65,20 @@ func TestMCP(t *testing.T) {
 	if len(list.Tools) != 14 {
 		t.Fatalf("tools/list = %d tools, want 14", len(list.Tools))
 	}
+	// The output schemas as a client receives them, to validate every
+	// structured result against.
+	outSchemas := map[string]*jsonschema.Resolved{}
 	for _, tl := range list.Tools {
 		if a := tl.Annotations; a == nil || a.DestructiveHint == nil || a.OpenWorldHint == nil {
 			t.Errorf("%s: annotations not all explicit: %+v", tl.Name, a)
+		}
+		b, err := json.Marshal(tl.OutputSchema)
+		var s jsonschema.Schema
+		if err != nil || tl.OutputSchema == nil || json.Unmarshal(b, &s) != nil || s.Type != "object" {
+			t.Fatalf("%s: outputSchema = %s, want an object schema", tl.Name, b)
+		}
+		if outSchemas[tl.Name], err = s.Resolve(nil); err != nil {
+			t.Fatalf("%s: outputSchema does not resolve: %v", tl.Name, err)
 		}
 	}
 
@@ -86,6 +98,9 @@ func TestMCP(t *testing.T) {
 		m, ok := res.StructuredContent.(map[string]any)
 		if !ok {
 			t.Fatalf("CallTool(%s) structured content = %T", name, res.StructuredContent)
+		}
+		if err := outSchemas[name].Validate(m); err != nil {
+			t.Errorf("CallTool(%s) structured content does not match the published outputSchema: %v", name, err)
 		}
 		return m
 	}

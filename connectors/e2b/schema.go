@@ -3,6 +3,7 @@ package e2b
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -97,4 +98,25 @@ var (
 
 func pageSchema(more ...schemaEdit) func(*jsonschema.Schema) {
 	return edits(append(append([]schemaEdit{}, pageEdits...), more...)...)
+}
+
+// timeProperties are the output properties, besides every "*_at", that hold
+// an RFC 3339 time.
+var timeProperties = map[string]bool{"timestamp": true, "from": true, "to": true, "window_start": true, "window_end": true}
+
+// outputEdits adjusts an inferred output schema: every time string is
+// declared as format date-time, so a client knows to parse it. (The format is
+// an annotation for the validator: an omitted time is absent, never "".)
+func outputEdits(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		if p.Type == "string" && (strings.HasSuffix(name, "_at") || timeProperties[name]) {
+			p.Format = "date-time"
+		}
+		outputEdits(p)
+	}
+	outputEdits(s.Items)
+	outputEdits(s.AdditionalProperties)
 }

@@ -29,6 +29,7 @@ func (c *Connector) listDefaultTemplatesTool() *connectors.Tool {
 			"memory, disk size and envd version. Use a template_id or name from here with e2b_create_sandbox. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
+		Output:         outputEdits,
 	}, func(ctx context.Context, key mcpgate.Secret, _ NoInput) (DefaultTemplatesOut, error) {
 		ts, err := c.client.ListDefaultTemplates(ctx, key)
 		if err != nil {
@@ -53,6 +54,7 @@ func (c *Connector) listTemplatesTool() *connectors.Tool {
 			"is present, pass it back to get the next page. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
+		Output:         outputEdits,
 		Schema:         pageSchema(),
 	}, func(ctx context.Context, key mcpgate.Secret, in PageIn) (TemplatesOut, error) {
 		page, err := c.client.ListTemplates(ctx, key, in.Limit, in.NextToken)
@@ -91,6 +93,7 @@ func (c *Connector) listTemplateBuildsTool() *connectors.Tool {
 			"next_token. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
+		Output:         outputEdits,
 		Schema:         pageSchema(withPattern("template_id", templateIDPattern)),
 	}, func(ctx context.Context, key mcpgate.Secret, in TemplateBuildsIn) (TemplateBuildsOut, error) {
 		t, next, err := c.client.GetTemplate(ctx, key, in.TemplateID, in.Limit, in.NextToken)
@@ -133,6 +136,7 @@ func (c *Connector) listSnapshotsTool() *connectors.Tool {
 			"state=paused. Paged with next_token. Read-only.",
 		Annotations:    readOnly,
 		DefaultEnabled: true,
+		Output:         outputEdits,
 		Schema:         pageSchema(withPattern("sandbox_id", sandboxIDPattern), withPattern("name", templateRefPattern)),
 	}, func(ctx context.Context, key mcpgate.Secret, in SnapshotsIn) (SnapshotsOut, error) {
 		page, err := c.client.ListSnapshots(ctx, key, in.SandboxID, in.Name, in.Limit, in.NextToken)

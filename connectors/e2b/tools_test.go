@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 )
@@ -517,6 +518,156 @@ func TestTools_stripping(t *testing.T) {
 	for _, s := range []string{"ea_", "ta_", "rule-header-s3cr3t", "proxy-user-s3cr3t", "proxy-pass-s3cr3t", "env-var-s3cr3t"} {
 		if !strings.Contains(secrets, s) {
 			t.Errorf("simulator did not issue %s", s)
+		}
+	}
+}
+
+// TestTools_metadataFilter: the tools' metadata argument is not a URL query
+// ("+" stays a plus), and the filter reaches E2B intact, with the characters
+// that broke the old two-level encoding.
+func TestTools_metadataFilter(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	cpp := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"tag": "c++", "e2bsim_cpu": "0.5"}})
+	amp := e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"q": "x&y=z", "pct": "100%"}})
+	e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{"tag": "c  "}})
+	tests := []struct{ filter, want string }{
+		{"tag=c++", cpp},
+		{"q=x%26y%3Dz", amp},
+		{"pct=100%25", amp},
+		{"pct=100%", amp}, // a "%" that starts no escape is taken as written
+	}
+	for _, tt := range tests {
+		out := e.mustCall(e2b.ToolListSandboxes, map[string]any{"metadata": tt.filter})
+		data := out["data"].([]any)
+		if len(data) != 1 || data[0].(map[string]any)["sandbox_id"] != tt.want {
+			t.Errorf("list metadata=%q = %v, want only %s", tt.filter, data, tt.want)
+		}
+	}
+	e.clock.Advance(11 * time.Minute)
+	idle := e.mustCall(e2b.ToolFindIdleSandboxes, map[string]any{"metadata": "tag=c++"})["idle"].([]any)
+	if len(idle) != 1 || idle[0].(map[string]any)["sandbox_id"] != cpp {
+		t.Errorf("find idle metadata=tag=c++ = %v, want only %s", idle, cpp)
+	}
+	for _, bad := range []string{"novalue", "=v", "a=1&a=2"} {
+		_, err := e.call(e2b.ToolListSandboxes, map[string]any{"metadata": bad})
+		wantCode(t, err, mcpgate.EInvalid)
+	}
+}
+
+// TestTools_timeoutOnPaused: E2B answers 404 to a timeout change on a paused
+// sandbox; the tool must not tell the model the sandbox is gone.
+func TestTools_timeoutOnPaused(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	id := e.create(map[string]any{"timeout": 3600})
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id})
+	_, err := e.call(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 600})
+	wantCode(t, err, mcpgate.EConflict)
+	if msg := mcpgate.ErrorMessage(err); !strings.Contains(msg, "is paused") || !strings.Contains(msg, "e2b_resume_sandbox") ||
+		strings.Contains(msg, "never existed") {
+		t.Errorf("message = %q, want it to say the sandbox is paused and can be resumed", msg)
+	}
+	if got := connectors.UpstreamStatus(err); got != http.StatusNotFound {
+		t.Errorf("UpstreamStatus = %d, want E2B's 404 kept for the audit", got)
+	}
+	// Really gone: the 404 stands.
+	_, err = e.call(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": "iaaaaaaaaaaaaaaaaaaaa", "timeout": 600})
+	wantCode(t, err, mcpgate.ENotFound)
+}
+
+// TestTools_clampedEndTime: on the Hobby plan (1 h), E2B silently caps the
+// end time at start + 1 h; the tools report that end, not now + timeout.
+func TestTools_clampedEndTime(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{MaxLifetime: e2bsim.HobbyMaxLifetime})
+	id := e.create(map[string]any{"timeout": 3600})
+	e.clock.Advance(50 * time.Minute)
+	limit := epoch.Add(time.Hour).Format(time.RFC3339Nano)
+
+	out := e.mustCall(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 3600})
+	if out["end_at"] != limit || out["clamped"] != true || out["note"] == nil ||
+		out["requested_end_at"] != epoch.Add(50*time.Minute+time.Hour).Format(time.RFC3339) {
+		t.Errorf("set timeout = %v, want end_at %s, clamped", out, limit)
+	}
+	out = e.mustCall(e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 3600})
+	if out["action"] != "extended" || out["end_at"] != limit || out["clamped"] != true {
+		t.Errorf("resume = %v, want end_at %s, clamped", out, limit)
+	}
+	out = e.mustCall(e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 60})
+	if out["clamped"] != false || out["end_at"] != epoch.Add(51*time.Minute).Format(time.RFC3339Nano) {
+		t.Errorf("short timeout = %v, want not clamped", out)
+	}
+	_, err := e.call(e2b.ToolCreateSandbox, map[string]any{"timeout": 7200})
+	wantCode(t, err, mcpgate.EInvalid)
+	if !strings.Contains(mcpgate.ErrorMessage(err), "timeout") {
+		t.Errorf("create over the plan's maximum: %q, want it to name timeout", mcpgate.ErrorMessage(err))
+	}
+}
+
+// TestTools_createSecure: secure follows the template (E2B refuses it for an
+// envd older than 0.2.0) or the argument; domain is passed on.
+func TestTools_createSecure(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	if out := e.mustCall(e2b.ToolCreateSandbox, nil); out["secure"] != true {
+		t.Errorf("create from base = %v, want secure", out)
+	}
+	out := e.mustCall(e2b.ToolCreateSandbox, map[string]any{"template_id": "worker"})
+	if out["secure"] != false || out["envd_version"] != "0.1.5" {
+		t.Errorf("create from an old-envd template = %v, want it created without secure", out)
+	}
+	if out := e.mustCall(e2b.ToolCreateSandbox, map[string]any{"secure": false}); out["secure"] != false {
+		t.Errorf("secure=false = %v", out)
+	}
+	_, err := e.call(e2b.ToolCreateSandbox, map[string]any{"template_id": "worker", "secure": true})
+	wantCode(t, err, mcpgate.EInvalid)
+	if !strings.Contains(mcpgate.ErrorMessage(err), "secure=false") {
+		t.Errorf("message = %q, want it to suggest secure=false", mcpgate.ErrorMessage(err))
+	}
+	running := e.mustCall(e2b.ToolListSandboxes, nil)["total_running"].(float64)
+	if running != 3 {
+		t.Errorf("running = %v, want 3: the retry without secure must not create twice", running)
+	}
+
+	e.sim.Inject(e2bsim.Fault{Method: http.MethodPost, Path: "/sandboxes", Status: http.StatusCreated, Times: 1,
+		Body: `{"templateID":"t","sandboxID":"iabcdefghij0123456789","clientID":"c","envdVersion":"0.2.4","domain":"byoc.example.com","envdAccessToken":"ea_x"}`})
+	out = e.mustCall(e2b.ToolCreateSandbox, nil)
+	if out["domain"] != "byoc.example.com" || out["host"] != "<port>-iabcdefghij0123456789.byoc.example.com" {
+		t.Errorf("create on a BYOC cluster = %v, want its domain", out)
+	}
+	if strings.Contains(fmt.Sprint(out), "ea_x") {
+		t.Errorf("access token in output: %v", out)
+	}
+}
+
+// TestTools_concurrencyLimit: the concurrency 429 has no Retry-After; the
+// message says what lifts the limit instead of a wait that would not.
+func TestTools_concurrencyLimit(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{MaxRunning: 1})
+	e.create(nil)
+	_, err := e.call(e2b.ToolCreateSandbox, nil)
+	wantCode(t, err, mcpgate.ETooMany)
+	if msg := mcpgate.ErrorMessage(err); !strings.Contains(msg, "concurrent sandboxes") || !strings.Contains(msg, "Pause or kill") {
+		t.Errorf("message = %q", msg)
+	}
+}
+
+// TestTools_emptyResults: empty lists are results too, and must satisfy the
+// output schemas (e.call validates every output).
+func TestTools_emptyResults(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	const unknown = "iaaaaaaaaaaaaaaaaaaaa" // logs and metrics of an unknown id are empty on E2B, not 404
+	for _, c := range []struct {
+		tool, list string
+		args       map[string]any
+	}{
+		{e2b.ToolListSandboxes, "data", nil},
+		{e2b.ToolListSandboxes, "data", map[string]any{"state": "paused"}},
+		{e2b.ToolListSnapshots, "data", nil},
+		{e2b.ToolGetSandboxLogs, "logs", map[string]any{"sandbox_id": unknown}},
+		{e2b.ToolGetSandboxMetrics, "metrics", map[string]any{"sandbox_id": unknown}},
+		{e2b.ToolFindIdleSandboxes, "idle", nil},
+	} {
+		out := e.mustCall(c.tool, c.args)
+		if l, ok := out[c.list].([]any); !ok || len(l) != 0 {
+			t.Errorf("%s(%v)[%s] = %v, want an empty list (not null)", c.tool, c.args, c.list, out[c.list])
 		}
 	}
 }

@@ -1,7 +1,7 @@
 // Package app wires the gateway's parts into one running instance: store,
-// vault keyring, connectors, the MCP gateway, the JSON API, the dashboard,
-// metrics and the background work (cross-replica invalidation, vault
-// maintenance, pruning). `mcpgate serve` and the in-process benchmark use the
+// vault keyring, connectors, the services built once on them, the MCP
+// endpoint, the JSON API, the dashboard, metrics and the background work
+// (cross-replica invalidation, vault maintenance and re-sealing, pruning). `mcpgate serve` and the in-process benchmark use the
 // same wiring, so what is measured is what runs. It holds no business logic.
 package app
 
@@ -25,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/oauth"
+	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
@@ -49,7 +50,10 @@ type Options struct {
 	E2BHTTPClient *http.Client
 	KeyRate       rate.Limit
 	KeyBurst      int
-	Version       string
+	// OutageGrace is how long cached state serves while the database is
+	// unreachable (default 10 minutes; negative: never).
+	OutageGrace time.Duration
+	Version     string
 	// OAuthCIMD configures fetching client ID metadata documents; only
 	// tests set it (to reach a local TLS server).
 	OAuthCIMD oauth.CIMDOptions
@@ -95,11 +99,18 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
 	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
-	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat})
+
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
+	// The metrics read the services' state at scrape time only.
+	var svc *service.Service
+	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
+		Listening: func() bool { return svc != nil && svc.Listening() }})
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
-		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup)})
+		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
+		OutageGrace: o.OutageGrace})
+	svc = gw.Service
+	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
 	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version})
@@ -133,12 +144,13 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
-		})
+		}, gw.Service.SetListening)
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})
+	gw.goBackground(func() { _ = reseal.Watch(ctx, db, keyring, log, reseal.Options{}) })
 	select {
 	case <-listening:
 	case <-time.After(10 * time.Second):

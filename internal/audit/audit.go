@@ -72,7 +72,7 @@ func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
 		select {
 		case w.queue <- ev:
 		case <-ctx.Done():
-			w.opts.Logger.Error("audit queue full; event not recorded", "workspace_id", ev.WorkspaceID, "action", ev.Action)
+			w.opts.Logger.ErrorContext(ctx, "audit queue full; event not recorded", "workspace_id", ev.WorkspaceID, "action", ev.Action)
 		}
 	}
 }

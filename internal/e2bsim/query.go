@@ -35,21 +35,28 @@ func parseIntParam(w http.ResponseWriter, name, v string, def, lo, hi int) (int,
 	return n, true
 }
 
-// parseMetadata parses E2B's metadata filter: the query value (already
-// unescaped once) is k1=v1&k2=v2 with each part escaped again.
+// parseMetadata parses E2B's metadata filter as the server does (infra
+// packages/api/internal/utils/sandboxes_list.go, parseFilters): the query
+// value, already decoded once by the framework, is unescaped as a whole, split
+// on & and then on = (exactly one per pair), and each key and value is
+// unescaped again. That is three levels in all, matching what the SDKs send.
 func parseMetadata(v string) (map[string]string, bool) {
 	out := map[string]string{}
 	if v == "" {
 		return out, true
 	}
+	v, err := url.QueryUnescape(v)
+	if err != nil {
+		return nil, false
+	}
 	for _, pair := range strings.Split(v, "&") {
-		k, val, ok := strings.Cut(pair, "=")
-		if !ok {
+		parts := strings.Split(pair, "=")
+		if len(parts) != 2 {
 			return nil, false
 		}
-		k, err1 := url.QueryUnescape(k)
-		val, err2 := url.QueryUnescape(val)
-		if err1 != nil || err2 != nil || k == "" {
+		k, err1 := url.QueryUnescape(parts[0])
+		val, err2 := url.QueryUnescape(parts[1])
+		if err1 != nil || err2 != nil {
 			return nil, false
 		}
 		out[k] = val

@@ -61,9 +61,11 @@ type sandboxResponse struct {
 }
 
 const (
-	clientID    = "6532622b"
-	envdVersion = "0.2.4"
-	maxBody     = 1 << 20
+	clientID = "6532622b"
+	maxBody  = 1 << 20
+	// minSecureEnvd is the oldest envd that supports secured access (infra
+	// handlers/sandbox_create.go, minEnvdVersionForSecureFlag).
+	minSecureEnvd = "0.2.0"
 )
 
 var sandboxIDShape = regexp.MustCompile(`^(i[a-z0-9]{20})(-[A-Za-z0-9]+)?$`)
@@ -84,8 +86,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, required bool) bo
 	return false
 }
 
-// findSandbox validates the path id and returns the team's sandbox, writing
-// 400 or 404 itself; callers hold s.mu.
+// findSandbox validates the path id and returns the team's sandbox in any
+// state (handlers decide what a pausing or killing one answers), writing 400
+// or 404 itself; callers hold s.mu.
 func (s *Server) findSandbox(w http.ResponseWriter, r *http.Request, t *team) (*sandbox, string, bool) {
 	raw := r.PathValue("sandboxID")
 	m := sandboxIDShape.FindStringSubmatch(raw)
@@ -95,41 +98,77 @@ func (s *Server) findSandbox(w http.ResponseWriter, r *http.Request, t *team) (*
 	}
 	sb := s.sandboxes[m[1]]
 	if sb == nil || sb.team != t.id {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("Sandbox %q doesn't exist or you don't have access to it", m[1]), "")
+		notFound(w, m[1])
 		return nil, m[1], false
 	}
 	return sb, m[1], true
 }
 
-// resolveTemplate finds a template reference (ID, alias or namespace/alias,
-// optionally :tag; or a snapshot ID). It returns the HTTP status to answer
-// when it cannot. Callers hold s.mu.
-func (s *Server) resolveTemplate(t *team, ref string) (*template, int, string) {
-	name, tag, hasTag := strings.Cut(ref, ":")
-	for _, sn := range t.snapshots {
-		if sn.snapshotID(t) == ref || sn.templateID == name || (sn.name != "" && (sn.name == name || t.namespace+"/"+sn.name == name)) {
-			return sn.base, 0, ""
+// notFound is E2B's 404 for a sandbox (infra utils/messages.go).
+func notFound(w http.ResponseWriter, id string) {
+	writeError(w, http.StatusNotFound, fmt.Sprintf("Sandbox %q doesn't exist or you don't have access to it", id), "")
+}
+
+// changingState is E2B's 409 for a sandbox in a transitional state (infra
+// utils/messages.go, SandboxChangingStateMsg).
+func changingState(w http.ResponseWriter, id, state string) {
+	msg := fmt.Sprintf("Sandbox %q is being paused", id)
+	if state == stateKilling {
+		msg = fmt.Sprintf("Sandbox %q is being killed", id)
+	}
+	writeError(w, http.StatusConflict, msg, "")
+}
+
+// envdAtLeast compares dotted envd versions numerically.
+func envdAtLeast(v, min string) bool {
+	a, b := strings.Split(v, "."), strings.Split(min, ".")
+	for i := range b {
+		var x, y int
+		if i < len(a) {
+			fmt.Sscan(a[i], &x)
+		}
+		fmt.Sscan(b[i], &y)
+		if x != y {
+			return x > y
 		}
 	}
-	if hasTag && tag != "default" {
-		return nil, http.StatusNotFound, fmt.Sprintf("tag '%s' for template '%s' not found", tag, name)
+	return true
+}
+
+// resolveTemplate finds a template reference (ID, alias or namespace/alias,
+// optionally :tag; or a snapshot ID) and its build. It returns the HTTP
+// status to answer when it cannot, as infra handlers/sandbox_create.go with
+// cache/templates/errors.go does: a template the team can neither own nor see
+// as public is 404 "not found" (never 403, so its existence is not revealed),
+// and one without a build on the tag is 404 "tag ... does not exist" (not
+// 400). The OpenAPI file lists no 404 for create at all; the code wins.
+// Callers hold s.mu.
+func (s *Server) resolveTemplate(t *team, ref string) (*template, *build, int, string) {
+	name, tag, hasTag := strings.Cut(ref, ":")
+	if !hasTag || strings.EqualFold(tag, "default") {
+		tag = "default"
+	}
+	for _, sn := range t.snapshots {
+		if (sn.templateID == name || (sn.name != "" && (sn.name == name || t.namespace+"/"+sn.name == name))) && sn.tag == tag {
+			return sn.base, sn.base.readyBuild(), 0, ""
+		}
 	}
 	for _, tp := range append(append([]*template{}, t.templates...), s.public...) {
-		if tp.matches(name) {
-			if tp.readyBuild() == nil {
-				return nil, http.StatusBadRequest, fmt.Sprintf("template '%s' has no ready build", name)
-			}
-			return tp, 0, ""
+		if !tp.matches(name) {
+			continue
 		}
-	}
-	for _, other := range s.teams {
-		for _, tp := range other.templates {
-			if other != t && tp.id == name {
-				return nil, http.StatusForbidden, fmt.Sprintf("You don't have access to this sandbox template (%s)", name)
+		b := tp.readyBuild()
+		if tag != "default" || b == nil {
+			// The matched identifier is namespace/alias for an alias lookup.
+			ident := name
+			if tp.alias != "" && !tp.public && !strings.Contains(name, "/") && name != tp.id {
+				ident = tp.namespace + "/" + tp.alias
 			}
+			return nil, nil, http.StatusNotFound, fmt.Sprintf("tag '%s' does not exist for template '%s'", tag, ident)
 		}
+		return tp, b, 0, ""
 	}
-	return nil, http.StatusNotFound, fmt.Sprintf("template '%s' not found", name)
+	return nil, nil, http.StatusNotFound, fmt.Sprintf("template '%s' not found", name)
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -145,30 +184,33 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg, "")
 		return
 	}
-	tp, status, msg := s.resolveTemplate(t, *in.TemplateID)
+	tp, b, status, msg := s.resolveTemplate(t, *in.TemplateID)
 	if tp == nil {
 		writeError(w, status, msg, "")
 		return
 	}
+	if in.Secure && !envdAtLeast(b.envd, minSecureEnvd) {
+		writeError(w, http.StatusBadRequest, "Template is not compatible with secured access. Please visit https://e2b.dev/docs/sandbox/secured-access for more information.", "")
+		return
+	}
 	if s.running(t.id) >= s.maxRunning {
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
-			"you have reached the maximum number of concurrent E2B sandboxes (%d)", s.maxRunning), "")
+		s.tooMany(w)
 		return
 	}
 	timeout := int32(15)
 	if in.Timeout != nil {
 		timeout = *in.Timeout
 	}
-	b := tp.readyBuild()
 	sb := &sandbox{
-		id: "i" + s.randString(20, "abcdefghijklmnopqrstuvwxyz0123456789"), team: t.id, template: tp, alias: tp.alias,
+		id: s.newSandboxID(), team: t.id, template: tp, alias: tp.alias,
 		state: "running", createdAt: now, startedAt: now, endAt: now.Add(time.Duration(timeout) * time.Second),
-		metadata: in.Metadata, cpu: b.cpu, memMB: b.memMB, diskMB: b.diskMB,
+		metadata: in.Metadata, cpu: b.cpu, memMB: b.memMB, diskMB: b.diskMB, envd: b.envd,
 		autoPause: in.AutoPause != nil && *in.AutoPause, autoPauseMemory: in.AutoPauseMemory == nil || *in.AutoPauseMemory,
 		autoResume: in.AutoResume != nil && in.AutoResume.Enabled, secure: in.Secure,
 		allowInternet: in.AllowInternetAccess, network: in.Network,
 	}
 	s.sandboxes[sb.id] = sb
+	s.dirty = true
 	tp.spawnCount++
 	tp.lastSpawnedAt = &now
 	for _, v := range in.EnvVars {
@@ -209,20 +251,26 @@ func (s *Server) validateNew(in *newSandbox) string {
 			return "network.allowOut: domains require 0.0.0.0/0 in denyOut"
 		}
 	}
-	for _, rules := range n.Rules {
-		for _, rule := range rules {
-			if rule.Transform != nil {
-				for _, v := range rule.Transform.Headers {
-					s.secret(v)
-				}
-			}
+	s.recordSecrets(n)
+	return ""
+}
+
+// newSandboxID returns an unused sandbox id: "i" and 20 characters. The seed
+// repeats across restarts, so ids restored from a state file are skipped.
+// Callers hold s.mu.
+func (s *Server) newSandboxID() string {
+	for {
+		id := "i" + s.randString(20, "abcdefghijklmnopqrstuvwxyz0123456789")
+		if s.sandboxes[id] == nil && s.ended[id] == nil {
+			return id
 		}
 	}
-	if p := n.EgressProxy; p != nil {
-		s.secret(p.Username)
-		s.secret(p.Password)
-	}
-	return ""
+}
+
+// tooMany is the concurrency limit's 429 (infra orchestrator/create_instance.go).
+func (s *Server) tooMany(w http.ResponseWriter) {
+	writeError(w, http.StatusTooManyRequests, fmt.Sprintf("you have reached the maximum number of concurrent E2B sandboxes (%d). "+
+		"If you need more, please visit 'https://e2b.dev/docs/billing'", s.maxRunning), "")
 }
 
 func containsStr(list []string, v string) bool {
@@ -237,7 +285,7 @@ func containsStr(list []string, v string) bool {
 // sandboxResponse mints the tokens E2B returns on create, connect and
 // resume; callers hold s.mu.
 func (s *Server) sandboxResponse(sb *sandbox) sandboxResponse {
-	out := sandboxResponse{TemplateID: sb.template.id, SandboxID: sb.id, ClientID: clientID, EnvdVersion: envdVersion, Alias: sb.alias}
+	out := sandboxResponse{TemplateID: sb.template.id, SandboxID: sb.id, ClientID: clientID, EnvdVersion: sb.envd, Alias: sb.alias}
 	if sb.secure {
 		out.EnvdAccessToken = s.token("ea_")
 	}
@@ -276,21 +324,24 @@ type lifecycle struct {
 	OnTimeout  string `json:"onTimeout"`
 }
 
+// listed renders a sandbox. A paused one keeps its alias: E2B reads it from
+// the snapshot's template aliases (infra handlers/sandboxes_list.go,
+// snapshotsToPaginatedSandboxes; sandbox_get.go).
 func listed(sb *sandbox) listedSandbox {
-	out := listedSandbox{TemplateID: sb.template.id, Alias: sb.alias, SandboxID: sb.id, ClientID: clientID,
+	return listedSandbox{TemplateID: sb.template.id, Alias: sb.alias, SandboxID: sb.id, ClientID: clientID,
 		StartedAt: sb.startedAt, EndAt: sb.endAt, CPUCount: sb.cpu, MemoryMB: sb.memMB, DiskSizeMB: sb.diskMB,
-		Metadata: sb.metadata, State: sb.state, EnvdVersion: envdVersion}
-	if sb.state == "paused" {
-		out.Alias = "" // read from the snapshot, where E2B loses it
-	}
-	return out
+		Metadata: sb.metadata, State: sb.apiState(), EnvdVersion: sb.envd}
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sb, _, ok := s.findSandbox(w, r, s.team(r))
+	sb, id, ok := s.findSandbox(w, r, s.team(r))
 	if !ok {
+		return
+	}
+	if sb.state == stateKilling {
+		notFound(w, id) // infra handlers/sandbox_get.go: a sandbox being killed is gone for the user
 		return
 	}
 	out := sandboxDetail{listedSandbox: listed(sb), AllowInternetAccess: sb.allowInternet,
@@ -314,6 +365,10 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// handleKill is DELETE /sandboxes/{id} (infra handlers/sandbox_kill.go):
+// it kills a running sandbox and deletes a paused one's snapshot; a sandbox
+// already being killed answers 204 again, one being paused is waited for and
+// then deleted.
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -321,10 +376,21 @@ func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	delete(s.sandboxes, sb.id)
+	if sb.state == statePausing {
+		sb.state = statePaused
+	}
+	if sb.state != stateKilling {
+		s.kill(sb, s.now())
+	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleTimeout is POST /sandboxes/{id}/timeout. It follows infra
+// handlers/sandbox_timeout.go and orchestrator/keep_alive.go (KeepAliveFor):
+// only a sandbox in the orchestrator's store can be changed, so a paused one
+// is 404 like an unknown one (the OpenAPI file lists no 409 here; the code
+// answers 409 only while pausing or killing), and the end time is silently
+// clamped to start + the plan's maximum.
 func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Timeout *int32 `json:"timeout"`
@@ -342,25 +408,26 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if sb.state != "running" {
-		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %q is paused", id), "")
+	switch sb.state {
+	case statePaused:
+		notFound(w, id)
+		return
+	case statePausing, stateKilling:
+		changingState(w, id, sb.state)
 		return
 	}
 	now := s.now()
-	maxEnd := sb.startedAt.Add(s.maxLifetime)
-	if !now.Before(maxEnd) {
-		writeError(w, http.StatusBadRequest, "Sandbox has already reached its maximum instance length", "")
+	if now.Sub(sb.startedAt) > s.maxLifetime {
+		writeError(w, http.StatusBadRequest, "Max instance length exceeded", "")
 		return
 	}
-	end := now.Add(time.Duration(*in.Timeout) * time.Second)
-	if end.After(maxEnd) {
-		end = maxEnd // E2B clamps silently
-	}
-	sb.endAt = end
+	sb.endAt = now.Add(min(time.Duration(*in.Timeout)*time.Second, s.maxLifetime-now.Sub(sb.startedAt)))
+	s.dirty = true
 	s.sweep(now) // timeout 0 ends it now
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handlePause is POST /sandboxes/{id}/pause (infra handlers/sandbox_pause.go).
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Memory *bool `json:"memory"`
@@ -374,14 +441,24 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if sb.state != "running" {
-		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %q is already paused", id), "")
+	switch sb.state {
+	case stateKilling:
+		notFound(w, id) // RemoveSandbox reports a killing sandbox as not found
+		return
+	case statePaused, statePausing: // pausing: E2B waits for it, then finds the snapshot
+		writeError(w, http.StatusConflict, fmt.Sprintf("Error pausing sandbox - sandbox '%s' is already paused", id), "")
 		return
 	}
-	sb.pause(s.now(), in.Memory == nil || *in.Memory)
+	s.pause(sb, s.now(), in.Memory == nil || *in.Memory)
+	s.dirty = true
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleConnect is POST /sandboxes/{id}/connect (infra
+// handlers/sandbox_connect.go): a running sandbox is only ever extended
+// (KeepAliveFor without allowShorter, clamped to the plan's maximum), a
+// pausing one is waited for and resumed like a paused one, a killing one is
+// 409.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Timeout *int32 `json:"timeout"`
@@ -401,40 +478,48 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.team(r)
-	sb, _, ok := s.findSandbox(w, r, t)
-	if !ok {
-		return
-	}
-	now := s.now()
 	timeout := time.Duration(*in.Timeout) * time.Second
 	if timeout > s.maxLifetime {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Timeout cannot be greater than %d hours", int(s.maxLifetime.Hours())), "")
 		return
 	}
-	if sb.state == "running" {
-		// Connect only ever extends a running sandbox.
-		end := now.Add(timeout)
-		if maxEnd := sb.startedAt.Add(s.maxLifetime); end.After(maxEnd) {
-			end = maxEnd
+	sb, id, ok := s.findSandbox(w, r, t)
+	if !ok {
+		return
+	}
+	now := s.now()
+	switch sb.state {
+	case stateKilling:
+		changingState(w, id, sb.state)
+		return
+	case stateRunning:
+		if now.Sub(sb.startedAt) > s.maxLifetime {
+			writeError(w, http.StatusBadRequest, "Max instance length exceeded", "")
+			return
 		}
-		if end.After(sb.endAt) {
+		if end := now.Add(min(timeout, s.maxLifetime-now.Sub(sb.startedAt))); end.After(sb.endAt) {
 			sb.endAt = end
+			s.dirty = true
 		}
 		writeJSON(w, http.StatusOK, s.sandboxResponse(sb))
 		return
 	}
 	if s.running(t.id) >= s.maxRunning {
-		writeError(w, http.StatusTooManyRequests, fmt.Sprintf(
-			"you have reached the maximum number of concurrent E2B sandboxes (%d)", s.maxRunning), "")
+		s.tooMany(w)
 		return
 	}
-	sb.state, sb.startedAt, sb.endAt, sb.alias = "running", now, now.Add(timeout), sb.template.alias
+	sb.state, sb.startedAt, sb.endAt, sb.alias = stateRunning, now, now.Add(timeout), sb.template.alias
+	s.dirty = true
 	writeJSON(w, http.StatusCreated, s.sandboxResponse(sb))
 }
 
+// handleSnapshotCreate is POST /sandboxes/{id}/snapshots (infra
+// handlers/snapshot_template_create.go): a name's namespace must be the
+// team's (400 otherwise), its tag defaults to "default", and only a sandbox
+// in the orchestrator's store can be snapshotted (a paused one is 404).
 func (s *Server) handleSnapshotCreate(w http.ResponseWriter, r *http.Request) {
 	var in struct {
-		Name string `json:"name"`
+		Name *string `json:"name"`
 	}
 	if !decodeBody(w, r, &in, true) {
 		return
@@ -442,21 +527,37 @@ func (s *Server) handleSnapshotCreate(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.team(r)
+	name, tag := "", "default"
+	if in.Name != nil {
+		ident, tg, hasTag := strings.Cut(strings.TrimSpace(*in.Name), ":")
+		if hasTag && tg != "" && !strings.EqualFold(tg, "default") {
+			tag = tg
+		}
+		if ns, alias, ok := strings.Cut(ident, "/"); ok {
+			if ns != t.namespace {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
+				return
+			}
+			ident = alias
+		}
+		name = ident
+	}
 	sb, id, ok := s.findSandbox(w, r, t)
 	if !ok {
 		return
 	}
-	if sb.state != "running" {
-		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox %q is not running", id), "")
+	switch sb.state {
+	case statePaused:
+		notFound(w, id)
+		return
+	case statePausing, stateKilling:
+		writeError(w, http.StatusConflict, fmt.Sprintf("Sandbox '%s' cannot be snapshotted while in '%s' state", id, sb.state), "")
 		return
 	}
-	name, _, _ := strings.Cut(in.Name, ":")
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	sn := &snapshot{templateID: stableID(20, "snapshot", sb.id, fmt.Sprint(len(t.snapshots))), name: name,
+	sn := &snapshot{templateID: stableID(20, "snapshot", sb.id, fmt.Sprint(len(t.snapshots))), name: name, tag: tag,
 		sandboxID: sb.id, createdAt: s.now(), base: sb.template}
 	t.snapshots = append(t.snapshots, sn)
+	s.dirty = true
 	writeJSON(w, http.StatusCreated, map[string]any{"snapshotID": sn.snapshotID(t), "names": sn.names(t)})
 }
 
@@ -480,7 +581,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	}
 	meta, ok := parseMetadata(q.Get("metadata"))
 	if !ok {
-		writeError(w, http.StatusBadRequest, "error parsing metadata: expected key=value pairs joined by &", "")
+		writeError(w, http.StatusBadRequest, "Error parsing metadata", "") // infra handlers/sandboxes_list.go (v2)
 		return
 	}
 	var after time.Time
@@ -520,10 +621,13 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			(tmpl != "" && !sb.template.matches(tmpl)) {
 			continue
 		}
-		if sb.state == "running" {
+		if sb.state == stateKilling {
+			continue // infra handlers/sandboxes_list.go lists running and pausing ones only
+		}
+		if sb.state == stateRunning {
 			totalRunning++
 		}
-		if states[sb.state] {
+		if states[sb.apiState()] {
 			match = append(match, sb)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,11 +16,19 @@ type Options struct {
 	// key of E2B's shape (^e2b_[0-9a-f]+$) is accepted as its own team.
 	TeamKeys []string
 	// MaxRunning is each team's limit of running sandboxes (default 20);
-	// beyond it create and resume answer 429 with Retry-After.
+	// beyond it create and resume answer 429, without Retry-After as on E2B
+	// (only E2B's rate limiter sends one).
 	MaxRunning int
 	// MaxLifetime is the longest a sandbox may run from its start (default
-	// 24 h, E2B Pro's limit).
+	// 24 h, E2B Pro's limit; HobbyMaxLifetime is the Hobby plan's). Create
+	// and connect refuse a longer timeout, and set-timeout and connect
+	// silently clamp the end time to start + MaxLifetime.
 	MaxLifetime time.Duration
+	// TransitionDelay is how long a sandbox stays pausing or killing before
+	// it is paused or gone (default 0: at once). During it, E2B's answers for
+	// those states apply: 409 on set-timeout, a pausing sandbox listed as
+	// paused, a killing one not found.
+	TransitionDelay time.Duration
 	// Latency is added to every response.
 	Latency time.Duration
 	// FailRate is the share of requests answered 503, from 0 to 1.
@@ -32,8 +39,23 @@ type Options struct {
 	Now func() time.Time
 }
 
-// retryAfterSeconds is the Retry-After sent with every 429.
+// Plan lifetimes: E2B's max instance length per plan (team limits
+// MaxLengthHours, infra handlers/timeout_helper.go).
+const (
+	HobbyMaxLifetime = time.Hour
+	ProMaxLifetime   = 24 * time.Hour
+)
+
+// retryAfterSeconds is the Retry-After an injected 429 fault sends, standing
+// in for E2B's rate limiter.
 const retryAfterSeconds = 30
+
+// SimulatorHeader is sent on every response, with SimulatorHeaderValue, so a
+// client can tell it is talking to the simulator (real E2B never sends it).
+const (
+	SimulatorHeader      = "X-E2B-Simulator"
+	SimulatorHeaderValue = "mcpgate-e2bsim"
+)
 
 var keyShape = regexp.MustCompile(`^e2b_[0-9a-f]+$`)
 
@@ -44,6 +66,7 @@ type Server struct {
 	now         func() time.Time
 	maxRunning  int
 	maxLifetime time.Duration
+	transition  time.Duration
 	openTeams   bool
 
 	mu        sync.Mutex
@@ -52,19 +75,23 @@ type Server struct {
 	failRate  float64
 	faults    []*fault
 	teams     map[string]*team // by API key
+	byID      map[string]*team // by team id, including teams restored from a state file
 	sandboxes map[string]*sandbox
+	ended     map[string]*sandbox // killed or expired, kept for their logs and metrics
 	public    []*template
 	secrets   map[string]bool
+	dirty     bool // state changed since the last SaveState
 }
 
 // New returns a simulator with opts.
 func New(opts Options) *Server {
 	s := &Server{
-		now: opts.Now, maxRunning: opts.MaxRunning, maxLifetime: opts.MaxLifetime,
+		now: opts.Now, maxRunning: opts.MaxRunning, maxLifetime: opts.MaxLifetime, transition: opts.TransitionDelay,
 		openTeams: len(opts.TeamKeys) == 0,
 		rng:       rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15)),
 		latency:   opts.Latency, failRate: opts.FailRate,
-		teams: map[string]*team{}, sandboxes: map[string]*sandbox{}, secrets: map[string]bool{},
+		teams: map[string]*team{}, byID: map[string]*team{}, sandboxes: map[string]*sandbox{},
+		ended: map[string]*sandbox{}, secrets: map[string]bool{},
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -77,7 +104,8 @@ func New(opts Options) *Server {
 	}
 	s.public = publicTemplates(s.now())
 	for _, k := range opts.TeamKeys {
-		s.teams[k] = s.newTeam(k)
+		t := s.newTeam(teamID(k))
+		s.teams[k], s.byID[t.id] = t, t
 	}
 	s.routes()
 	return s
@@ -105,6 +133,7 @@ func (s *Server) routes() {
 // ServeHTTP implements http.Handler: latency, injected faults, the random
 // failure rate and authentication come before the route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(SimulatorHeader, SimulatorHeaderValue)
 	s.mu.Lock()
 	latency, f := s.latency, s.matchFault(r)
 	fail := s.failRate > 0 && s.rng.Float64() < s.failRate
@@ -129,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "Invalid API key", "")
 		return
 	}
-	if t.blocked && r.Method != http.MethodGet {
+	if t.blocked && !blockedAllowed(r) {
 		writeError(w, http.StatusForbidden, "team is blocked", "")
 		return
 	}
@@ -152,8 +181,22 @@ func sleep(r *http.Request, d time.Duration) bool {
 	}
 }
 
-// teamFor returns the team of an API key, creating it in open mode. Callers
-// hold s.mu.
+// blockedAllowed reports whether a blocked team may still make the request.
+// E2B's allowlist (infra packages/api/internal/middleware/blocked_team.go)
+// keeps every read the simulator serves and DELETE of a sandbox, so a
+// blocked team can still stop what it is billed for.
+func blockedAllowed(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet:
+		return true
+	case http.MethodDelete:
+		return strings.HasPrefix(r.URL.Path, "/sandboxes/") && strings.Count(r.URL.Path, "/") == 2
+	}
+	return false
+}
+
+// teamFor returns the team of an API key, creating it in open mode (or
+// finding the one a state file restored). Callers hold s.mu.
 func (s *Server) teamFor(key string) *team {
 	if t, ok := s.teams[key]; ok {
 		return t
@@ -161,7 +204,12 @@ func (s *Server) teamFor(key string) *team {
 	if !s.openTeams || !keyShape.MatchString(key) {
 		return nil
 	}
-	t := s.newTeam(key)
+	id := teamID(key)
+	t := s.byID[id]
+	if t == nil {
+		t = s.newTeam(id)
+		s.byID[id] = t
+	}
 	s.teams[key] = t
 	return t
 }
@@ -193,7 +241,7 @@ func (s *Server) BlockTeam(key string, blocked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t := s.teamFor(key); t != nil {
-		t.blocked = blocked
+		t.blocked, s.dirty = blocked, true
 	}
 }
 
@@ -238,10 +286,10 @@ type apiError struct {
 	ErrorCode string `json:"error_code,omitempty"`
 }
 
+// writeError writes E2B's error body. A 429 from a handler is the
+// concurrency limit, which carries no Retry-After on E2B (infra
+// orchestrator/create_instance.go); only the rate limiter's does.
 func writeError(w http.ResponseWriter, status int, message, errorCode string) {
-	if status == http.StatusTooManyRequests {
-		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
-	}
 	writeJSON(w, status, apiError{Code: status, Message: message, ErrorCode: errorCode})
 }
 

@@ -92,7 +92,8 @@ func TestValidation(t *testing.T) {
 		{"domain without deny all", "POST", "/sandboxes", `{"templateID":"base","network":{"allowOut":["example.com"]}}`, 400},
 		{"unknown template", "POST", "/sandboxes", `{"templateID":"nope"}`, 404},
 		{"unknown tag", "POST", "/sandboxes", `{"templateID":"base:v9"}`, 404},
-		{"no ready build", "POST", "/sandboxes", `{"templateID":"broken"}`, 400},
+		{"no ready build", "POST", "/sandboxes", `{"templateID":"broken"}`, 404}, // tag 'default' does not exist
+		{"secure on an old envd", "POST", "/sandboxes", `{"templateID":"worker","secure":true}`, 400},
 		{"unknown state", "GET", "/v2/sandboxes?state=dead", "", 400},
 		{"repeated state", "GET", "/v2/sandboxes?state=running&state=paused", "", 400},
 		{"comma states", "GET", "/v2/sandboxes?state=running,paused", "", 200},
@@ -120,6 +121,7 @@ func TestValidation(t *testing.T) {
 		{"public template builds", "GET", "/templates/" + s.publicID(), "", 403},
 		{"unknown template builds", "GET", "/templates/nope", "", 404},
 		{"snapshots limit", "GET", "/snapshots?limit=0", "", 400},
+		{"snapshots bad sandbox id", "GET", "/snapshots?sandboxID=nope", "", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,12 +171,29 @@ func TestAuth(t *testing.T) {
 	if len(list) != 0 {
 		t.Errorf("other team lists %d sandboxes", len(list))
 	}
+	// A foreign private template is "not found" on create, never 403.
+	var tmpls []map[string]any
+	s.reqKey("e2b_bb", "GET", "/v2/templates", "", &tmpls)
+	var e map[string]any
+	if got := s.reqKey("e2b_aa", "POST", "/sandboxes", `{"templateID":"`+tmpls[0]["templateID"].(string)+`"}`, &e).StatusCode; got != 404 ||
+		!strings.Contains(e["message"].(string), "not found") {
+		t.Errorf("other team's template = %d %v, want 404 not found", got, e)
+	}
+
+	// A blocked team can still read and kill (infra blocked_team.go), but not
+	// create, pause or extend.
 	s.s.BlockTeam("e2b_aa", true)
-	if got := s.reqKey("e2b_aa", "DELETE", "/sandboxes/"+id, "", nil).StatusCode; got != 403 {
-		t.Errorf("blocked team kill = %d, want 403", got)
+	if got := s.reqKey("e2b_aa", "POST", "/sandboxes/"+id+"/timeout", `{"timeout":60}`, nil).StatusCode; got != 403 {
+		t.Errorf("blocked team timeout = %d, want 403", got)
+	}
+	if got := s.reqKey("e2b_aa", "POST", "/sandboxes", `{"templateID":"base"}`, nil).StatusCode; got != 403 {
+		t.Errorf("blocked team create = %d, want 403", got)
 	}
 	if got := s.reqKey("e2b_aa", "GET", "/sandboxes/"+id, "", nil).StatusCode; got != 200 {
 		t.Errorf("blocked team read = %d, want 200", got)
+	}
+	if got := s.reqKey("e2b_aa", "DELETE", "/sandboxes/"+id, "", nil).StatusCode; got != 204 {
+		t.Errorf("blocked team kill = %d, want 204", got)
 	}
 
 	open := newSim(t, e2bsim.Options{})
@@ -210,8 +229,9 @@ func TestStateMachine(t *testing.T) {
 	if got := s.status("POST", path+"/pause", `{"memory":true}`); got != 409 {
 		t.Errorf("pause paused = %d, want 409", got)
 	}
-	if got := s.status("POST", path+"/timeout", `{"timeout":100}`); got != 409 {
-		t.Errorf("timeout on paused = %d, want 409", got)
+	// A paused sandbox has left the orchestrator's store: 404, as on E2B.
+	if got := s.status("POST", path+"/timeout", `{"timeout":100}`); got != 404 {
+		t.Errorf("timeout on paused = %d, want 404", got)
 	}
 	s.req("GET", path, "", &d)
 	if d["state"] != "paused" || d["endAt"] != "2026-03-01T12:00:00Z" || d["envdAccessToken"] == nil {
@@ -246,12 +266,13 @@ func TestStateMachine(t *testing.T) {
 		t.Errorf("after timeout 0 = %d, want 404", got)
 	}
 
-	// Concurrency limit: 2 running, the third gets 429 with Retry-After.
+	// Concurrency limit: 2 running, the third gets 429, without Retry-After
+	// (only E2B's rate limiter sends one).
 	s.create(`{"templateID":"base","timeout":600}`)
 	s.create(`{"templateID":"base","timeout":600}`)
 	resp := s.req("POST", "/sandboxes", `{"templateID":"base"}`, nil)
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("over the limit = %d (Retry-After %q), want 429", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "" {
+		t.Errorf("over the limit = %d (Retry-After %q), want 429 without Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if got := s.status("POST", "/sandboxes/"+ap+"/connect", `{"timeout":30}`); got != 429 {
 		t.Errorf("resume over the limit = %d, want 429", got)
@@ -354,6 +375,167 @@ func TestTelemetry(t *testing.T) {
 	for _, l := range logs.Logs {
 		if l.Level != "warn" && l.Level != "error" {
 			t.Errorf("level warn let through %q", l.Level)
+		}
+	}
+}
+
+func TestTransitions(t *testing.T) {
+	s := newSim(t, e2bsim.Options{TransitionDelay: 2 * time.Second})
+	id := s.create(`{"templateID":"base","timeout":600}`)["sandboxID"].(string)
+	path := "/sandboxes/" + id
+	if got := s.status("POST", path+"/pause", ``); got != 204 {
+		t.Fatalf("pause = %d", got)
+	}
+	var d map[string]any
+	s.req("GET", path, "", &d)
+	if d["state"] != "paused" {
+		t.Errorf("pausing sandbox state = %v, want paused (E2B reports pausing as paused)", d["state"])
+	}
+	var e map[string]any
+	if got := s.req("POST", path+"/timeout", `{"timeout":60}`, &e).StatusCode; got != 409 || !strings.Contains(e["message"].(string), "being paused") {
+		t.Errorf("timeout while pausing = %d %v, want 409 being paused", got, e)
+	}
+	if got := s.status("POST", path+"/pause", ``); got != 409 {
+		t.Errorf("pause while pausing = %d, want 409", got)
+	}
+	s.clock.Advance(2 * time.Second)
+	if got := s.status("POST", path+"/timeout", `{"timeout":60}`); got != 404 {
+		t.Errorf("timeout once paused = %d, want 404", got)
+	}
+	if got := s.status("POST", path+"/connect", `{"timeout":60}`); got != 201 {
+		t.Errorf("connect paused = %d, want 201", got)
+	}
+
+	if got := s.status("DELETE", path, ""); got != 204 {
+		t.Fatalf("kill = %d", got)
+	}
+	if got := s.status("GET", path, ""); got != 404 {
+		t.Errorf("get while killing = %d, want 404", got)
+	}
+	if got := s.req("POST", path+"/timeout", `{"timeout":60}`, &e).StatusCode; got != 409 || !strings.Contains(e["message"].(string), "being killed") {
+		t.Errorf("timeout while killing = %d %v, want 409 being killed", got, e)
+	}
+	if got := s.status("POST", path+"/connect", `{"timeout":60}`); got != 409 {
+		t.Errorf("connect while killing = %d, want 409", got)
+	}
+	if got := s.status("DELETE", path, ""); got != 204 {
+		t.Errorf("kill while killing = %d, want 204", got)
+	}
+	var list []any
+	s.req("GET", "/v2/sandboxes", "", &list)
+	if len(list) != 0 {
+		t.Errorf("list while killing = %v, want nothing", list)
+	}
+	s.clock.Advance(2 * time.Second)
+	if got := s.status("DELETE", path, ""); got != 404 {
+		t.Errorf("kill once gone = %d, want 404", got)
+	}
+}
+
+func TestPlanClamp(t *testing.T) {
+	s := newSim(t, e2bsim.Options{MaxLifetime: e2bsim.HobbyMaxLifetime})
+	if got := s.status("POST", "/sandboxes", `{"templateID":"base","timeout":3601}`); got != 400 {
+		t.Errorf("create over the Hobby hour = %d, want 400", got)
+	}
+	id := s.create(`{"templateID":"base","timeout":3600}`)["sandboxID"].(string)
+	s.clock.Advance(50 * time.Minute)
+	if got := s.status("POST", "/sandboxes/"+id+"/timeout", `{"timeout":3600}`); got != 204 {
+		t.Fatalf("timeout = %d", got)
+	}
+	var d map[string]any
+	s.req("GET", "/sandboxes/"+id, "", &d)
+	if d["endAt"] != "2026-03-01T13:00:00Z" {
+		t.Errorf("endAt = %v, want start + 1 h (clamped silently)", d["endAt"])
+	}
+	if got := s.status("POST", "/sandboxes/"+id+"/connect", `{"timeout":3600}`); got != 200 {
+		t.Errorf("connect = %d", got)
+	}
+	s.req("GET", "/sandboxes/"+id, "", &d)
+	if d["endAt"] != "2026-03-01T13:00:00Z" {
+		t.Errorf("endAt after connect = %v, want still start + 1 h", d["endAt"])
+	}
+}
+
+func TestSnapshotNames(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	id := s.create(`{"templateID":"base","timeout":600}`)["sandboxID"].(string)
+	var named, bare, tagged map[string]any
+	s.req("POST", "/sandboxes/"+id+"/snapshots", `{"name":"snap"}`, &named)
+	s.req("POST", "/sandboxes/"+id+"/snapshots", `{}`, &bare)
+	s.req("POST", "/sandboxes/"+id+"/snapshots", `{"name":"snap2:v1"}`, &tagged)
+	names := named["names"].([]any)
+	ns := strings.TrimSuffix(named["snapshotID"].(string), "/snap:default")
+	if len(names) != 1 || names[0] != ns+"/snap" || ns == named["snapshotID"] {
+		t.Errorf("named snapshot = %v, want snapshotID ns/snap:default and names [ns/snap]", named)
+	}
+	if !strings.HasSuffix(bare["snapshotID"].(string), ":default") || len(bare["names"].([]any)) != 0 {
+		t.Errorf("unnamed snapshot = %v", bare)
+	}
+	if tagged["snapshotID"] != ns+"/snap2:v1" {
+		t.Errorf("tagged snapshot = %v", tagged)
+	}
+	var e map[string]any
+	if got := s.req("GET", "/snapshots?name=other-team/snap", "", &e).StatusCode; got != 400 {
+		t.Errorf("list with a foreign namespace = %d %v, want 400", got, e)
+	}
+	if got := s.status("POST", "/sandboxes/"+id+"/snapshots", `{"name":"other-team/x"}`); got != 400 {
+		t.Errorf("create with a foreign namespace = %d, want 400", got)
+	}
+	var list []map[string]any
+	s.req("GET", "/snapshots?name="+ns+"/snap", "", &list)
+	if len(list) != 1 {
+		t.Errorf("list by ns/name = %v", list)
+	}
+	// A sandbox can be created from a snapshot ID.
+	s.create(`{"templateID":"` + tagged["snapshotID"].(string) + `"}`)
+}
+
+func TestAfterTheEnd(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	id := s.create(`{"templateID":"code-interpreter-v1","timeout":600,"autoPause":true}`)["sandboxID"].(string)
+	if got := s.status("POST", "/sandboxes/"+id+"/pause", ``); got != 204 {
+		t.Fatal(got)
+	}
+	var d map[string]any
+	s.req("GET", "/sandboxes/"+id, "", &d)
+	if d["alias"] != "code-interpreter-v1" {
+		t.Errorf("paused alias = %v, want the template's alias kept", d["alias"])
+	}
+	s.status("POST", "/sandboxes/"+id+"/connect", `{"timeout":60}`)
+	s.clock.Advance(time.Minute)
+	s.status("DELETE", "/sandboxes/"+id, "")
+	s.clock.Advance(24 * time.Hour)
+	var logs struct {
+		Logs []struct {
+			Level string `json:"level"`
+		} `json:"logs"`
+	}
+	s.req("GET", "/v2/sandboxes/"+id+"/logs?limit=1000", "", &logs)
+	if len(logs.Logs) == 0 {
+		t.Error("no logs a day after the sandbox was killed; E2B keeps them about 7 days")
+	}
+	for _, l := range logs.Logs {
+		if l.Level == "" {
+			t.Error("log entry without a level")
+		}
+	}
+	var ms []any
+	s.req("GET", "/sandboxes/"+id+"/metrics", "", &ms)
+	if len(ms) == 0 {
+		t.Error("no metrics after the sandbox was killed")
+	}
+	s.clock.Advance(7 * 24 * time.Hour)
+	s.req("GET", "/v2/sandboxes/"+id+"/logs", "", &logs)
+	if len(logs.Logs) != 0 {
+		t.Errorf("logs after the retention = %d, want none", len(logs.Logs))
+	}
+}
+
+func TestSimulatorHeader(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	for _, k := range []string{key, "not-a-key"} {
+		if got := s.reqKey(k, "GET", "/v2/sandboxes", "", nil).Header.Get("X-E2B-Simulator"); got != "mcpgate-e2bsim" {
+			t.Errorf("X-E2B-Simulator = %q with key %q", got, k)
 		}
 	}
 }

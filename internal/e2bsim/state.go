@@ -39,23 +39,28 @@ type build struct {
 type snapshot struct {
 	templateID string
 	name       string // alias; "" when none was given
+	tag        string // "default" unless the name carried another
 	sandboxID  string
 	createdAt  time.Time
 	base       *template
 }
 
+// snapshotID is namespace/alias:tag, or templateID:tag without a name (infra
+// handlers/snapshot_template_create.go, id.WithTag).
 func (sn *snapshot) snapshotID(t *team) string {
 	if sn.name == "" {
-		return sn.templateID + ":default"
+		return sn.templateID + ":" + sn.tag
 	}
-	return t.namespace + "/" + sn.name + ":default"
+	return t.namespace + "/" + sn.name + ":" + sn.tag
 }
 
+// names are namespace/alias without a tag: the server builds them with
+// id.WithNamespace only.
 func (sn *snapshot) names(t *team) []string {
 	if sn.name == "" {
 		return []string{}
 	}
-	return []string{t.namespace + "/" + sn.name + ":default"}
+	return []string{t.namespace + "/" + sn.name}
 }
 
 // zeroBuildID is what E2B reports for a template with no ready build.
@@ -152,35 +157,57 @@ func publicTemplates(now time.Time) []*template {
 	}
 }
 
+// teamID derives a team's id from its API key, so that a team's state can be
+// saved and found again without storing the key.
+func teamID(key string) string { return stableUUID("team", key) }
+
 // newTeam builds a team with three templates of its own: one ready with
-// three builds, one still building, and one whose only build failed (so it
-// reports E2B's zero values). Callers hold s.mu (or are New).
-func (s *Server) newTeam(key string) *team {
-	id := stableUUID("team", key)
+// three builds; one still building, whose ready build has an envd too old
+// for secure; and one whose only build failed (so it reports E2B's zero
+// values). Callers hold s.mu (or are New).
+func (s *Server) newTeam(id string) *team {
 	ns := "team-" + id[:8]
 	at := s.now().Add(-30 * 24 * time.Hour).Truncate(time.Second)
+	worker := mkTemplate(id, ns, "worker", false, at.Add(24*time.Hour), "building", "ready")
+	for i := range worker.builds {
+		// Built with an envd from before secured access (0.2.0): E2B refuses
+		// secure: true for it.
+		worker.builds[i].envd = "0.1.5"
+	}
 	return &team{id: id, namespace: ns, templates: []*template{
 		mkTemplate(id, ns, "my-app", false, at, "ready", "ready", "error"),
-		mkTemplate(id, ns, "worker", false, at.Add(24*time.Hour), "building", "ready"),
+		worker,
 		mkTemplate(id, ns, "broken", false, at.Add(48*time.Hour), "error"),
 	}}
 }
+
+// Sandbox states. pausing and killing are E2B's transitional states: they
+// last Options.TransitionDelay (default: none, the change is immediate).
+const (
+	stateRunning = "running"
+	statePausing = "pausing"
+	statePaused  = "paused"
+	stateKilling = "killing"
+)
 
 // sandbox is one sandbox's state.
 type sandbox struct {
 	id, team   string
 	template   *template
 	alias      string
-	state      string // running or paused
+	state      string // one of the state constants
 	createdAt  time.Time
 	startedAt  time.Time
 	endAt      time.Time // expiry while running; the pause time while paused
 	pausedAt   time.Time
-	memoryKept bool // of the last pause
+	until      time.Time // end of a pausing or killing state
+	endedAt    time.Time // when it was killed or expired, once it is gone
+	memoryKept bool      // of the last pause
 	metadata   map[string]string
 	cpu        int32
 	memMB      int32
 	diskMB     int32
+	envd       string
 
 	autoPause, autoPauseMemory, autoResume bool
 	secure                                 bool
@@ -188,30 +215,88 @@ type sandbox struct {
 	network                                *networkConfig
 }
 
-// activeUntil is the last time the sandbox ran: now, or its pause time.
+// apiState is the state E2B reports: a pausing sandbox already counts as
+// paused (infra handlers/sandbox_get.go and sandboxes_list.go).
+func (sb *sandbox) apiState() string {
+	if sb.state == statePausing {
+		return statePaused
+	}
+	return sb.state
+}
+
+// activeUntil is the last time the sandbox ran: now, its pause time, or the
+// time it was killed.
 func (sb *sandbox) activeUntil(now time.Time) time.Time {
-	if sb.state == "paused" {
+	switch {
+	case !sb.endedAt.IsZero():
+		return sb.endedAt
+	case sb.state == statePaused || sb.state == statePausing:
 		return sb.pausedAt
+	case sb.state == stateKilling:
+		return sb.until
 	}
 	return now
 }
 
-// pause moves a running sandbox to paused at t.
-func (sb *sandbox) pause(t time.Time, memory bool) {
-	sb.state, sb.pausedAt, sb.endAt, sb.memoryKept = "paused", t, t, memory
+// pause moves a running sandbox to pausing (or paused) at t.
+func (s *Server) pause(sb *sandbox, t time.Time, memory bool) {
+	sb.state, sb.pausedAt, sb.endAt, sb.memoryKept = statePaused, t, t, memory
+	if s.transition > 0 {
+		sb.state, sb.until = statePausing, t.Add(s.transition)
+	}
 }
 
-// sweep applies every expiry due at now: auto-pause sandboxes pause (at
-// their end time), the others die. Callers hold s.mu.
+// kill moves a sandbox to killing, or straight to the ended set when there
+// is no transition or it was not running. Callers hold s.mu.
+func (s *Server) kill(sb *sandbox, now time.Time) {
+	if s.transition > 0 && sb.state == stateRunning {
+		sb.state, sb.until = stateKilling, now.Add(s.transition)
+		return
+	}
+	s.end(sb, now)
+}
+
+// end removes a sandbox for good. Its logs and metrics stay queryable for
+// the retention period, as E2B keeps them after a sandbox ends. Callers hold
+// s.mu.
+func (s *Server) end(sb *sandbox, at time.Time) {
+	if sb.state == stateRunning || sb.state == stateKilling {
+		sb.endedAt = at
+	} else {
+		sb.endedAt = sb.pausedAt // a paused sandbox produced nothing since
+	}
+	delete(s.sandboxes, sb.id)
+	s.ended[sb.id] = sb
+	s.dirty = true
+}
+
+// sweep applies every change due at now: transitions finish, expired
+// auto-pause sandboxes pause (at their end time), other expired ones end, and
+// ended ones past the retention are forgotten. Callers hold s.mu.
 func (s *Server) sweep(now time.Time) {
-	for id, sb := range s.sandboxes {
-		if sb.state != "running" || now.Before(sb.endAt) {
+	for _, sb := range s.sandboxes {
+		switch {
+		case sb.state == statePausing && !now.Before(sb.until):
+			sb.state = statePaused
+		case sb.state == stateKilling && !now.Before(sb.until):
+			s.end(sb, sb.until)
+		case sb.state == stateRunning && !now.Before(sb.endAt):
+			if sb.autoPause {
+				s.pause(sb, sb.endAt, sb.autoPauseMemory)
+				if sb.state == statePausing && !now.Before(sb.until) {
+					sb.state = statePaused
+				}
+			} else {
+				s.end(sb, sb.endAt)
+			}
+		default:
 			continue
 		}
-		if sb.autoPause {
-			sb.pause(sb.endAt, sb.autoPauseMemory)
-		} else {
-			delete(s.sandboxes, id)
+		s.dirty = true
+	}
+	for id, sb := range s.ended {
+		if now.Sub(sb.endedAt) > retention {
+			delete(s.ended, id)
 		}
 	}
 }
@@ -220,7 +305,7 @@ func (s *Server) sweep(now time.Time) {
 func (s *Server) running(teamID string) int {
 	n := 0
 	for _, sb := range s.sandboxes {
-		if sb.team == teamID && sb.state == "running" {
+		if sb.team == teamID && sb.state == stateRunning {
 			n++
 		}
 	}

@@ -24,7 +24,8 @@ const (
 )
 
 var (
-	logLevels   = []string{"info", "debug", "info", "warn", "info", "error", "info", ""}
+	// Every generated line has a level: E2B's log entries always carry one.
+	logLevels   = []string{"info", "debug", "info", "warn", "info", "error", "info", "info"}
 	logMessages = []string{"GET /health 200", "envd heartbeat", "process started: python app.py",
 		"slow response from upstream", "wrote 4 KiB to /home/user/out.txt", "process exited with code 1",
 		"GET /files 200", "stdout: hello from the sandbox"}
@@ -88,9 +89,11 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	t := s.team(r)
 	out := []logEntry{}
-	sb := s.sandboxes[m[1]]
-	if sb == nil || sb.team != t.id {
-		// E2B does not check the sandbox here: unknown ids get no logs, not 404.
+	sb := s.telemetryOf(t, m[1])
+	if sb == nil {
+		// E2B does not check the sandbox here (infra handlers/sandbox_logs.go
+		// asks the log store only): unknown ids get no logs, not the 404 the
+		// OpenAPI file lists.
 		writeJSON(w, http.StatusOK, map[string]any{"logs": out})
 		return
 	}
@@ -210,8 +213,8 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	t := s.team(r)
 	out := []metric{}
-	sb := s.sandboxes[m[1]]
-	if sb == nil || sb.team != t.id {
+	sb := s.telemetryOf(t, m[1])
+	if sb == nil {
 		writeJSON(w, http.StatusOK, out) // E2B does not check the sandbox here either
 		return
 	}
@@ -233,6 +236,20 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		out = append(out, sb.metricAt(ts))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// telemetryOf returns the team's sandbox of that id, live or ended within
+// the retention: E2B keeps logs about 7 days and metrics after a sandbox is
+// killed or expires. Callers hold s.mu.
+func (s *Server) telemetryOf(t *team, id string) *sandbox {
+	sb := s.sandboxes[id]
+	if sb == nil {
+		sb = s.ended[id]
+	}
+	if sb == nil || sb.team != t.id {
+		return nil
+	}
+	return sb
 }
 
 func ceilDiv(d, step time.Duration) int64 {

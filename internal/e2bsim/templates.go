@@ -77,7 +77,7 @@ func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
 	t := s.team(r)
 	q := r.URL.Query()
 	if id := q.Get("teamID"); id != "" && id != t.id {
-		writeError(w, http.StatusBadRequest, "teamID does not match the API key's team", "")
+		writeError(w, http.StatusBadRequest, "Team ID param mismatch with the API key", "") // infra handlers/templates_list_v2.go
 		return
 	}
 	list := append([]*template{}, t.templates...)
@@ -119,7 +119,7 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("Template '%s' not found", id), "")
+		writeError(w, http.StatusNotFound, fmt.Sprintf("Template %s not found", id), "") // infra handlers/template_get.go
 		return
 	}
 	start, end, ok := pageOf(w, r.URL.Query(), len(tp.builds))
@@ -154,9 +154,38 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 	t := s.team(r)
 	q := r.URL.Query()
 	sandboxID, name := q.Get("sandboxID"), q.Get("name")
+	if sandboxID != "" {
+		m := sandboxIDShape.FindStringSubmatch(sandboxID)
+		if m == nil {
+			writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "") // infra handlers/snapshot_template_list.go
+			return
+		}
+		sandboxID = m[1]
+	}
 	type snapshotJSON struct {
 		SnapshotID string   `json:"snapshotID"`
 		Names      []string `json:"names"`
+	}
+	// A name filter as infra handlers/snapshot_template_list.go reads it: a
+	// namespace other than the team's is 400 (not an empty list), a bare
+	// name matches every tag, name:tag only that tag.
+	var filterName, filterTag string
+	if name != "" {
+		ident, tag, hasTag := strings.Cut(name, ":")
+		if hasTag {
+			filterTag = "default"
+			if tag != "" && !strings.EqualFold(tag, "default") {
+				filterTag = tag
+			}
+		}
+		if ns, alias, ok := strings.Cut(ident, "/"); ok {
+			if ns != t.namespace {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
+				return
+			}
+			ident = alias
+		}
+		filterName = ident
 	}
 	var list []snapshotJSON
 	for i := len(t.snapshots) - 1; i >= 0; i-- { // newest first
@@ -164,11 +193,8 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 		if sandboxID != "" && sn.sandboxID != sandboxID {
 			continue
 		}
-		if name != "" {
-			n, _, _ := strings.Cut(name, ":")
-			if n != sn.name && n != t.namespace+"/"+sn.name {
-				continue
-			}
+		if name != "" && (filterName != sn.name && filterName != sn.templateID || filterTag != "" && filterTag != sn.tag) {
+			continue
 		}
 		list = append(list, snapshotJSON{SnapshotID: sn.snapshotID(t), Names: sn.names(t)})
 	}

@@ -1,13 +1,11 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +14,10 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -30,36 +30,6 @@ const (
 )
 
 var credAllKeys = []string{credGoodKey, credGoodKey2, credUnknown, credPersonal, credMalformed}
-
-// credAuditor captures audit events.
-type credAuditor struct {
-	mu     sync.Mutex
-	events []mcpgate.AuditEvent
-}
-
-func (a *credAuditor) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, ev)
-}
-
-func (a *credAuditor) Saturated() bool { return false }
-
-func (a *credAuditor) actions() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []string
-	for _, ev := range a.events {
-		out = append(out, ev.Action)
-	}
-	return out
-}
-
-func (a *credAuditor) last() mcpgate.AuditEvent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.events[len(a.events)-1]
-}
 
 // credBackend is the store and the keyring as serve wires them.
 type credBackend struct {
@@ -100,24 +70,7 @@ type credFixture struct {
 	backend credBackend
 	ws      string
 	user    *mcpgate.User
-	logs    *credSyncBuffer
-}
-
-type credSyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *credSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *credSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs    *testutil.LockedBuffer
 }
 
 func newCredFixture(t *testing.T) *credFixture {
@@ -136,14 +89,14 @@ func newCredFixture(t *testing.T) *credFixture {
 	if err != nil || len(ws) != 1 {
 		t.Fatalf("WorkspacesOfUser() = %v, %v", ws, err)
 	}
-	return &credFixture{backend: credBackend{db, k}, ws: ws[0].ID, user: u, logs: &credSyncBuffer{}}
+	return &credFixture{backend: credBackend{db, k}, ws: ws[0].ID, user: u, logs: &testutil.LockedBuffer{}}
 }
 
 // gateway returns a gateway whose E2B connector talks to baseURL, and the
 // auditor it records to.
-func (f *credFixture) gateway(t *testing.T, baseURL string) (credGateway, *credAuditor) {
+func (f *credFixture) gateway(t *testing.T, baseURL string) (credGateway, *servicetest.Recorder) {
 	t.Helper()
-	aud := &credAuditor{}
+	aud := &servicetest.Recorder{}
 	g := service.New(service.Options{
 		DB: f.backend.DB, Keyring: f.backend.keyring,
 		Registry:  connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: baseURL, DashboardURL: baseURL, Timeout: 5 * time.Second})),
@@ -221,7 +174,7 @@ func TestPutCredential(t *testing.T) {
 				if tt.gw == down {
 					a = downAud
 				}
-				ev := a.last()
+				ev := a.Last()
 				if ev.Action != "credential.rejected" || ev.Outcome != mcpgate.OutcomeError || ev.WorkspaceID != f.ws ||
 					ev.ActorID != f.user.ID || ev.UpstreamStatus != tt.wantStatus {
 					t.Fatalf("audit event = %+v, want credential.rejected (upstream %d)", ev, tt.wantStatus)
@@ -243,7 +196,7 @@ func TestPutCredential(t *testing.T) {
 	if got := f.stored(t); got != credGoodKey {
 		t.Fatalf("stored credential = %q, want %q", got, credGoodKey)
 	}
-	if ev := aud.last(); ev.Action != "credential.stored" || ev.Outcome != mcpgate.OutcomeOK || ev.Arguments["key_hint"] != "e2b_…0a1b" {
+	if ev := aud.Last(); ev.Action != "credential.stored" || ev.Outcome != mcpgate.OutcomeOK || ev.Arguments["key_hint"] != "e2b_…0a1b" {
 		t.Fatalf("audit event = %+v, want credential.stored", ev)
 	}
 	if got, err := g.Connection(ctx, f.ws, "e2b"); err != nil || got.KeyHint != c.KeyHint {
@@ -296,7 +249,7 @@ func TestPutCredential(t *testing.T) {
 	if err := f.backend.Pool.QueryRow(ctx, `SELECT count(*) FROM connections`).Scan(&rows); err != nil || rows != 1 {
 		t.Fatalf("connections rows = %d, %v; want 1", rows, err)
 	}
-	if ev := aud.last(); ev.Action != "credential.replaced" || ev.Arguments["key_hint"] != "e2b_…c2d3" {
+	if ev := aud.Last(); ev.Action != "credential.replaced" || ev.Arguments["key_hint"] != "e2b_…c2d3" {
 		t.Fatalf("audit event = %+v, want credential.replaced", ev)
 	}
 
@@ -322,7 +275,7 @@ func TestPutCredential(t *testing.T) {
 	if err := g.DeleteCredential(ctx, f.ws, f.user.ID, "e2b"); err != nil {
 		t.Fatalf("DeleteCredential() err = %v", err)
 	}
-	if ev := aud.last(); ev.Action != "credential.removed" || ev.Outcome != mcpgate.OutcomeOK {
+	if ev := aud.Last(); ev.Action != "credential.removed" || ev.Outcome != mcpgate.OutcomeOK {
 		t.Fatalf("audit event = %+v, want credential.removed", ev)
 	}
 	if _, err := g.Connection(ctx, f.ws, "e2b"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
@@ -337,8 +290,8 @@ func TestPutCredential(t *testing.T) {
 	}
 
 	var changes []string
-	for _, a := range aud.actions() {
-		if strings.HasPrefix(a, "credential.") && a != "credential.rejected" {
+	for _, ev := range aud.Events() {
+		if a := ev.Action; strings.HasPrefix(a, "credential.") && a != "credential.rejected" {
 			changes = append(changes, a)
 		}
 	}
@@ -347,10 +300,8 @@ func TestPutCredential(t *testing.T) {
 	}
 
 	// No key, nor a long piece of one, in any audit event or log line.
-	for _, a := range []*credAuditor{aud, downAud} {
-		a.mu.Lock()
-		b, err := json.Marshal(a.events)
-		a.mu.Unlock()
+	for _, a := range []*servicetest.Recorder{aud, downAud} {
+		b, err := json.Marshal(a.Events())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 // Package service implements the gateway's services (mcpgate.AccountService,
-// WorkspaceService, KeyService, ConnectionService, ToolService and
-// AuditService) and the MCP key Authenticator on the store, the vault and the
+// WorkspaceService, KeyService, ConnectionService, ToolService, AuditService
+// and ResourceService) and the MCP key Authenticator on the store, the vault and the
 // connector registry. It is where the rules live: who may see and change
 // what, which calls a workspace's policy and a key's scope allow, which need
 // confirmation, and what the audit log records. The JSON API, the dashboard

@@ -88,7 +88,7 @@ func TestGrants(t *testing.T) {
 		t.Errorf("the other workspace lost its grant: %d", n)
 	}
 	revoked := 0
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		if ev.Action == string(mcpgate.ActionGrantRevoked) {
 			revoked++
 		}

@@ -2,7 +2,6 @@ package service_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,9 +15,8 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/vault"
 )
 
 // svcFixture is the services on a fresh database with one workspace: its
@@ -26,37 +24,13 @@ import (
 type svcFixture struct {
 	db      *store.DB
 	svc     *service.Service
-	audit   *recorder
+	audit   *servicetest.Recorder
 	conn    *noteConnector
 	ws      string
 	owner   *mcpgate.Actor
 	admin   *mcpgate.Actor
 	member  *mcpgate.Actor
 	outside *mcpgate.Actor // owner of another workspace
-}
-
-type recorder struct {
-	mu        sync.Mutex
-	events    []mcpgate.AuditEvent
-	saturated bool
-}
-
-func (r *recorder) Record(_ context.Context, ev mcpgate.AuditEvent) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, ev)
-}
-
-func (r *recorder) Saturated() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.saturated
-}
-
-func (r *recorder) all() []mcpgate.AuditEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]mcpgate.AuditEvent(nil), r.events...)
 }
 
 // noteConnector is a connector that exists only in tests: nothing outside
@@ -111,29 +85,15 @@ func (c *noteConnector) Tools() []*connectors.Tool                             {
 func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 	t.Helper()
 	ctx := context.Background()
-	db := storetest.Open(t)
-	root := make([]byte, 32)
-	_, _ = rand.Read(root)
-	keyring, err := vault.Open(ctx, root, db.VaultKeys(), vault.Options{})
-	if err != nil {
-		t.Fatalf("vault.Open() err = %v", err)
-	}
-	f := &svcFixture{db: db, audit: &recorder{}, conn: newNoteConnector()}
-	o := service.Options{DB: db, Keyring: keyring, Registry: connectors.NewRegistry(f.conn), Audit: f.audit, PublicURL: "http://gw.test"}
+	f := &svcFixture{conn: newNoteConnector()}
+	o := service.Options{Registry: connectors.NewRegistry(f.conn), PublicURL: "http://gw.test"}
 	for _, fn := range opts {
 		fn(&o)
 	}
-	f.svc = service.New(o)
-	user := func(email string) *mcpgate.User {
-		u, err := db.CreateUser(ctx, email, "hash", nil)
-		if err != nil {
-			t.Fatalf("CreateUser() err = %v", err)
-		}
-		return u
-	}
-	ou, au, mu, xu := user("owner@example.com"), user("admin@example.com"), user("member@example.com"), user("outsider@example.com")
-	wss, _ := db.WorkspacesOfUser(ctx, ou.ID)
-	f.ws = wss[0].ID
+	env := servicetest.New(t, o)
+	f.db, f.svc, f.audit = env.DB, env.Service, env.Audit
+	_, f.owner = env.NewUser(t, "owner@example.com")
+	f.ws = f.owner.WorkspaceID
 	enter := func(u *mcpgate.User, ws string) *mcpgate.Actor {
 		a, _, err := f.svc.Enter(ctx, u, ws, mcpgate.SourceAPI)
 		if err != nil {
@@ -141,7 +101,9 @@ func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 		}
 		return a
 	}
-	f.owner = enter(ou, f.ws)
+	au, _ := env.NewUser(t, "admin@example.com")
+	mu, _ := env.NewUser(t, "member@example.com")
+	_, f.outside = env.NewUser(t, "outsider@example.com")
 	for _, m := range []struct {
 		u    *mcpgate.User
 		role mcpgate.Role
@@ -155,8 +117,6 @@ func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 		}
 	}
 	f.admin, f.member = enter(au, f.ws), enter(mu, f.ws)
-	xws, _ := db.WorkspacesOfUser(ctx, xu.ID)
-	f.outside = enter(xu, xws[0].ID)
 	if _, err := f.svc.PutConnection(ctx, f.owner, "notes", "notes-credential"); err != nil {
 		t.Fatalf("PutConnection() err = %v", err)
 	}
@@ -195,11 +155,11 @@ func TestAdminRules(t *testing.T) {
 	}
 	for name, act := range actions {
 		t.Run(name, func(t *testing.T) {
-			before := len(f.audit.all())
+			before := len(f.audit.Events())
 			if err := act(f.member); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 				t.Fatalf("member: err = %v, want forbidden", err)
 			}
-			if n := len(f.audit.all()); n != before {
+			if n := len(f.audit.Events()); n != before {
 				t.Fatalf("a refused action was audited as done (%d new events)", n-before)
 			}
 		})
@@ -234,7 +194,7 @@ func TestVisibility(t *testing.T) {
 		}
 	}
 	// The audit writer is a recorder here: copy its rows into the log.
-	if err := f.db.InsertAudit(ctx, f.audit.all()); err != nil {
+	if err := f.db.InsertAudit(ctx, f.audit.Events()); err != nil {
 		t.Fatal(err)
 	}
 	keys := func(a *mcpgate.Actor) []string {
@@ -325,7 +285,7 @@ func TestSecondConnector(t *testing.T) {
 		t.Fatalf("confirmed notes_burn: err = %v", err)
 	}
 	var calls []string
-	for _, ev := range f.audit.all() {
+	for _, ev := range f.audit.Events() {
 		if ev.Kind == mcpgate.KindToolCall {
 			calls = append(calls, ev.Action+":"+string(ev.Outcome)+":"+ev.KeyID)
 		}
@@ -348,9 +308,7 @@ func toolNames(ts []mcpgate.ToolInfo) []string {
 // run: the gateway fails closed.
 func TestCall_RefusedWhenAuditSaturated(t *testing.T) {
 	f := newSvcFixture(t)
-	f.audit.mu.Lock()
-	f.audit.saturated = true
-	f.audit.mu.Unlock()
+	f.audit.SetSaturated(true)
 	_, err := f.svc.CallTool(context.Background(), f.owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
 	if mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
 		t.Fatalf("CallTool() err = %v, want unavailable", err)

@@ -41,17 +41,20 @@ func effectivePolicy(tools []*connectors.Tool, stored map[string]mcpgate.ToolPol
 
 // workspace returns the workspace's cached policy, loading it on a miss.
 func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspacePolicy, error) {
-	if v, ok := s.policies.Load(workspaceID); ok {
-		wp := v.(*workspacePolicy)
-		if s.now().Sub(wp.fetched) < s.opts.CacheTTL {
-			return wp, nil
-		}
+	cached, _ := s.policies.Load(workspaceID)
+	old, _ := cached.(*workspacePolicy)
+	if old != nil && (s.trust.Fresh(old.fetched) || s.trust.SkipReload(old.fetched)) {
+		return old, nil
 	}
 	gen := s.gen.Load()
 	stored, err := s.db.ToolPolicies(ctx, workspaceID)
 	if err != nil {
-		return nil, mcpgate.WrapError(mcpgate.EUnavailable, fmt.Errorf("load tool policy: %w", err),
-			"the gateway cannot read this workspace's settings right now; try again shortly")
+		s.trust.Failed()
+		if old != nil && s.trust.Stale(old.fetched) {
+			return old, nil // the database is away: the policy known before stands in
+		}
+		return nil, &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: fmt.Errorf("load tool policy: %w", err),
+			Message: "the gateway cannot read this workspace's settings right now; try again in a few seconds"}
 	}
 	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored),
 		fetched: s.now(), sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
@@ -63,7 +66,7 @@ func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.Too
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
 		Enabled: p.Enabled, NeedsConfirmation: p.NeedsConfirmation, CostsMoney: t.CostsMoney,
-		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive,
+		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive, OffByDefault: !t.DefaultEnabled,
 		Annotations: map[string]any{"readOnlyHint": t.Annotations.ReadOnly, "destructiveHint": t.Annotations.Destructive,
 			"idempotentHint": t.Annotations.Idempotent, "openWorldHint": t.Annotations.OpenWorld, "title": t.Title}}
 }
@@ -194,8 +197,8 @@ func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.A
 		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
 			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
 	}
-	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes sandboxes. Use a key with full scope "+
-		"(create one in the dashboard) to call it.", t.Name)
+	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes things rather than reading them. "+
+		"Use a key with full scope (create one in the dashboard) to call it.", t.Name)
 }
 
 // run opens the workspace's credential, calls the tool under its deadline,
@@ -216,7 +219,8 @@ func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool,
 			err = mcpgate.Errorf(mcpgate.EInvalid, "No %s API key is connected to this workspace yet. Ask a workspace owner "+
 				"or admin to connect one on the dashboard: %s/app/w/%s/connections", strings.ToUpper(c.Name()), s.opts.PublicURL, a.WorkspaceID)
 		} else {
-			err = mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot read this workspace's credential right now; try again shortly")
+			err = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: err,
+				Message: "the gateway cannot read this workspace's credential right now; try again in a few seconds"}
 		}
 		s.auditCall(ctx, a, t, args, 0, start, err)
 		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)

@@ -144,6 +144,14 @@ func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
 	return out, mapError(err, "")
 }
 
+// CountSealedBelow counts the credentials sealed under a term older than
+// term: what a re-seal to term has left to do.
+func (db *DB) CountSealedBelow(ctx context.Context, term uint32) (int64, error) {
+	var n int64
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM connections WHERE key_term < $1`, int64(term)).Scan(&n)
+	return n, mapError(err, "")
+}
+
 // ResealOld re-seals up to batch credentials still under a term older than
 // the sealer's active term, each row in its own short transaction (locked
 // with SKIP LOCKED, so two runs share the work). It returns how many rows it
