@@ -115,7 +115,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	services := gw.Service.Services()
 	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
-		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD})
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
 	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
 		Tools: services.Tools, Registry: registry, Tokens: db,

@@ -21,7 +21,7 @@ type TokenAuthenticator struct {
 	db       *store.DB
 	srv      *Server
 	resource string
-	ttl      time.Duration
+	trust    CacheTrust
 	now      func() time.Time
 
 	tokens sync.Map // string(hash) -> *cachedToken
@@ -42,7 +42,7 @@ type cachedToken struct {
 // NewAuthenticator returns the access-token authenticator for the server's
 // resource and starts its last-used flush; Close stops it.
 func (s *Server) NewAuthenticator() *TokenAuthenticator {
-	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, ttl: s.opts.CacheTTL, now: s.now,
+	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, trust: s.opts.Trust, now: s.now,
 		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	s.tokens = a
 	go a.loop()
@@ -88,24 +88,29 @@ func refused(reason string) error { return &mcpgate.AuthError{Reason: "oauth_" +
 func (a *TokenAuthenticator) check(ctx context.Context, tok string) (*mcpgate.Actor, error) {
 	hash := mcpgate.HashToken(tok)
 	now := a.now()
-	var ct *cachedToken
-	if v, ok := a.tokens.Load(string(hash)); ok && now.Sub(v.(*cachedToken).fetched) < a.ttl {
-		ct = v.(*cachedToken)
-	} else {
+	cached, _ := a.tokens.Load(string(hash))
+	ct, _ := cached.(*cachedToken)
+	if ct == nil || !(a.trust.Fresh(ct.fetched) || a.trust.SkipReload(ct.fetched)) {
 		gen := a.gen.Load()
 		t, err := a.db.FindAccessToken(ctx, hash)
-		if err != nil {
-			if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
-				return nil, refused("unknown")
+		switch {
+		case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
+			return nil, refused("unknown")
+		case err != nil:
+			a.trust.Failed()
+			if ct == nil || !a.trust.Stale(ct.fetched) {
+				return nil, err
 			}
-			return nil, err
-		}
-		ct = &cachedToken{tok: *t, fetched: now}
-		a.tokens.Store(string(hash), ct)
-		// A load that overlapped an invalidation may have read the grant
-		// before it was revoked: do not keep it.
-		if a.gen.Load() != gen {
-			a.tokens.CompareAndDelete(string(hash), ct)
+			// The database is away: the token as known before stands in,
+			// exactly as a key does (service.cacheTrust).
+		default:
+			ct = &cachedToken{tok: *t, fetched: now}
+			a.tokens.Store(string(hash), ct)
+			// A load that overlapped an invalidation may have read the
+			// grant before it was revoked: do not keep it.
+			if a.gen.Load() != gen {
+				a.tokens.CompareAndDelete(string(hash), ct)
+			}
 		}
 	}
 	g := &ct.tok.Grant
@@ -165,11 +170,11 @@ func (a *TokenAuthenticator) loop() {
 	}
 }
 
-// sweep drops entries past their TTL, so the cache holds only tokens in use.
+// sweep drops entries that can serve neither as fresh nor through an
+// outage, so the cache holds only tokens in use.
 func (a *TokenAuthenticator) sweep() {
-	now := a.now()
 	a.tokens.Range(func(k, v any) bool {
-		if now.Sub(v.(*cachedToken).fetched) >= a.ttl {
+		if f := v.(*cachedToken).fetched; !a.trust.Fresh(f) && !a.trust.Stale(f) {
 			a.tokens.Delete(k)
 		}
 		return true

@@ -301,3 +301,34 @@ func TestPruneOAuth(t *testing.T) {
 		}
 	}
 }
+
+// notListening is the services' trust while the invalidation listener is
+// down: nothing cached is fresh.
+type notListening struct{}
+
+func (notListening) Fresh(time.Time) bool      { return false }
+func (notListening) Stale(time.Time) bool      { return true }
+func (notListening) Failed()                   {}
+func (notListening) SkipReload(time.Time) bool { return false }
+
+// With the listener down, a token is checked against the database on every
+// use, so a revocation made on another replica (whose notification this one
+// may never get) is honoured at once, as for keys.
+func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	f.srv.opts.Trust = notListening{}
+	auth := f.srv.NewAuthenticator()
+	defer auth.Close()
+	access, _ := f.grant(t, "https://gw.example.com/mcp")
+	a, err := auth.Authenticate(bearerRequest(access))
+	if err != nil || a == nil {
+		t.Fatalf("Authenticate() = %v, %v", a, err)
+	}
+	if err := f.db.RevokeGrant(context.Background(), f.workspace, a.GrantID); err != nil {
+		t.Fatal(err)
+	}
+	// No Invalidate: the notification is lost.
+	if _, err := auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(revoked, listener down) err = %v, want a refusal", err)
+	}
+}

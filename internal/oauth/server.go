@@ -68,8 +68,11 @@ type Options struct {
 	// (default 20 an hour, burst 20).
 	RegisterRate  rate.Limit
 	RegisterBurst int
-	// CacheTTL bounds how long a cached access token is trusted without a
-	// notification (default 30 s).
+	// Trust decides how long a cached access token may be used: the
+	// services' rule, so that tokens follow the same revocation and outage
+	// guarantees as keys. Nil (tests): fresh for CacheTTL.
+	Trust CacheTrust
+	// CacheTTL is the TTL of the default Trust (default 30 s).
 	CacheTTL time.Duration
 	CIMD     CIMDOptions
 	// Now is the clock (tests).
@@ -99,6 +102,30 @@ type rateEntry struct {
 	last time.Time
 }
 
+// CacheTrust decides how long a cached entry may be used
+// (service.CacheTrust).
+type CacheTrust interface {
+	// Fresh: usable without a reload.
+	Fresh(fetched time.Time) bool
+	// Stale: may stand in when a reload cannot reach the database.
+	Stale(fetched time.Time) bool
+	// Failed records a reload that could not reach the database.
+	Failed()
+	// SkipReload: the database failed a moment ago; do not wait on it.
+	SkipReload(fetched time.Time) bool
+}
+
+// ttlTrust is the default CacheTrust: a TTL, and nothing stands in.
+type ttlTrust struct {
+	ttl time.Duration
+	now func() time.Time
+}
+
+func (t ttlTrust) Fresh(fetched time.Time) bool { return t.now().Sub(fetched) < t.ttl }
+func (ttlTrust) Stale(time.Time) bool           { return false }
+func (ttlTrust) Failed()                        {}
+func (ttlTrust) SkipReload(time.Time) bool      { return false }
+
 // New returns the server.
 func New(opts Options) *Server {
 	if opts.Logger == nil {
@@ -115,6 +142,9 @@ func New(opts Options) *Server {
 	}
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 30 * time.Second
+	}
+	if opts.Trust == nil {
+		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
 	}
 	issuer := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now,

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/mcpgate/mcpgate"
 )
@@ -34,3 +35,18 @@ func (s *Service) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) 
 		map[string]any{"grant_id": g.ID, "client": g.ClientName, "user_id": g.UserID}))
 	return nil
 }
+
+// CacheTrust is the services' rule for how long a cached entry may be used
+// (see cacheTrust): fresh for the TTL only while the invalidation listener
+// is connected, and standing in through a database outage for the grace.
+// Caches outside the package that must honour revocations the same way
+// (the OAuth access-token authenticator) follow it too.
+type CacheTrust interface {
+	Fresh(fetched time.Time) bool
+	Stale(fetched time.Time) bool
+	Failed()
+	SkipReload(fetched time.Time) bool
+}
+
+// CacheTrust returns the services' cache trust.
+func (s *Service) CacheTrust() CacheTrust { return s.trust }
