@@ -61,12 +61,7 @@ type Authenticator interface {
 // AuthError is a refused credential. Reason is for metrics and logs only
 // (missing, malformed, unknown, revoked, expired); every refusal looks the
 // same to the client, so that a key cannot be probed.
-type AuthError struct {
-	Reason string
-	// OAuth marks a refused OAuth access token: the client should go back
-	// to the authorization server (refresh, or sign in again).
-	OAuth bool
-}
+type AuthError struct{ Reason string }
 
 // Error implements error.
 func (e *AuthError) Error() string { return "credential refused: " + e.Reason }

@@ -9,13 +9,13 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-type refuseAll struct{ oauth bool }
+type refuseAll struct{ reason string }
 
 func (r refuseAll) Authenticate(req *http.Request) (*mcpgate.Actor, error) {
 	if req.Header.Get("Authorization") == "" {
 		return nil, nil
 	}
-	return nil, &mcpgate.AuthError{Reason: "unknown", OAuth: r.oauth}
+	return nil, &mcpgate.AuthError{Reason: r.reason}
 }
 
 // With OAuth configured, every 401 names the resource metadata; only a
@@ -23,8 +23,8 @@ func (r refuseAll) Authenticate(req *http.Request) (*mcpgate.Actor, error) {
 // refused key and a refused token look the same.
 func TestChallenge(t *testing.T) {
 	const challenge = `Bearer resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
-	for _, oauth := range []bool{false, true} {
-		g := New(Options{Authenticators: []mcpgate.Authenticator{refuseAll{oauth}}, Challenge: challenge})
+	for _, reason := range []string{"unknown", "oauth_expired"} {
+		g := New(Options{Authenticators: []mcpgate.Authenticator{refuseAll{reason}}, Challenge: challenge})
 		h := g.Handler()
 		for _, tt := range []struct {
 			auth, want string
@@ -39,7 +39,7 @@ func TestChallenge(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != tt.want {
-				t.Errorf("oauth=%v auth=%q: %d %q, want 401 %q", oauth, tt.auth, w.Code, w.Header().Get("WWW-Authenticate"), tt.want)
+				t.Errorf("reason=%s auth=%q: %d %q, want 401 %q", reason, tt.auth, w.Code, w.Header().Get("WWW-Authenticate"), tt.want)
 			}
 		}
 		g.Close()

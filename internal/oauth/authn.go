@@ -83,7 +83,9 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*mcpgate.Actor, erro
 	return actor, nil
 }
 
-func refused(reason string) error { return &mcpgate.AuthError{Reason: "oauth_" + reason, OAuth: true} }
+// refused is a refused access token; its reason says so in the metrics
+// (oauth_unknown, oauth_revoked, oauth_expired, oauth_audience).
+func refused(reason string) error { return &mcpgate.AuthError{Reason: "oauth_" + reason} }
 
 func (a *TokenAuthenticator) check(ctx context.Context, tok string) (*mcpgate.Actor, error) {
 	hash := mcpgate.HashToken(tok)

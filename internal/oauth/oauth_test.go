@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -247,7 +248,7 @@ func TestTokenAuthenticator(t *testing.T) {
 
 func isOAuthRefusal(err error) bool {
 	var ae *mcpgate.AuthError
-	return errors.As(err, &ae) && ae.OAuth
+	return errors.As(err, &ae) && strings.HasPrefix(ae.Reason, "oauth_")
 }
 
 // A refresh token rotates once; the spent one revokes the grant.
@@ -330,5 +331,39 @@ func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
 	// No Invalidate: the notification is lost.
 	if _, err := auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
 		t.Errorf("Authenticate(revoked, listener down) err = %v, want a refusal", err)
+	}
+}
+
+// A client ID metadata document is fetched once and then served from the
+// cache until it is older than the cache time.
+func TestCIMDCached(t *testing.T) {
+	var hits atomic.Int32
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc",
+			"redirect_uris": []string{"http://127.0.0.1/cb"}})
+	}))
+	ts.StartTLS()
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	f := newFixture(t, "https://gw.example.com")
+	now := time.Now()
+	f.srv.now = func() time.Time { return now }
+	f.srv.cimd = newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	id := ts.URL + "/client.json"
+	r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
+	for range 3 {
+		c, err := f.srv.findClient(r, id)
+		if err != nil || c.Name != "Doc" || c.Kind != mcpgate.ClientCIMD {
+			t.Fatalf("findClient() = %+v, %v", c, err)
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("document fetched %d times for 3 uses, want 1", n)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := f.srv.findClient(r, id); err != nil || hits.Load() != 2 {
+		t.Errorf("after the cache time: err %v, fetches %d, want a second fetch", err, hits.Load())
 	}
 }
