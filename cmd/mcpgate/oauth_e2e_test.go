@@ -570,6 +570,19 @@ func TestOAuthEndToEnd(t *testing.T) {
 				t.Errorf("https redirect with another path = %v %d, want a 400 page", loc, status)
 			}
 		})
+		t.Run("redirect_uri omitted", func(t *testing.T) {
+			// A client with one registered redirect URI may leave it out of
+			// both requests (RFC 6749 §4.1.1, §4.1.3); the answer goes there.
+			bare := o.config(id, "")
+			code, verifier := o.code(t, alice, bare, wsA, "full")
+			if _, err := o.exchange(bare, code, verifier); err != nil {
+				t.Fatalf("Exchange() without redirect_uri err = %v", err)
+			}
+			// Left out in one request and not the other, it does not match.
+			code, verifier = o.code(t, alice, bare, wsA, "full")
+			_, err := o.exchange(cfg, code, verifier)
+			wantOAuthError(t, err, "invalid_grant")
+		})
 		t.Run("wrong resource", func(t *testing.T) {
 			loc, _, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
 				oauth2.SetAuthURLParam("resource", "https://other.example.com/mcp")), wsA, "full", "allow")

@@ -24,12 +24,17 @@ const (
 // authRequest is a checked authorization request (RFC 6749 §4.1.1 with
 // PKCE and resource).
 type authRequest struct {
-	client      *mcpgate.OAuthClient
-	redirectURI string
-	state       string
-	challenge   string
-	resource    string
-	readOnly    bool
+	client *mcpgate.OAuthClient
+	// redirectURI is where the answer goes; redirectParam is the
+	// redirect_uri parameter as sent ("" when omitted, allowed for a client
+	// with one registered URI), which the token request must repeat
+	// (RFC 6749 §4.1.3).
+	redirectURI   string
+	redirectParam string
+	state         string
+	challenge     string
+	resource      string
+	readOnly      bool
 }
 
 // pageError is a request that cannot go back to the client (unknown
@@ -61,7 +66,7 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 		s.log.ErrorContext(r.Context(), "find oauth client", "err", err)
 		return nil, &pageError{http.StatusServiceUnavailable, "Something went wrong", "The gateway could not check this app right now. Try again shortly."}, nil
 	}
-	ar := &authRequest{client: c, state: get("state"), redirectURI: get("redirect_uri")}
+	ar := &authRequest{client: c, state: get("state"), redirectURI: get("redirect_uri"), redirectParam: get("redirect_uri")}
 	if ar.redirectURI == "" && len(c.RedirectURIs) == 1 {
 		ar.redirectURI = c.RedirectURIs[0]
 	}
@@ -271,7 +276,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	}
 	code := newSecret(codePrefix)
 	err = s.db.CreateOAuthCode(r.Context(), mcpgate.HashToken(code), store.OAuthCode{ClientID: ar.client.ID,
-		WorkspaceID: actor.WorkspaceID, UserID: actor.UserID, RedirectURI: ar.redirectURI, Challenge: ar.challenge,
+		WorkspaceID: actor.WorkspaceID, UserID: actor.UserID, RedirectURI: ar.redirectParam, Challenge: ar.challenge,
 		Resource: ar.resource, Scope: scope, ExpiresAt: s.now().Add(codeTTL)})
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "store authorization code", "err", err)

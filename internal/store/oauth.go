@@ -68,6 +68,8 @@ type OAuthCode struct {
 	ClientID    string
 	WorkspaceID string
 	UserID      string
+	// RedirectURI is the authorization request's redirect_uri parameter
+	// ("" when it was omitted), which the token request must repeat.
 	RedirectURI string
 	Challenge   string
 	Resource    string
