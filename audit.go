@@ -36,6 +36,8 @@ const (
 	ActionInvitationAccepted AdminAction = "invitation.accepted"
 	ActionGrantCreated       AdminAction = "grant.created"
 	ActionGrantRevoked       AdminAction = "grant.revoked"
+	// ActionPasswordChanged is recorded in the person's personal workspace.
+	ActionPasswordChanged AdminAction = "account.password_changed"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -43,7 +45,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionGrantCreated, ActionGrantRevoked,
+	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 }
 
 // Outcome is how a tool call or admin action ended.

@@ -21,6 +21,10 @@ type AccountService interface {
 	// Login checks an email and password under the login throttle, counted
 	// per email and per client address.
 	Login(ctx context.Context, email, password, address string) (*User, error)
+	// ChangePassword replaces the user's password once the current one is
+	// given (wrong ones count against the login throttle) and ends every
+	// session of theirs; the caller starts a new one for this browser.
+	ChangePassword(ctx context.Context, u *User, current, newPassword, address string) error
 }
 
 // WorkspaceService manages workspaces, members and invitations.

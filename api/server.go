@@ -101,6 +101,7 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
 			r.Get("/me", s.handleMe)
+			r.Put("/me/password", s.handlePasswordChange)
 			r.Get("/workspaces", s.handleWorkspaceList)
 			r.Post("/workspaces", s.handleWorkspaceCreate)
 			r.Post("/invitations/{token}/accept", s.handleInvitationAccept)

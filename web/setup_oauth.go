@@ -1,5 +1,7 @@
 package web
 
+import "strings"
+
 // OAuth comes first in the setup of the clients that sign in by themselves
 // (guides/mcp-clients.md): claude.ai and Claude Desktop connectors and
 // ChatGPT take a URL and then OAuth; Claude Code, Cursor, VS Code and
@@ -17,6 +19,12 @@ func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 		var first snippet
 		switch c.ID {
 		case "claude":
+			// The key setup's own steps (the config file and its bridge)
+			// become a note beside its snippets.
+			if len(c.Steps) > 0 {
+				c.Notes = append([]string{"With a key instead, for a gateway on your own machine or network (Claude Desktop only): " +
+					strings.Join(c.Steps, " ")}, c.Notes...)
+			}
 			c.Intro = "Add a custom connector and sign in: no key goes into Claude. It works in Claude Desktop, on claude.ai and (once added on the web) in the mobile apps."
 			c.Steps = []string{
 				"Open Settings → Connectors → Add custom connector.",

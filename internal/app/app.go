@@ -113,7 +113,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
-	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version})
+	demo := &web.DemoProbe{}
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
 		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
 	gw.Tokens = gw.OAuth.NewAuthenticator()
@@ -138,6 +139,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Web:       dashboard,
 		OAuth:     gw.OAuth.Handler(),
 	})
+	// Is E2B the bundled simulator? Asked once in the background, so that no
+	// call waits for it; the dashboard says "demo mode" when it is.
+	gw.goBackground(func() { demo.Run(ctx, o.E2BHTTPClient, o.E2BAPIURL) })
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
