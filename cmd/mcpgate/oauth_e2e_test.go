@@ -333,6 +333,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				}
 				webRun(t, bctx, "consent page", chromedp.WaitVisible(chromedp.ID("#consent-form")))
 				webShot(t, bctx, "oauth-consent-"+access)
+				webCheckPage(t, bctx, "oauth consent "+access) // accessibility and layout, as for every dashboard page
 				q, _ := json.Marshal(access)
 				webRun(t, bctx, "choose and allow", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 					_, err := chromedp.Evaluate[bool](`(document.querySelector('input[name=access][value=' + `+string(q)+` + ']').checked = true, true)`)(ctx, tg)
@@ -467,6 +468,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				}
 			}
 			webShot(t, bctx, "oauth-connected-apps")
+			webCheckPage(t, bctx, "connected apps")
 			webRun(t, bctx, "revoke", chromedp.Click(chromedp.CSS(`form[data-api-path$="/grants/`+gid+`"] button`)),
 				chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")))
 			deadline := time.Now().Add(5 * time.Second)
