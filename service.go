@@ -102,7 +102,10 @@ type ToolService interface {
 
 // ToolUpdate changes a tool's policy; nil fields keep their value.
 type ToolUpdate struct {
-	Enabled           *bool
+	Enabled  *bool
+	Approval *Approval
+	// NeedsConfirmation is the deprecated boolean that Approval replaced:
+	// true means model, false none. Approval wins when both are set.
 	NeedsConfirmation *bool
 }
 
@@ -111,8 +114,12 @@ type ToolCall struct {
 	Tool      string
 	Arguments json.RawMessage
 	// Confirmed says the call was confirmed: in a dashboard dialog, or by a
-	// confirmation the MCP endpoint checked.
+	// confirmation the MCP endpoint checked. It satisfies a human
+	// approval only when the actor is a person (Actor.IsPerson).
 	Confirmed bool
+	// ApprovalID names the approval a person gave in the dashboard for
+	// exactly this call; it is used up by the call.
+	ApprovalID string
 }
 
 // ConfirmationRequiredError is CallTool's answer for a call that needs
@@ -175,5 +182,7 @@ type Services struct {
 	Tools       ToolService
 	Audit       AuditService
 	Resources   ResourceService
+	Approvals   ApprovalService
+	Guardrails  GuardrailService
 	Grants      GrantService
 }

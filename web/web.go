@@ -116,7 +116,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account", "consent"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -195,6 +195,8 @@ func (h *handler) routes() {
 				r.Get("/sandboxes/{id}", h.handleSandbox)
 				r.Get("/settings", h.handleSettings)
 				r.Get("/audit", h.handleAudit)
+				r.Get("/approvals", h.handleApprovals)
+				r.Get("/approvals/{id}", h.handleApproval)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r) })
@@ -295,8 +297,11 @@ type view struct {
 	// Base is the current workspace's page prefix, /app/w/<id>.
 	Base string
 	// API is the current workspace's API prefix, /api/v1/workspaces/<id>.
-	API  string
-	Data any
+	API string
+	// PendingApprovals counts the requests waiting for this person to
+	// decide, for the navigation.
+	PendingApprovals int
+	Data             any
 }
 
 func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
@@ -307,6 +312,9 @@ func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
 		v.API = "/api/v1/workspaces/" + v.Workspace.ID
 		if wss, err := h.svc.Workspaces.Workspaces(r.Context(), v.User); err == nil {
 			v.Workspaces = wss
+		}
+		if a := actorFrom(r.Context()); a != nil && h.svc.Approvals != nil {
+			v.PendingApprovals, _ = h.svc.Approvals.PendingApprovals(r.Context(), a)
 		}
 	}
 	return v

@@ -108,7 +108,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Listening: func() bool { return svc != nil && svc.Listening() }})
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
-		OutageGrace: o.OutageGrace})
+		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
@@ -205,6 +205,9 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 		case <-t.C:
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
+			}
+			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("expire approval requests", "err", err)
 			}
 			if err := gw.OAuth.Prune(ctx); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired OAuth rows", "err", err)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,10 @@ type Options struct {
 	OutageGrace time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// ApprovalKey keys the binding of approvals to their arguments; every
+	// replica needs the same one (the wiring derives it from JWT_SECRET).
+	// Unset, a random key is drawn: fine for one process (tests).
+	ApprovalKey []byte
 }
 
 // Service implements every mcpgate service on the store and the vault.
@@ -91,6 +96,7 @@ type Service struct {
 	throttle loginThrottle
 	creds    *store.CredentialCache
 	trust    *cacheTrust
+	argsKey  []byte
 
 	policies sync.Map // workspace id -> *workspacePolicy
 	// gen counts invalidations. A load that overlapped one may have read
@@ -135,6 +141,11 @@ func New(opts Options) *Service {
 	trust.listening.Store(true)
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
 		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust)}
+	s.argsKey = opts.ApprovalKey
+	if len(s.argsKey) == 0 {
+		s.argsKey = make([]byte, 32)
+		_, _ = rand.Read(s.argsKey)
+	}
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
@@ -145,7 +156,7 @@ func New(opts Options) *Service {
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
 	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
-		Grants: s}
+		Approvals: s, Guardrails: s, Grants: s}
 }
 
 // The kinds of change Invalidate is told about.
