@@ -11,18 +11,6 @@ import (
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
-// migrationFiles counts the embedded migrations. Versions may have gaps
-// while branches that each add one are merged, so the count, not the latest
-// version, is how many must apply.
-func migrationFiles(t *testing.T) int {
-	t.Helper()
-	names, err := fs.Glob(migrations.FS, "*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(names)
-}
-
 // Replicas starting together on a fresh database each run the migrations;
 // the advisory lock must make every migration apply exactly once, and every
 // replica must start.
