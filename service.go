@@ -187,4 +187,5 @@ type Services struct {
 	Resources   ResourceService
 	Approvals   ApprovalService
 	Guardrails  GuardrailService
+	Grants      GrantService
 }

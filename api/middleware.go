@@ -19,9 +19,14 @@ import (
 // it can be redacted before anything logs the path.
 var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
 
-// RedactPath returns the request path with any key it carries replaced.
+// oauthSecret matches an OAuth access token, refresh token or code, should
+// one ever be put in a path.
+var oauthSecret = regexp.MustCompile(`mcp(at|rt|ac)_[A-Za-z0-9_-]+`)
+
+// RedactPath returns the request path with any key or OAuth secret it
+// carries replaced.
 func RedactPath(p string) string {
-	return connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]")
+	return oauthSecret.ReplaceAllString(connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]"), "[redacted]")
 }
 
 // statusRecorder captures the status and size written by a handler.

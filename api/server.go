@@ -38,6 +38,9 @@ type Options struct {
 	MCP     http.Handler
 	Metrics http.Handler
 	Web     http.Handler
+	// OAuth serves the authorization server: /.well-known/oauth-* and
+	// /oauth/*, with the session's user (if any) in the context.
+	OAuth http.Handler
 }
 
 // Server is the HTTP surface.
@@ -81,6 +84,15 @@ func (s *Server) Handler() http.Handler {
 		r.Handle("/mcp", s.opts.MCP)
 		r.Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
 	}
+	if s.opts.OAuth != nil {
+		// The authorization server sets its own security headers (the
+		// consent page's form-action names the client's redirect origin).
+		oauth := r.With(s.OptionalUser)
+		oauth.Handle("/.well-known/oauth-protected-resource", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-protected-resource/*", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-authorization-server", s.opts.OAuth)
+		oauth.Handle("/oauth/*", s.opts.OAuth)
+	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(securityHeaders, timeout(15*time.Second), s.csrf)
 		r.Post("/auth/signup", s.handleSignup)
@@ -119,6 +131,8 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/approvals/{id}/deny", s.handleApprovalDecide(false))
 				r.Get("/guardrails", s.handleGuardrailsGet)
 				r.Put("/guardrails", s.handleGuardrailsPut)
+				r.Get("/grants", s.handleGrantList)
+				r.Delete("/grants/{id}", s.handleGrantRevoke)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

@@ -17,7 +17,8 @@ const reasonMissing = "missing"
 
 var (
 	errUnauthorized = mcpgate.Errorf(mcpgate.EUnauthorized,
-		"a valid MCP key is required: send Authorization: Bearer <key>, or use your connector URL")
+		"a valid MCP key or OAuth access token is required: sign in through your client's OAuth flow, "+
+			"send Authorization: Bearer <key>, or use your connector URL")
 	errAuthUnavailable = mcpgate.Errorf(mcpgate.EUnavailable,
 		"the gateway cannot check keys right now; try again in a few seconds")
 )
@@ -82,11 +83,11 @@ func (g *Gateway) Handler() http.Handler {
 			g.authFails.allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate", error="invalid_token"`)
+			w.Header().Set("WWW-Authenticate", g.challenge(reason))
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if ok, wait := g.limiters.allow(actor.KeyID, now); !ok {
+		if ok, wait := g.limiters.allow(credentialID(actor), now); !ok {
 			g.metrics.RateLimited()
 			httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
 				"this key is sending too many requests; slow down"), wait))
@@ -102,6 +103,30 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		streamable.ServeHTTP(w, r.WithContext(withServer(mcpgate.NewContextWithActor(r.Context(), actor), srv)))
 	})
+}
+
+// challenge is the WWW-Authenticate of a 401. With OAuth configured it
+// points to the protected-resource metadata (RFC 9728 §5.1), so that an
+// OAuth-capable client can start signing in; error="invalid_token" is added
+// only when a credential was presented (RFC 6750 §3.1). Every refused
+// credential, key or token, gets the same answer.
+func (g *Gateway) challenge(reason string) string {
+	if g.opts.Challenge == "" {
+		return `Bearer realm="mcpgate", error="invalid_token"`
+	}
+	if reason == reasonMissing {
+		return g.opts.Challenge
+	}
+	return g.opts.Challenge + `, error="invalid_token"`
+}
+
+// credentialID names the credential an actor presented (an MCP key or an
+// OAuth grant): the unit of rate limits and confirmation bindings.
+func credentialID(a *mcpgate.Actor) string {
+	if a.KeyID != "" {
+		return a.KeyID
+	}
+	return "grant:" + a.GrantID
 }
 
 // actorFrom returns the request's actor inside a tool handler.

@@ -52,12 +52,15 @@ type Options struct {
 	// Authenticators are asked in turn; the first that recognises the
 	// request's credential decides.
 	Authenticators []mcpgate.Authenticator
-	Tokens         TokenSpender
-	Audit          Auditor
-	Metrics        Metrics
-	Logger         *slog.Logger
-	PublicURL      string
-	Version        string
+	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
+	// authorization server's, naming its resource metadata).
+	Challenge string
+	Tokens    TokenSpender
+	Audit     Auditor
+	Metrics   Metrics
+	Logger    *slog.Logger
+	PublicURL string
+	Version   string
 	// ConfirmationSecret keys the HMAC of confirmation tokens and request
 	// states; at least 32 bytes.
 	ConfirmationSecret []byte

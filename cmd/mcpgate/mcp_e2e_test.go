@@ -150,8 +150,11 @@ func TestMCPEndToEnd(t *testing.T) {
 			{"expired (set in the database)", expiredInDB.Key},
 		}
 		type answer struct{ body, challenge string }
-		var first *answer
-		check := func(t *testing.T, endpoint string, header http.Header) {
+		// Every refusal looks the same; a request with no credential at all
+		// differs only in its challenge, which then has no error (RFC 6750
+		// §3.1), and both point OAuth clients to the resource metadata.
+		first := map[bool]*answer{}
+		check := func(t *testing.T, endpoint string, header http.Header, presented bool) {
 			t.Helper()
 			nextSource++
 			for _, r := range e.replicas {
@@ -160,26 +163,27 @@ func TestMCPEndToEnd(t *testing.T) {
 					t.Fatalf("status = %d %s, want 401", resp.StatusCode, body)
 				}
 				got := answer{string(body), resp.Header.Get("WWW-Authenticate")}
-				if !strings.HasPrefix(got.challenge, "Bearer ") {
-					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got.challenge)
+				if !strings.HasPrefix(got.challenge, "Bearer ") || !strings.Contains(got.challenge, `resource_metadata="`+e2ePublicURL+"/.well-known/oauth-protected-resource/mcp\"") ||
+					strings.Contains(got.challenge, `error="invalid_token"`) != presented {
+					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge naming the resource metadata (error only when a credential was sent: %v)", got.challenge, presented)
 				}
-				if first == nil {
-					first = &got
-				} else if got != *first {
-					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first)
+				if first[presented] == nil {
+					first[presented] = &got
+				} else if got != *first[presented] {
+					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first[presented])
 				}
 			}
 		}
-		t.Run("missing", func(t *testing.T) { check(t, "/mcp", nil) })
-		t.Run("empty bearer", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Bearer "}}) })
-		t.Run("basic auth", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Basic " + keyA.Key}}) })
+		t.Run("missing", func(t *testing.T) { check(t, "/mcp", nil, false) })
+		t.Run("empty bearer", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Bearer "}}, false) })
+		t.Run("basic auth", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Basic " + keyA.Key}}, false) })
 		for _, c := range cases {
-			t.Run(c.name+"/bearer", func(t *testing.T) { check(t, "/mcp", e2eBearer(c.key)) })
-			t.Run(c.name+"/X-API-Key", func(t *testing.T) { check(t, "/mcp", http.Header{"X-Api-Key": {c.key}}) })
-			t.Run(c.name+"/connector URL", func(t *testing.T) { check(t, "/c/"+c.key+"/mcp", nil) })
+			t.Run(c.name+"/bearer", func(t *testing.T) { check(t, "/mcp", e2eBearer(c.key), true) })
+			t.Run(c.name+"/X-API-Key", func(t *testing.T) { check(t, "/mcp", http.Header{"X-Api-Key": {c.key}}, true) })
+			t.Run(c.name+"/connector URL", func(t *testing.T) { check(t, "/c/"+c.key+"/mcp", nil, true) })
 		}
-		if first != nil && (strings.Contains(first.body, "revoked") || strings.Contains(first.body, "expired")) {
-			t.Errorf("401 body %q hints at the reason", first.body)
+		if f := first[true]; f != nil && (strings.Contains(f.body, "revoked") || strings.Contains(f.body, "expired")) {
+			t.Errorf("401 body %q hints at the reason", f.body)
 		}
 		t.Run("go-sdk client", func(t *testing.T) {
 			for _, version := range []string{"", "2025-11-25"} {

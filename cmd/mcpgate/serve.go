@@ -134,5 +134,6 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
 		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, OutageGrace: cfg.OutageGrace(), Version: version,
 		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,
+		OAuthCIMD: testOAuthCIMD,
 	})
 }
