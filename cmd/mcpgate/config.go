@@ -108,8 +108,8 @@ func (c *Config) settings() []setting {
 		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, &c.Session.Signup},
 		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
-		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP calls per second allowed per key", false, &c.MCP.KeyRate},
-		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
+		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}

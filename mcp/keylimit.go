@@ -1,0 +1,27 @@
+package mcp
+
+import "github.com/mcpgate/mcpgate"
+
+// limitCall takes one token of the actor's per-key limit for a tool call
+// that is about to run. Only tool calls count: notifications, lists, pings
+// and the handshake are cheap and never reach an upstream, and counting them
+// starved clients that send several of them per call. A refused call is a
+// tool error with retryAfterSeconds, which the model can read and act on,
+// rather than an HTTP 429 that most clients treat as a broken session.
+func (g *Gateway) limitCall(a *mcpgate.Actor) error {
+	if a == nil {
+		return nil
+	}
+	// A key's calls share its bucket; a credential without a key id (a
+	// dashboard or OAuth actor) shares its user's.
+	name := a.KeyID
+	if name == "" {
+		name = "user:" + a.UserID
+	}
+	now := g.now()
+	if ok, wait := g.limiters.allow(name, now); !ok {
+		g.metrics.RateLimited()
+		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "this key is sending too many tool calls; slow down"), wait)
+	}
+	return nil
+}
