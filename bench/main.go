@@ -41,6 +41,14 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
+	// The comparison of design.md §10 (compare.go).
+	compare       bool
+	compareRounds int
+	compareDur    time.Duration
+	compareConc   int
+	openDur       time.Duration
+	// sdkClients runs the older phases driven by go-sdk MCP clients.
+	sdkClients bool
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {
@@ -64,6 +72,12 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the gateway (default: whatever the gateway sets)")
 	fs.StringVar(&c.gatewayBin, "gateway-bin", "", "mcpgate binary to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&c.e2bsimBin, "e2bsim-bin", "", "e2bsim binary to run (default: build ./cmd/e2bsim)")
+	fs.BoolVar(&c.compare, "compare", true, "compare the gateway with a bare go-sdk server, a one-hop handler and e2bsim (raw HTTP load)")
+	fs.IntVar(&c.compareRounds, "compare-rounds", 5, "interleaved rounds of the comparison")
+	fs.DurationVar(&c.compareDur, "compare-duration", 3*time.Second, "length of each target's turn in a round")
+	fs.IntVar(&c.compareConc, "compare-concurrency", 64, "connections of the comparison")
+	fs.DurationVar(&c.openDur, "open-duration", 60*time.Second, "length of the comparison's open-loop phase at --rate")
+	fs.BoolVar(&c.sdkClients, "sdk-clients", false, "also run the phases driven by go-sdk MCP clients (--concurrency, --rate)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -145,6 +159,8 @@ type report struct {
 	} `json:"machine"`
 	DurationSec float64 `json:"duration_sec"`
 	Phases      []phase `json:"phases"`
+	// Compare is the comparison with the reference servers.
+	Compare *comparison `json:"compare,omitempty"`
 	// HandlerTimes is the gateway's own account (/metrics) of every call
 	// of the run, when it serves /metrics.
 	HandlerTimes *gatewayTimes `json:"handler_times,omitempty"`
@@ -389,9 +405,19 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.GatewayRSSMB.Peak = float64(g1.hwm) / mb
 	}
 
+	if c.compare {
+		cmp, err := compareTargets(ctx, c, repo, tmp, gwURL, gwPID, simURL, sim.pid(), e2bKey, fx, logf)
+		if err != nil {
+			return err
+		}
+		rep.Compare = cmp
+	}
 	for _, n := range c.concurrency {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !c.sdkClients {
+			break
 		}
 		p := phase{Kind: "closed", Concurrency: n}
 		callers, err := dial(n)
@@ -413,7 +439,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.AddedP50, p.AddedP99 = p.Gateway.P50-p.Direct.P50, p.Gateway.P99-p.Direct.P99
 		rep.Phases = append(rep.Phases, p)
 	}
-	if c.rate > 0 && ctx.Err() == nil {
+	if c.sdkClients && c.rate > 0 && ctx.Err() == nil {
 		p := phase{Kind: "open", Concurrency: c.openClients, OfferedRate: c.rate}
 		callers, err := dial(c.openClients)
 		if err != nil {
@@ -485,6 +511,12 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprint(w, " (the machine was busy with other work: figures are pessimistic)")
 	}
 	fmt.Fprint(w, "\n\n")
+	if rep.Compare != nil {
+		printComparison(w, rep.Compare)
+	}
+	if len(rep.Phases) == 0 {
+		return
+	}
 	fmt.Fprintf(w, "%-12s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %6s | %9s %9s | %s\n",
 		"phase", "calls/s", "gw p50", "gw p95", "gw p99", "dir p50", "dir p95", "dir p99", "added p50", "added p99",
 		"errors", "cpu s/1k", "peak RSS", "RSS start→end")
