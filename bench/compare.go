@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -335,6 +336,22 @@ func compareTargets(ctx context.Context, c config, repo, tmp, gwURL string, gwPI
 	}
 	logf("comparison: %d rounds of %s per target at %d connections", c.compareRounds, c.compareDur, c.compareConc)
 	cmp := runComparison(ctx, targets, c.compareConc, c.compareRounds, c.compareDur, c.warmup, logf)
+	if c.cpuprofile != "" && c.inprocess && ctx.Err() == nil {
+		// A profile of the gateway alone under the comparison's load (the
+		// load generator runs in this process too; its stacks are the
+		// net/http client's).
+		f, err := os.Create(c.cpuprofile + ".compare")
+		if err != nil {
+			return nil, err
+		}
+		cs := targets[0].callers(c.compareConc)
+		if err := pprof.StartCPUProfile(f); err == nil {
+			closedLoop(ctx, cs, 3*c.compareDur)
+			pprof.StopCPUProfile()
+		}
+		f.Close()
+		closeAll(cs)
+	}
 	if c.rate > 0 && ctx.Err() == nil {
 		logf("open loop: %.0f calls/s for %s through the gateway, then direct", c.rate, c.openDur)
 		cmp.Open = openComparison(ctx, targets[0].callers(c.openClients), directTarget(c.openClients), gwPID, c.rate,

@@ -653,7 +653,10 @@ var sseHeaders = map[string][]string{
 }
 
 // writeSSE writes one complete SSE message event (b holds it up to the end
-// of its data) as the SDK does, and flushes.
+// of its data) with the SDK's headers. Unlike the SDK it does not flush: the
+// event is the whole answer, so net/http sends it in one write when the
+// handler returns (with a Content-Length when it is small), where a flush
+// costs a second write system call per call.
 func writeSSE(w http.ResponseWriter, b []byte) {
 	h := w.Header()
 	for k, v := range sseHeaders {
@@ -661,7 +664,6 @@ func writeSSE(w http.ResponseWriter, b []byte) {
 	}
 	b = append(b, "\n\n"...)
 	_, _ = w.Write(b)
-	_ = http.NewResponseController(w).Flush()
 }
 
 // levelHandler drops records below a level: go-sdk logs every stateless
