@@ -263,11 +263,32 @@ func printComparison(w io.Writer, cmp *comparison) {
 		fmt.Fprintf(w, "%-18s %9.0f %9.3f %8.2f %8.2f %7d  %s\n", t.Name, t.CallsPerSec, t.CPUms, t.P50, t.P99, t.Errors,
 			strings.Join(rounds, " "))
 	}
-	fmt.Fprintln(w, "\nratios (gateway calls/s over each target's, same run):")
+	// Besides the ratio of the medians, the median of the ratios within
+	// each round (adjacent turns share the machine's load best) and the
+	// ratio of CPU per call, which other work on the machine moves least.
+	fmt.Fprintln(w, "\nratios, gateway over each target (same run): medians of calls/s | median of per-round ratios | target's CPU per call over the gateway's")
+	var gwRounds []float64
+	var gwCPU float64
 	for _, t := range cmp.Targets {
-		if t.Name != "gateway" && t.CallsPerSec > 0 {
-			fmt.Fprintf(w, "  gateway / %-16s %5.2fx\n", t.Name, gw/t.CallsPerSec)
+		if t.Name == "gateway" {
+			gwRounds, gwCPU = t.Rounds, t.CPUms
 		}
+	}
+	for _, t := range cmp.Targets {
+		if t.Name == "gateway" || t.CallsPerSec == 0 {
+			continue
+		}
+		var per []float64
+		for i := range min(len(gwRounds), len(t.Rounds)) {
+			if t.Rounds[i] > 0 {
+				per = append(per, gwRounds[i]/t.Rounds[i])
+			}
+		}
+		cpu := 0.0
+		if gwCPU > 0 {
+			cpu = t.CPUms / gwCPU
+		}
+		fmt.Fprintf(w, "  gateway / %-16s %5.2fx | %5.2fx | %5.2fx\n", t.Name, gw/t.CallsPerSec, median(per), cpu)
 	}
 	for _, t := range cmp.Targets {
 		if t.ErrorSample != "" {
