@@ -49,6 +49,7 @@ type config struct {
 	openDur       time.Duration
 	// sdkClients runs the older phases driven by go-sdk MCP clients.
 	sdkClients bool
+	logLevel   string
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {
@@ -77,6 +78,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.DurationVar(&c.compareDur, "compare-duration", 3*time.Second, "length of each target's turn in a round")
 	fs.IntVar(&c.compareConc, "compare-concurrency", 64, "connections of the comparison")
 	fs.DurationVar(&c.openDur, "open-duration", 60*time.Second, "length of the comparison's open-loop phase at --rate")
+	fs.StringVar(&c.logLevel, "gateway-log-level", "info", "LOG_LEVEL of the gateway subprocess (info writes an access log line per call)")
 	fs.BoolVar(&c.sdkClients, "sdk-clients", false, "also run the phases driven by go-sdk MCP clients (--concurrency, --rate)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -266,7 +268,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		env := append(os.Environ(),
 			"DATABASE_URL="+dsn, "ENCRYPTION_KEY="+secrets.enc, "JWT_SECRET="+secrets.jwt,
 			"LISTEN_ADDR="+addr, "PUBLIC_URL=http://"+addr, "E2B_API_URL="+simURL, "E2B_DASHBOARD_API_URL="+simURL,
-			"LOG_LEVEL=warn", "LOG_FORMAT=text",
+			// info, as deployed: the access log line of every call is part
+			// of the gateway's cost.
+			"LOG_LEVEL="+c.logLevel, "LOG_FORMAT=json",
 			// The benchmark measures the gateway, not its per-key limit.
 			"MCP_KEY_RATE=1000000", "MCP_KEY_BURST=1000000")
 		if c.gogc != "" {
