@@ -316,6 +316,7 @@ func (g *Gateway) metaOK(meta []byte, isNew bool) bool {
 // which it decodes _meta client capabilities into.
 type clientCapabilitiesV2 struct {
 	sdk.ClientCapabilities
+	//lint:ignore SA1019 mirrors what the SDK decodes, deprecated field included
 	Roots *sdk.RootCapabilities `json:"roots,omitempty"`
 }
 

@@ -79,7 +79,6 @@ type diffEnv struct {
 	fast, oracle    http.Handler
 	full, readOnly  string
 	sandbox         string
-	fastBefore      int64
 	fastServedCount func() int64
 }
 
