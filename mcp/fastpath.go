@@ -646,23 +646,18 @@ func appendInt(b []byte, n int) []byte {
 	return append(b, tmp[i:]...)
 }
 
-// sseHeaders are the SDK's headers for a POST answered with a stream.
-var sseHeaders = map[string][]string{
-	"Cache-Control": {"no-cache, no-transform"},
-	"Content-Type":  {"text/event-stream"},
-	"Connection":    {"keep-alive"},
-}
-
 // writeSSE writes one complete SSE message event (b holds it up to the end
 // of its data) with the SDK's headers. Unlike the SDK it does not flush: the
 // event is the whole answer, so net/http sends it in one write when the
 // handler returns (with a Content-Length when it is small), where a flush
 // costs a second write system call per call.
 func writeSSE(w http.ResponseWriter, b []byte) {
+	// The SDK's headers for a POST answered with a stream. Set, not shared
+	// slices: middleware may edit a response's header values in place.
 	h := w.Header()
-	for k, v := range sseHeaders {
-		h[k] = v
-	}
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
 	b = append(b, "\n\n"...)
 	_, _ = w.Write(b)
 }
