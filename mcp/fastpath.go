@@ -61,13 +61,16 @@ type setState struct {
 }
 
 // fastTools returns the tools of set that the fast path may call: callable,
-// with no confirmation step (that runs through the SDK path, confirm.go),
-// and with no Mcp-Param headers to check (x-mcp-header in the schema).
+// with no approval of any kind (confirmations and approvals run through the
+// SDK path, confirm.go and approval.go), with no guard (a guarded call may
+// follow a stricter tool's approval, and the service then opens an approval
+// request, which must happen once, on the SDK path), and with no Mcp-Param
+// headers to check (x-mcp-header in the schema).
 func (g *Gateway) fastTools(set *mcpgate.ToolSet) map[string]*connectors.Tool {
 	out := map[string]*connectors.Tool{}
 	for _, info := range set.Tools {
 		t, ok := g.opts.Registry.Tool(info.Name)
-		if !ok || info.NeedsConfirmation {
+		if !ok || info.NeedsConfirmation || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
 			continue
 		}
 		if b, err := json.Marshal(t.InputSchema); err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
@@ -193,6 +196,13 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 		if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 			// The policy changed since the set was read; nothing ran. The
 			// SDK path runs the confirmation.
+			return false
+		}
+		// An *mcpgate.ApprovalRequiredError cannot happen here (fastTools
+		// leaves out every tool with an approval or a guard) except in a
+		// race with a policy change; it falls through too, and the SDK path
+		// then opens a second request, which expires unused.
+		if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
 			return false
 		}
 	}

@@ -62,6 +62,8 @@ func newDiffConnector() *diffConnector {
 			DefaultEnabled: true}, echo),
 		connectors.NewTool(connectors.Spec{Name: "diff_off", Title: "Off", Description: "Off by default.",
 			Annotations: connectors.Annotations{ReadOnly: true}}, echo),
+		connectors.NewTool(connectors.Spec{Name: "diff_human", Title: "Human", Description: "Needs a person's approval.",
+			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalHuman}, echo),
 		connectors.NewTool(connectors.Spec{Name: "diff_delete", Title: "Delete", Description: "Needs confirmation.",
 			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultNeedsConfirmation: true}, echo),
 	}}
@@ -137,13 +139,18 @@ type answer struct {
 }
 
 // volatile is what differs between two runs of the same call by design:
-// confirmation tokens and request states (random nonces).
-var volatile = regexp.MustCompile(`mcpc_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
+// confirmation tokens and request states (random nonces), and the ids of
+// the approval requests each run opens (UUIDs; the workspace's id, also a
+// UUID, is the same on both sides anyway).
+var (
+	volatile = regexp.MustCompile(`mcpc_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
+	uuids    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+)
 
 func reduce(rec *httptest.ResponseRecorder) answer {
 	a := answer{Status: rec.Code, ContentType: rec.Header().Get("Content-Type"),
 		CacheControl: rec.Header().Get("Cache-Control"), Allow: rec.Header().Get("Allow")}
-	body := volatile.ReplaceAllString(rec.Body.String(), "mcpc_X")
+	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpc_X"), "UUID")
 	if strings.HasPrefix(a.ContentType, "text/event-stream") {
 		for _, ev := range strings.Split(body, "\n\n") {
 			if ev == "" {
@@ -297,6 +304,9 @@ func (e *diffEnv) corpus() []diffCase {
 		{"disabled tool", "diff_off", `{"text":"w"}`, e.full, -1},
 		{"needs confirmation", "diff_delete", `{"text":"d"}`, e.full, -1},
 		{"needs confirmation with token", "diff_delete", `{"text":"d","confirmation_token":"mcpc_bad.token"}`, e.full, -1},
+		{"needs a person's approval", "diff_human", `{"text":"h"}`, e.full, -1},
+		{"approval_id", "diff_human", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
+		{"approval_id on a fast tool", "diff_echo", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
 		{"unknown tool", "no_such_tool", `{}`, e.full, -1},
 		{"empty tool name", "", `{}`, e.full, -1},
 		{"e2b get sandbox", "e2b_get_sandbox", sbx, e.full, 1},

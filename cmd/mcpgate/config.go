@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/mcpgate/mcpgate"
@@ -46,9 +47,23 @@ type Config struct {
 	MCP struct {
 		KeyRate  string
 		KeyBurst string
+		// OutageGrace is how long cached keys, policies and credentials
+		// stand in while the database cannot be reached.
+		OutageGrace string
 	}
 	LogFormat string
 	LogLevel  string
+}
+
+// OutageGrace returns OUTAGE_GRACE as the services take it: negative when
+// it is 0, which turns serving through an outage off. Valid after
+// LoadConfig.
+func (c *Config) OutageGrace() time.Duration {
+	d, _ := time.ParseDuration(c.MCP.OutageGrace)
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // KeyRate returns the per-key rate limit: calls per second and burst. Valid
@@ -110,6 +125,7 @@ func (c *Config) settings() []setting {
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -241,6 +257,9 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if b, err := strconv.Atoi(c.MCP.KeyBurst); err != nil || b < 1 || b > 1e9 {
 		p = append(p, fmt.Sprintf("MCP_KEY_BURST must be a whole number of at least 1, not %q", c.MCP.KeyBurst))
+	}
+	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
+		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())
