@@ -53,6 +53,8 @@ type Options struct {
 	// unreachable (default 10 minutes; negative: never).
 	OutageGrace time.Duration
 	Version     string
+	// AuditRetention is how long audit rows are kept; 0 keeps everything.
+	AuditRetention time.Duration
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -137,6 +139,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		}, gw.Service.SetListening)
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
+	gw.goBackground(func() { db.RunAuditMaintenance(ctx, log, o.AuditRetention, time.Hour) })
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})

@@ -1,6 +1,6 @@
 // Package audit writes audit events to the database off the call path: a
-// tool call hands its event to a bounded queue and returns; a background
-// loop writes batches, retrying while the database is away, and Close drains
+// tool call hands its event to a bounded queue and returns; background
+// loops write batches, retrying while the database is away, and Close drains
 // the queue, so a clean shutdown loses nothing. It imports only mcpgate.
 package audit
 
@@ -29,6 +29,14 @@ type Options struct {
 	BatchSize int
 	// FlushEvery is the longest an event waits for a batch (default 200 ms).
 	FlushEvery time.Duration
+	// Writers is how many batches may be in flight at once (default 2). One
+	// writer is bound by the round trip of each batch; a second fills and
+	// sends the next while the first commits. Measured with make bench on 2
+	// busy cores: 1 writer 11k rows/s, 2 18k, 4 28k; 2 leaves most of the
+	// store's pool of 8 connections to requests while the queue is full.
+	// Events carry their own time, so the order batches commit in does not
+	// matter.
+	Writers int
 }
 
 // Writer queues and writes audit events.
@@ -38,6 +46,7 @@ type Writer struct {
 	done  chan struct{}
 	once  sync.Once
 	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 // New starts a writer.
@@ -51,12 +60,18 @@ func New(opts Options) *Writer {
 	if opts.FlushEvery <= 0 {
 		opts.FlushEvery = 200 * time.Millisecond
 	}
+	if opts.Writers <= 0 {
+		opts.Writers = 2
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{opts: opts, queue: make(chan mcpgate.AuditEvent, opts.QueueSize),
 		done: make(chan struct{}), stop: make(chan struct{})}
-	go w.loop()
+	for range opts.Writers {
+		w.wg.Go(w.loop)
+	}
+	go func() { w.wg.Wait(); close(w.done) }()
 	return w
 }
 
@@ -98,7 +113,6 @@ func (w *Writer) Close(ctx context.Context) error {
 }
 
 func (w *Writer) loop() {
-	defer close(w.done)
 	batch := make([]mcpgate.AuditEvent, 0, w.opts.BatchSize)
 	tick := time.NewTicker(w.opts.FlushEvery)
 	defer tick.Stop()
