@@ -49,7 +49,11 @@ func retryAfter(err *mcpgate.Error, wait time.Duration) *mcpgate.Error {
 }
 
 // Handler returns the MCP endpoint for /mcp and the connector URL.
-func (g *Gateway) Handler() http.Handler {
+func (g *Gateway) Handler() http.Handler { return g.handler(true) }
+
+// handler is the endpoint, with or without the fast path (fastpath.go); the
+// differential test serves the same gateway both ways.
+func (g *Gateway) handler(fast bool) http.Handler {
 	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return serverFrom(r.Context())
 	}, &sdk.StreamableHTTPOptions{
@@ -59,7 +63,7 @@ func (g *Gateway) Handler() http.Handler {
 		// is the authentication, not the Host header.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        1 << 20,
-		Logger:                     g.log,
+		Logger:                     g.sdkLog,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		addr := httpx.ClientAddress(r)
@@ -87,10 +91,9 @@ func (g *Gateway) Handler() http.Handler {
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if ok, wait := g.limiters.allow(credentialID(actor), now); !ok {
-			g.metrics.RateLimited()
-			httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
-				"this key is sending too many requests; slow down"), wait))
+		// The per-key limit counts tool calls (limitCall), not every request.
+		r = r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor))
+		if fast && g.serveFast(w, r, actor) {
 			return
 		}
 		srv, err := g.server(r.Context(), actor)
@@ -101,7 +104,7 @@ func (g *Gateway) Handler() http.Handler {
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		streamable.ServeHTTP(w, r.WithContext(withServer(mcpgate.NewContextWithActor(r.Context(), actor), srv)))
+		streamable.ServeHTTP(w, r.WithContext(withServer(r.Context(), srv)))
 	})
 }
 

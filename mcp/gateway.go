@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -81,6 +82,12 @@ type Gateway struct {
 	now       func() time.Time
 	limiters  limiterSet
 	authFails limiterSet
+	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
+	sdkLog *slog.Logger
+	// metas are _meta values the fast path has found valid (metaOK).
+	metas      sync.Map
+	metaCount  atomic.Int64
+	fastServed fastCounter
 
 	stop chan struct{}
 	done chan struct{}
@@ -108,6 +115,7 @@ func New(opts Options) *Gateway {
 		limiters:  limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
 		authFails: limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		stop:      make(chan struct{}), done: make(chan struct{})}
+	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g
 }
