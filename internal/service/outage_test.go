@@ -221,7 +221,9 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 
 type awaySink struct{}
 
-func (awaySink) InsertAudit(context.Context, []mcpgate.AuditEvent) error { return errors.New("database away") }
+func (awaySink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
+	return errors.New("database away")
+}
 
 // TestCall_FailsClosedOnAFullAuditQueue: with the real audit writer and a
 // small queue, once the database has been away long enough for the queue to
