@@ -101,6 +101,9 @@ func (g *Gateway) Handler() http.Handler {
 				"this key is sending too many requests; slow down"), wait))
 			return
 		}
+		if !g.checkBody(w, r) {
+			return
+		}
 		streamable.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor)))
 	})
 }

@@ -1,0 +1,67 @@
+package mcp_test
+
+// Tests of issue 15's hardening of the MCP endpoint, over real HTTP on the
+// real services: bodies, origins, limits.
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// postMCP sends one raw JSON-RPC body to /mcp with a key and returns the
+// status, headers and body.
+func postMCP(t *testing.T, url, key, body string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST /mcp err = %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
+
+// TestMCP_InvalidUTF8 (issue 15, item 10): a body with invalid UTF-8 is
+// refused with 400 and the JSON API's error shape, not run with U+FFFD in
+// its arguments.
+func TestMCP_InvalidUTF8(t *testing.T) {
+	tg := newGWGateway(t)
+	key, _ := tg.AddKey(t, mcpgate.ScopeFull)
+	if status, _, body := postMCP(t, tg.url, key, listBody, nil); status != http.StatusOK {
+		t.Fatalf("valid body: status = %d (%s), want 200", status, body)
+	}
+	bad := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"demo_delete","arguments":{"id":"a` + "\xff\xfe" + `"}}}`
+	status, _, body := postMCP(t, tg.url, key, bad, nil)
+	if status != http.StatusBadRequest {
+		t.Fatalf("invalid UTF-8: status = %d (%s), want 400", status, body)
+	}
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Code != "invalid" || !strings.Contains(e.Error.Message, "UTF-8") {
+		t.Errorf("invalid UTF-8: body = %s, want the error shape with code invalid naming UTF-8", body)
+	}
+	if got := tg.conn.deletedIDs(); len(got) != 0 {
+		t.Errorf("deleted = %v, want nothing run", got)
+	}
+}
