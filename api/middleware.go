@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"runtime/debug"
 	"time"
 
@@ -14,15 +13,6 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 )
-
-// connectorKeyPath matches the MCP key inside a connector URL path, so that
-// it can be redacted before anything logs the path.
-var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
-
-// RedactPath returns the request path with any key it carries replaced.
-func RedactPath(p string) string {
-	return connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]")
-}
 
 // statusRecorder captures the status and size written by a handler.
 type statusRecorder struct {

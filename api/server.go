@@ -69,7 +69,7 @@ func isHTTPS(u string) bool { return len(u) >= 8 && strings.EqualFold(u[:8], "ht
 // Handler returns the root router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestLog)
+	r.Use(s.requestLog, s.canonicalConnectorPath)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
