@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
 // statusRecorder captures the status and size written by a handler.
@@ -77,7 +78,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			s.log.Log(ctx, level, "request",
-				"method", r.Method, "path", RedactPath(r.URL.Path),
+				"method", r.Method, "path", RedactPath(r.URL.Path), "client_address", httpx.ClientAddress(r),
 				"route", chi.RouteContext(r.Context()).RoutePattern(),
 				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
 // SessionStore is what sessions need from the database.
@@ -38,6 +39,9 @@ type Options struct {
 	MCP     http.Handler
 	Metrics http.Handler
 	Web     http.Handler
+	// TrustedProxies are the proxies whose forwarding headers give the
+	// client address (TRUSTED_PROXIES); nil trusts none.
+	TrustedProxies *httpx.Proxies
 }
 
 // Server is the HTTP surface.
@@ -69,7 +73,7 @@ func isHTTPS(u string) bool { return len(u) >= 8 && strings.EqualFold(u[:8], "ht
 // Handler returns the root router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestLog, s.canonicalConnectorPath)
+	r.Use(httpx.WithClientAddress(s.opts.TrustedProxies), s.requestLog, s.canonicalConnectorPath)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

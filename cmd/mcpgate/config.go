@@ -18,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -47,6 +48,10 @@ type Config struct {
 		KeyRate  string
 		KeyBurst string
 	}
+	Proxy struct {
+		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
+		Trusted string
+	}
 	LogFormat string
 	LogLevel  string
 }
@@ -59,6 +64,13 @@ func (c *Config) KeyRate() (float64, int) {
 	return r, b
 }
 
+// TrustedProxies returns the proxies whose forwarding headers give the
+// client address. Valid after LoadConfig.
+func (c *Config) TrustedProxies() *httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
+	return p
+}
+
 // Embedded reports whether serve runs its own PostgreSQL.
 func (c *Config) Embedded() bool { return c.DB.URL == "" }
 
@@ -67,7 +79,8 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
-		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL))
+		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
+		slog.String("trusted_proxies", c.Proxy.Trusted))
 }
 
 // Format prints the configuration with its secrets hidden: the Secret fields
@@ -110,6 +123,7 @@ func (c *Config) settings() []setting {
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP calls per second allowed per key", false, &c.MCP.KeyRate},
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -241,6 +255,9 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if b, err := strconv.Atoi(c.MCP.KeyBurst); err != nil || b < 1 || b > 1e9 {
 		p = append(p, fmt.Sprintf("MCP_KEY_BURST must be a whole number of at least 1, not %q", c.MCP.KeyBurst))
+	}
+	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
+		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())

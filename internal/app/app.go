@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
@@ -50,6 +51,8 @@ type Options struct {
 	KeyRate       rate.Limit
 	KeyBurst      int
 	Version       string
+	// TrustedProxies give the client address behind a proxy (nil: none).
+	TrustedProxies *httpx.Proxies
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -104,14 +107,15 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
 	})
 	gw.API = api.New(api.Options{
-		Services:  services,
-		Sessions:  db,
-		Logger:    log,
-		PublicURL: o.PublicURL,
-		JWTSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
-		Ready:     db.Ready,
-		MCP:       gw.MCP.Handler(),
-		Metrics:   gw.metrics.Handler(),
+		Services:       services,
+		Sessions:       db,
+		Logger:         log,
+		PublicURL:      o.PublicURL,
+		JWTSecret:      deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
+		Ready:          db.Ready,
+		TrustedProxies: o.TrustedProxies,
+		MCP:            gw.MCP.Handler(),
+		Metrics:        gw.metrics.Handler(),
 		Web: web.New(web.Options{Services: services, Logger: log,
 			PublicURL: o.PublicURL, Version: version}),
 	})
