@@ -127,7 +127,7 @@ func New(opts Options) *Service {
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
-	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perEmail: 5, perAddress: 30}
+	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
 	return s
 }
 
