@@ -250,7 +250,7 @@ func LooksSecret(s string) bool {
 	}
 	l := strings.ToLower(s)
 	for _, p := range secretPrefixes {
-		if i := strings.Index(l, p); i >= 0 && (i == 0 || !isTokenChar(l[i-1])) && tokenRun(s[i+len(p):]) >= 12 {
+		if i := strings.Index(l, p); i >= 0 && (i == 0 || !isTokenChar(l[i-1])) && keyMaterial(s[i+len(p):]) {
 			return true
 		}
 	}
@@ -267,13 +267,16 @@ func isTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+' || c == '='
 }
 
-// tokenRun returns how many token characters s starts with.
-func tokenRun(s string) int {
-	n := 0
+// keyMaterial reports whether s starts with what follows a key prefix: at
+// least 12 token characters with a digit among them. Names built from words
+// (the tool e2b_kill_sandbox, a task sk-learn-pipeline) have none.
+func keyMaterial(s string) bool {
+	n, digit := 0, false
 	for n < len(s) && isTokenChar(s[n]) {
+		digit = digit || s[n] >= '0' && s[n] <= '9'
 		n++
 	}
-	return n
+	return n >= 12 && digit
 }
 
 // looksJWT reports a JWS compact shape: three base64url parts, the first a

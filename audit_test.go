@@ -41,6 +41,8 @@ func TestRedactArguments(t *testing.T) {
 				"cmd": "python3 -m pip install --upgrade requests numpy pandas", "sandbox": "i1a2b3c4d5e6f7g8h9j0", "task": "disk-usage-report-for-yesterday"}},
 		{name: "secret as a name", in: map[string]any{"m": map[string]any{key: "x"}},
 			want: map[string]any{"m": map[string]any{mcpgate.RedactedSecretLooking: "x"}}},
+		{name: "tool names kept", in: map[string]any{"tool": "e2b_kill_sandbox", "t2": "e2b_list_sandboxes_by_metadata"},
+			want: map[string]any{"tool": "e2b_kill_sandbox", "t2": "e2b_list_sandboxes_by_metadata"}},
 		{name: "numbers and bools", in: map[string]any{"n": 3.0, "b": true, "nil": nil}, want: map[string]any{"n": 3.0, "b": true, "nil": nil}},
 		{name: "confirmation token dropped", in: map[string]any{"confirmation_token": "x", "a": "b"}, want: map[string]any{"a": "b"}},
 		{name: "long string cut at depth", in: map[string]any{"m": map[string]any{"s": strings.Repeat("a b ", 100)}},
