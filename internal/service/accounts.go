@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -20,6 +19,9 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 		return nil, err
 	}
 	if err := mcpgate.ValidatePassword(pw); err != nil {
+		return nil, err
+	}
+	if err := s.checkSignupRate(ctx, addr); err != nil {
 		return nil, err
 	}
 	var invHash []byte
@@ -45,13 +47,11 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 var errBadLogin = mcpgate.Errorf(mcpgate.EUnauthorized, "wrong email or password")
 
 // dummyHash is verified when the email is unknown, so that a wrong email
-// costs the same time as a wrong password and does not reveal accounts.
-// It is computed on first use so that programs importing the package do not
-// pay for an argon2 hash at start-up.
-var dummyHash = sync.OnceValue(func() string {
-	h, _ := password.Hash("dummy password for timing", password.Default)
-	return h
-})
+// costs the same time as a wrong password and does not reveal accounts. It
+// is a constant (of "dummy password for timing" under password.Default;
+// TestDummyHash keeps the two in step) so that it never has to be computed
+// under load, where the hashing budget might refuse it.
+const dummyHash = "$argon2id$v=19$m=65536,t=3,p=2$ZtMy0NrkZ/ujIyJ+H30ssw$xDy3JQrGV/Saqe2u9H/4uAhjYsIrm5zpeNEaU/YKa/4"
 
 // Login implements mcpgate.AccountService.
 func (s *Service) Login(ctx context.Context, email, pw, addr string) (*mcpgate.User, error) {
@@ -68,7 +68,7 @@ func (s *Service) Login(ctx context.Context, email, pw, addr string) (*mcpgate.U
 		return nil, err
 	}
 	if u == nil {
-		hash = dummyHash()
+		hash = dummyHash
 	}
 	if err := s.verifyPassword(ctx, pw, hash); err != nil && !errors.Is(err, password.ErrMismatch) {
 		return nil, err
@@ -123,10 +123,7 @@ const errTooManyLogins = "too many failed logins; wait a few minutes and try aga
 
 func (t loginThrottle) check(ctx context.Context, sub loginSubjects) error {
 	count := func(subject string) (int, time.Time, error) { return t.db.LoginFailures(ctx, subject, t.period) }
-	refuse := func(start time.Time) error {
-		wait := int(math.Ceil(time.Until(start.Add(t.period)).Seconds()))
-		return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: errTooManyLogins}
-	}
+	refuse := func(start time.Time) error { return t.refusal(start, errTooManyLogins) }
 	n, start, err := count(sub.pair)
 	if err != nil {
 		return err
@@ -149,6 +146,12 @@ func (t loginThrottle) check(ctx context.Context, sub loginSubjects) error {
 		return refuse(start)
 	}
 	return nil
+}
+
+// refusal is the 429 for a window that started at start.
+func (t loginThrottle) refusal(start time.Time, msg string) error {
+	wait := int(math.Ceil(time.Until(start.Add(t.period)).Seconds()))
+	return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: msg}
 }
 
 // addressSubject is what per-address limits count: the address, or for

@@ -63,6 +63,9 @@ type Options struct {
 	// them to a dashboard page use it.
 	PublicURL string
 	Signup    SignupMode
+	// SignupsPerAddress bounds sign-up attempts per client address in 15
+	// minutes (default 10).
+	SignupsPerAddress int
 	// PasswordParams default to password.Default; tests lower them.
 	PasswordParams *password.Params
 	// CallTimeout bounds one tool call unless its tool sets its own
@@ -118,6 +121,9 @@ func New(opts Options) *Service {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.SignupsPerAddress == 0 {
+		opts.SignupsPerAddress = defaultSignupsPerAddress
 	}
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen

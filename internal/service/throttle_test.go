@@ -2,7 +2,11 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcpgate/mcpgate"
@@ -64,5 +68,49 @@ func TestLogin_NoLockoutSwitch(t *testing.T) {
 	}
 	if c := login(goodPassword, "203.0.113.77"); c != "" {
 		t.Errorf("past the ceiling, owner from a clean address: code = %q, want ok", c)
+	}
+}
+
+// TestDummyHash: the constant hash verified for unknown emails uses the
+// default parameters, so an unknown email costs what a known one does.
+func TestDummyHash(t *testing.T) {
+	if err := password.Verify("dummy password for timing", service.DummyHash); err != nil {
+		t.Fatalf("Verify(dummy) err = %v", err)
+	}
+	want := fmt.Sprintf("$m=%d,t=%d,p=%d$", password.Default.Memory, password.Default.Time, password.Default.Threads)
+	if !strings.Contains(service.DummyHash, want) {
+		t.Errorf("dummy hash %q does not use password.Default (%s)", service.DummyHash, want)
+	}
+}
+
+// TestSignup_ThrottledPerAddress (issue 15, item 1): sign-ups are limited
+// per client address, also when they arrive all at once.
+func TestSignup_ThrottledPerAddress(t *testing.T) {
+	ctx := context.Background()
+	env := servicetest.New(t, service.Options{PasswordParams: fastParams})
+	var ok, limited atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 15 {
+		wg.Go(func() {
+			_, err := env.Service.Signup(ctx, fmt.Sprintf("u%d@example.com", i), goodPassword, "", "198.51.100.7")
+			switch codeOf(err) {
+			case "":
+				ok.Add(1)
+			case mcpgate.ETooMany:
+				limited.Add(1)
+				if mcpgate.ErrorRetryAfter(err) < 1 {
+					t.Errorf("sign-up refusal without Retry-After")
+				}
+			default:
+				t.Errorf("Signup() err = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok.Load() != 10 || limited.Load() != 5 {
+		t.Errorf("15 parallel sign-ups from one address: %d created, %d refused; want 10 and 5", ok.Load(), limited.Load())
+	}
+	if _, err := env.Service.Signup(ctx, "other@example.com", goodPassword, "", "203.0.113.1"); err != nil {
+		t.Errorf("sign-up from another address: err = %v, want nil", err)
 	}
 }
