@@ -101,3 +101,22 @@ func TestConnectorPath_NonCanonical(t *testing.T) {
 		t.Errorf("the access log has no redacted connector path; were the requests logged?\n%s", logs.String())
 	}
 }
+
+// TestMCP_SecurityHeaders (issue 15, item 5): /mcp and the connector URL
+// answer with the API's security headers.
+func TestMCP_SecurityHeaders(t *testing.T) {
+	ts := newTestServer(t, api.Options{MCP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) })})
+	key, _, _ := mcpgate.NewMCPKey()
+	for _, p := range []string{"/mcp", "/c/" + key + "/mcp"} {
+		resp, err := http.Post(ts.URL+p, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		for _, h := range []string{"X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "Content-Security-Policy"} {
+			if resp.Header.Get(h) == "" {
+				t.Errorf("POST %s: no %s header", api.RedactPath(p), h)
+			}
+		}
+	}
+}

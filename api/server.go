@@ -82,8 +82,10 @@ func (s *Server) Handler() http.Handler {
 		r.Handle("/metrics", s.opts.Metrics)
 	}
 	if s.opts.MCP != nil {
-		r.Handle("/mcp", s.opts.MCP)
-		r.Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
+		// The same security headers as the API (nosniff, no framing, no
+		// referrer): MCP answers are JSON or SSE, never pages.
+		r.With(securityHeaders).Handle("/mcp", s.opts.MCP)
+		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
 	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(securityHeaders, timeout(15*time.Second), s.csrf)

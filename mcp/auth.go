@@ -70,6 +70,9 @@ func (g *Gateway) Handler() http.Handler {
 		Logger:                     g.log,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.checkOrigin(w, r) {
+			return
+		}
 		addr := httpx.ClientAddress(r)
 		now := g.now()
 		actor, reason, err := g.authenticate(r)

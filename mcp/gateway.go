@@ -65,6 +65,9 @@ type Options struct {
 	// 40).
 	KeyRate  rate.Limit
 	KeyBurst int
+	// AllowedOrigins are browser origins allowed on the endpoint besides
+	// PublicURL's (ALLOWED_ORIGINS).
+	AllowedOrigins []string
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -78,6 +81,7 @@ type Gateway struct {
 	now       func() time.Time
 	limiters  limiterSet
 	authFails limiterSet
+	origins   map[string]bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -104,6 +108,7 @@ func New(opts Options) *Gateway {
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, now: opts.Now,
 		limiters:  limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
 		authFails: limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
+		origins:   allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
 		stop:      make(chan struct{}), done: make(chan struct{})}
 	go g.loop()
 	return g

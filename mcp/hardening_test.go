@@ -65,3 +65,42 @@ func TestMCP_InvalidUTF8(t *testing.T) {
 		t.Errorf("deleted = %v, want nothing run", got)
 	}
 }
+
+// TestMCP_Origin (issue 15, item 5): a browser origin other than the
+// gateway's own is refused with 403 before anything else; requests without
+// Origin (native clients) and from the gateway's origin are served.
+func TestMCP_Origin(t *testing.T) {
+	tg := newGWGateway(t)
+	key, _ := tg.AddKey(t, mcpgate.ScopeFull)
+	tests := []struct {
+		name, origin string
+		want         int
+	}{
+		{name: "no Origin", want: http.StatusOK},
+		{name: "own origin", origin: "http://gateway.test", want: http.StatusOK},
+		{name: "own origin, other case", origin: "HTTP://Gateway.Test", want: http.StatusOK},
+		{name: "evil", origin: "http://evil.example", want: http.StatusForbidden},
+		{name: "own host, other scheme", origin: "https://gateway.test", want: http.StatusForbidden},
+		{name: "own host, other port", origin: "http://gateway.test:8081", want: http.StatusForbidden},
+		{name: "null", origin: "null", want: http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := map[string]string{}
+			if tt.origin != "" {
+				h["Origin"] = tt.origin
+			}
+			status, _, body := postMCP(t, tg.url, key, listBody, h)
+			if status != tt.want {
+				t.Fatalf("status = %d (%s), want %d", status, body, tt.want)
+			}
+			if tt.want == http.StatusForbidden && !strings.Contains(body, `"code":"forbidden"`) {
+				t.Errorf("body = %s, want the error shape with code forbidden", body)
+			}
+		})
+	}
+	// Refused before the key is looked at: no key, still 403, not 401.
+	if status, _, _ := postMCP(t, tg.url, "", listBody, map[string]string{"Origin": "http://evil.example"}); status != http.StatusForbidden {
+		t.Errorf("evil origin without key: status = %d, want 403", status)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -51,6 +52,8 @@ type Config struct {
 	Proxy struct {
 		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
 		Trusted string
+		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
+		AllowedOrigins string
 	}
 	LogFormat string
 	LogLevel  string
@@ -69,6 +72,11 @@ func (c *Config) KeyRate() (float64, int) {
 func (c *Config) TrustedProxies() *httpx.Proxies {
 	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
 	return p
+}
+
+// Origins returns ALLOWED_ORIGINS as a list.
+func (c *Config) Origins() []string {
+	return strings.FieldsFunc(c.Proxy.AllowedOrigins, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // Embedded reports whether serve runs its own PostgreSQL.
@@ -124,6 +132,7 @@ func (c *Config) settings() []setting {
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP calls per second allowed per key", false, &c.MCP.KeyRate},
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
 		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
+		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -258,6 +267,11 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
 		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	for _, o := range c.Origins() {
+		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			p = append(p, fmt.Sprintf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
+		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())

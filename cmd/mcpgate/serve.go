@@ -132,6 +132,6 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
 		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, Version: version,
-		TrustedProxies: cfg.TrustedProxies(),
+		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
 	})
 }

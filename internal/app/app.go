@@ -51,6 +51,8 @@ type Options struct {
 	KeyRate       rate.Limit
 	KeyBurst      int
 	Version       string
+	// AllowedOrigins are browser origins allowed on /mcp besides PublicURL.
+	AllowedOrigins []string
 	// TrustedProxies give the client address behind a proxy (nil: none).
 	TrustedProxies *httpx.Proxies
 }
@@ -104,7 +106,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Tools: services.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{gw.Keys}, Tokens: db,
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
-		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
+		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
 	})
 	gw.API = api.New(api.Options{
 		Services:       services,
