@@ -55,6 +55,11 @@ type Config struct {
 		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
 		AllowedOrigins string
 	}
+	// Caps are MAX_KEYS_PER_USER and MAX_WORKSPACES_PER_USER; see UserCaps.
+	Caps struct {
+		KeysPerUser       string
+		WorkspacesPerUser string
+	}
 	LogFormat string
 	LogLevel  string
 }
@@ -72,6 +77,14 @@ func (c *Config) KeyRate() (float64, int) {
 func (c *Config) TrustedProxies() *httpx.Proxies {
 	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
 	return p
+}
+
+// UserCaps returns the caps on keys and workspaces per person. Valid after
+// LoadConfig.
+func (c *Config) UserCaps() (keys, workspaces int) {
+	keys, _ = strconv.Atoi(c.Caps.KeysPerUser)
+	workspaces, _ = strconv.Atoi(c.Caps.WorkspacesPerUser)
+	return keys, workspaces
 }
 
 // Origins returns ALLOWED_ORIGINS as a list.
@@ -133,6 +146,8 @@ func (c *Config) settings() []setting {
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
 		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
 		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
+		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
+		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -267,6 +282,12 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
 		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	for _, cp := range []struct{ name, v string }{{"MAX_KEYS_PER_USER", c.Caps.KeysPerUser},
+		{"MAX_WORKSPACES_PER_USER", c.Caps.WorkspacesPerUser}} {
+		if n, err := strconv.Atoi(cp.v); err != nil || n < 1 || n > 1e6 {
+			p = append(p, fmt.Sprintf("%s must be a whole number of at least 1, not %q", cp.name, cp.v))
+		}
 	}
 	for _, o := range c.Origins() {
 		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {

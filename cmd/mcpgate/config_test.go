@@ -64,6 +64,7 @@ func wantConfig() *Config {
 	c.E2B.APIURL = "https://api.e2b.app"
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
 	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
+	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = "100", "20"
 	c.LogFormat = "json"
 	c.LogLevel = "info"
 	return &c
@@ -198,6 +199,9 @@ func TestLoadConfig_Problems(t *testing.T) {
 			wantProblems: []string{`TRUSTED_PROXIES: not a CIDR or IP address: "proxy.internal"`}},
 		{name: "good TRUSTED_PROXIES",
 			env: mergeEnv(external, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,172.16.0.0/12 fd00::/8"})},
+		{name: "bad caps",
+			env:          mergeEnv(external, map[string]string{"MAX_KEYS_PER_USER": "0", "MAX_WORKSPACES_PER_USER": "many"}),
+			wantProblems: []string{"MAX_KEYS_PER_USER must be", "MAX_WORKSPACES_PER_USER must be"}},
 		{name: "bad ALLOWED_ORIGINS",
 			env:          mergeEnv(external, map[string]string{"ALLOWED_ORIGINS": "https://ok.example.com, https://x.example.com/path"}),
 			wantProblems: []string{`ALLOWED_ORIGINS: "https://x.example.com/path" is not an origin`}},

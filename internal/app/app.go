@@ -51,6 +51,9 @@ type Options struct {
 	KeyRate       rate.Limit
 	KeyBurst      int
 	Version       string
+	// MaxKeysPerUser and MaxWorkspacesPerUser cap what one person may
+	// create (0: the services' defaults).
+	MaxKeysPerUser, MaxWorkspacesPerUser int
 	// AllowedOrigins are browser origins allowed on /mcp besides PublicURL.
 	AllowedOrigins []string
 	// TrustedProxies give the client address behind a proxy (nil: none).
@@ -99,7 +102,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
-		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup)})
+		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
+		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser})
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
 	gw.MCP = mcp.New(mcp.Options{

@@ -63,6 +63,11 @@ type Options struct {
 	// them to a dashboard page use it.
 	PublicURL string
 	Signup    SignupMode
+	// MaxKeysPerUser caps the working MCP keys one person may hold across
+	// workspaces (default 100); MaxWorkspacesPerUser caps the shared
+	// workspaces one person may own (default 20). Negative means no cap.
+	MaxKeysPerUser       int
+	MaxWorkspacesPerUser int
 	// SignupsPerAddress bounds sign-up attempts per client address in 15
 	// minutes (default 10).
 	SignupsPerAddress int
@@ -121,6 +126,12 @@ func New(opts Options) *Service {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.MaxKeysPerUser == 0 {
+		opts.MaxKeysPerUser = 100
+	}
+	if opts.MaxWorkspacesPerUser == 0 {
+		opts.MaxWorkspacesPerUser = 20
 	}
 	if opts.SignupsPerAddress == 0 {
 		opts.SignupsPerAddress = defaultSignupsPerAddress

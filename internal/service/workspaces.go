@@ -31,6 +31,10 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name str
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkCap(ctx, s.opts.MaxWorkspacesPerUser, u.ID, s.db.CountOwnedWorkspaces,
+		"you own %d workspaces, the most allowed; delete or hand over one first"); err != nil {
+		return nil, err
+	}
 	return s.db.CreateWorkspace(ctx, u.ID, name)
 }
 

@@ -51,3 +51,20 @@ func (s *Service) checkSignupRate(ctx context.Context, addr string) error {
 	}
 	return nil
 }
+
+// checkCap refuses to create one more of what count counts for the user
+// when max are there already (max < 0: no cap). Two creations racing at
+// the cap may both pass; the cap bounds abuse, it is not an invariant.
+func (s *Service) checkCap(ctx context.Context, max int, userID string, count func(context.Context, string) (int, error), msg string) error {
+	if max < 0 {
+		return nil
+	}
+	n, err := count(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if n >= max {
+		return mcpgate.Errorf(mcpgate.EConflict, msg, n)
+	}
+	return nil
+}
