@@ -98,13 +98,8 @@ func (g *Gateway) Handler() http.Handler {
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if ok, wait := g.limiters.allow(actor.KeyID, now); !ok {
-			g.metrics.RateLimited()
-			httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
-				"this key is sending too many requests; slow down"), wait))
-			return
-		}
-		if !g.checkBody(w, r) {
+		body, ok := g.checkBody(w, r)
+		if !ok || !g.limit(w, r, body, actor, now) {
 			return
 		}
 		streamable.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor)))

@@ -19,9 +19,11 @@ const maxBody = 1 << 20
 // U+FFFD, so a tool would run with arguments (a file path, a command) other
 // than the ones the client sent, and the audit log would record those. The
 // body is handed on from memory; the SDK would have read it whole anyway.
-func (g *Gateway) checkBody(w http.ResponseWriter, r *http.Request) bool {
+//
+// It returns the body (nil for other methods) and whether to go on.
+func (g *Gateway) checkBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		return true
+		return nil, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -30,12 +32,12 @@ func (g *Gateway) checkBody(w http.ResponseWriter, r *http.Request) bool {
 		} else {
 			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EInvalid, "the request body could not be read"))
 		}
-		return false
+		return nil, false
 	}
 	if !utf8.Valid(body) {
 		httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EInvalid, "the request body is not valid UTF-8"))
-		return false
+		return nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	return true
+	return body, true
 }

@@ -65,6 +65,13 @@ type Options struct {
 	// 40).
 	KeyRate  rate.Limit
 	KeyBurst int
+	// UserRate and UserBurst limit calls per person, all their keys
+	// together (default 40/s, burst 80); WorkspaceRate and WorkspaceBurst
+	// per workspace, all its people together (default 100/s, burst 200).
+	UserRate       rate.Limit
+	UserBurst      int
+	WorkspaceRate  rate.Limit
+	WorkspaceBurst int
 	// AllowedOrigins are browser origins allowed on the endpoint besides
 	// PublicURL's (ALLOWED_ORIGINS).
 	AllowedOrigins []string
@@ -74,14 +81,16 @@ type Options struct {
 
 // Gateway serves MCP for workspaces.
 type Gateway struct {
-	opts      Options
-	log       *slog.Logger
-	metrics   Metrics
-	audit     Auditor
-	now       func() time.Time
-	limiters  limiterSet
-	authFails limiterSet
-	origins   map[string]bool
+	opts            Options
+	log             *slog.Logger
+	metrics         Metrics
+	audit           Auditor
+	now             func() time.Time
+	limiters        limiterSet
+	userLimits      limiterSet
+	workspaceLimits limiterSet
+	authFails       limiterSet
+	origins         map[string]bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -102,14 +111,22 @@ func New(opts Options) *Gateway {
 	if opts.KeyRate == 0 {
 		opts.KeyRate, opts.KeyBurst = 20, 40
 	}
+	if opts.UserRate == 0 {
+		opts.UserRate, opts.UserBurst = 40, 80
+	}
+	if opts.WorkspaceRate == 0 {
+		opts.WorkspaceRate, opts.WorkspaceBurst = 100, 200
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, now: opts.Now,
-		limiters:  limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
-		authFails: limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
-		origins:   allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
-		stop:      make(chan struct{}), done: make(chan struct{})}
+		limiters:        limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
+		userLimits:      limiterSet{rate: opts.UserRate, burst: opts.UserBurst},
+		workspaceLimits: limiterSet{rate: opts.WorkspaceRate, burst: opts.WorkspaceBurst},
+		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
+		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
+		stop:            make(chan struct{}), done: make(chan struct{})}
 	go g.loop()
 	return g
 }
@@ -134,6 +151,8 @@ func (g *Gateway) loop() {
 			return
 		case <-t.C:
 			g.limiters.sweep(g.now())
+			g.userLimits.sweep(g.now())
+			g.workspaceLimits.sweep(g.now())
 			g.authFails.sweep(g.now())
 		}
 	}

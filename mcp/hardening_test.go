@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/mcp"
 )
 
 // postMCP sends one raw JSON-RPC body to /mcp with a key and returns the
@@ -102,5 +105,64 @@ func TestMCP_Origin(t *testing.T) {
 	// Refused before the key is looked at: no key, still 403, not 401.
 	if status, _, _ := postMCP(t, tg.url, "", listBody, map[string]string{"Origin": "http://evil.example"}); status != http.StatusForbidden {
 		t.Errorf("evil origin without key: status = %d, want 403", status)
+	}
+}
+
+// TestMCP_PersonAndWorkspaceLimits (issue 15, item 6): many keys of one
+// person share the person's limit, and all of a workspace's callers share
+// its limit; a refused JSON-RPC request gets a JSON-RPC error to its id,
+// with Retry-After.
+func TestMCP_PersonAndWorkspaceLimits(t *testing.T) {
+	tests := []struct {
+		name string
+		o    mcp.FixtureOptions
+		msg  string
+	}{
+		{name: "per person", o: mcp.FixtureOptions{UserRate: 0.01, UserBurst: 3}, msg: "your keys together"},
+		{name: "per workspace", o: mcp.FixtureOptions{WorkspaceRate: 0.01, WorkspaceBurst: 3}, msg: "this workspace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conn := newGWConnector()
+			tt.o.Registry, tt.o.Credential = connectors.NewRegistry(conn), "demo-credential"
+			f := mcp.NewFixture(t, tt.o)
+			var keys []string
+			for range 4 {
+				k, _ := f.AddKey(t, mcpgate.ScopeFull)
+				keys = append(keys, k)
+			}
+			for i, k := range keys[:3] {
+				if status, _, body := postMCP(t, f.URL, k, listBody, nil); status != http.StatusOK {
+					t.Fatalf("call %d with its own key: status = %d (%s), want 200", i+1, status, body)
+				}
+			}
+			status, h, body := postMCP(t, f.URL, keys[3], `{"jsonrpc":"2.0","id":"req-7","method":"tools/list","params":{}}`, nil)
+			if status != http.StatusTooManyRequests {
+				t.Fatalf("4th call, 4th key: status = %d (%s), want 429", status, body)
+			}
+			if s, err := strconv.Atoi(h.Get("Retry-After")); err != nil || s < 1 {
+				t.Errorf("Retry-After = %q, want seconds", h.Get("Retry-After"))
+			}
+			var rpc struct {
+				JSONRPC string `json:"jsonrpc"`
+				ID      string `json:"id"`
+				Error   struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+					Data    struct {
+						RetryAfter int `json:"retry_after"`
+					} `json:"data"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(body), &rpc); err != nil || rpc.JSONRPC != "2.0" || rpc.ID != "req-7" ||
+				rpc.Error.Code == 0 || !strings.Contains(rpc.Error.Message, tt.msg) || rpc.Error.Data.RetryAfter < 1 {
+				t.Errorf("429 body = %s, want a JSON-RPC error to id req-7 naming %q", body, tt.msg)
+			}
+			// A notification has no id to answer: the gateway's error shape.
+			if status, _, body := postMCP(t, f.URL, keys[3], `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil); status != http.StatusTooManyRequests ||
+				!strings.Contains(body, `"code":"rate_limited"`) {
+				t.Errorf("refused notification: %d %s, want 429 with the error shape", status, body)
+			}
+		})
 	}
 }
