@@ -1,8 +1,10 @@
 package api_test
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcpgate/mcpgate/api"
@@ -57,4 +59,40 @@ func TestLogin_BehindTrustedProxy(t *testing.T) {
 		}
 	}
 	plain.loginFrom(t, "192.0.2.200", "user6@example.com", testPassword).wantStatus(t, http.StatusTooManyRequests)
+}
+
+// TestAccessLog_ClientAddress (issue 15, item 2): the access log records the
+// client address the limits count, from a trusted proxy's header only.
+func TestAccessLog_ClientAddress(t *testing.T) {
+	px, _ := httpx.ParseProxies("127.0.0.0/8,::1")
+	for _, tt := range []struct {
+		name    string
+		proxies *httpx.Proxies
+		want    string
+	}{
+		{name: "trusted proxy", proxies: px, want: `"client_address":"198.51.100.9"`},
+		{name: "no trusted proxy", want: `"client_address":"127.0.0.1"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			ts := newTestServer(t, api.Options{TrustedProxies: tt.proxies, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/healthz", nil)
+			req.Header.Set("X-Forwarded-For", "198.51.100.9")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			req, _ = http.NewRequest(http.MethodGet, ts.URL+"/api/v1/me", nil)
+			req.Header.Set("X-Forwarded-For", "198.51.100.9")
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if !strings.Contains(logs.String(), tt.want) {
+				t.Errorf("access log lacks %s:\n%s", tt.want, logs.String())
+			}
+		})
+	}
 }
