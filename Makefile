@@ -7,20 +7,38 @@ LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: run demo build test vet fuzz vulncheck bench clean
 
+# As the build target's command (deploy/ checks that one against the Dockerfile).
+GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
+
+# The first build on a machine compiles the standard library and every
+# dependency (about a minute on 2 cores, more while modules download); later
+# builds reuse Go's build cache and take seconds. Say so, or the one go build
+# line looks like a hang.
+BUILD_NOTE := the first build on a machine takes a minute or two (Go downloads modules and compiles ~350 packages); later builds take seconds
+
 build:
+	@echo "make: building ./mcpgate; $(BUILD_NOTE)"
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o mcpgate ./cmd/mcpgate
+
+# ensure-postgres.sh (which may apt-get install postgresql) runs while Go
+# compiles; its exit status is checked before serving.
+PREPARE = pg=; if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh & pg=$$!; fi; \
+	echo "make: building $(1); $(BUILD_NOTE)"; \
+	if ! $(GOBUILD) -o . $(2); then [ -z "$$pg" ] || wait $$pg; exit 1; fi; \
+	if [ -n "$$pg" ] && ! wait $$pg; then exit 1; fi
 
 # Serve on http://localhost:8080 with the embedded PostgreSQL under ./data
 # (installs Debian's postgresql server package when it is missing).
-run: build
-	@if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh; fi
+run:
+	@$(call PREPARE,./mcpgate,./cmd/mcpgate); \
+	echo "make: starting mcpgate serve; open http://localhost:8080 when it logs \"mcpgate serving\" (Ctrl-C stops it)"; \
 	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve
 
 # As run, plus the local E2B simulator on 127.0.0.1:3001: any key shaped like
-# e2b_<hex> works in the dashboard.
-demo: build
-	@if [ -z "$$DATABASE_URL" ]; then sh scripts/ensure-postgres.sh; fi
-	$(GO) build -o e2bsim ./cmd/e2bsim
+# e2b_<hex> works in the dashboard. Both binaries come from one go build.
+demo:
+	@$(call PREPARE,./mcpgate and ./e2bsim,./cmd/mcpgate ./cmd/e2bsim); \
+	echo "make: starting the E2B simulator on 127.0.0.1:3001 and mcpgate serve on http://localhost:8080 (demo: any e2b_<hex> key works; Ctrl-C stops both)"; \
 	./e2bsim --listen 127.0.0.1:3001 & sim=$$!; trap "kill $$sim 2>/dev/null" EXIT INT TERM; \
 	E2B_API_URL=http://127.0.0.1:3001 E2B_DASHBOARD_API_URL=http://127.0.0.1:3001 \
 	LOG_FORMAT=$${LOG_FORMAT:-text} ./mcpgate serve

@@ -35,6 +35,15 @@ const (
 	ActionInvitationCreated  AdminAction = "invitation.created"
 	ActionInvitationDeleted  AdminAction = "invitation.withdrawn"
 	ActionInvitationAccepted AdminAction = "invitation.accepted"
+	ActionApprovalRequested  AdminAction = "approval.requested"
+	ActionApprovalApproved   AdminAction = "approval.approved"
+	ActionApprovalDenied     AdminAction = "approval.denied"
+	ActionApprovalExpired    AdminAction = "approval.expired"
+	ActionApprovalUsed       AdminAction = "approval.used"
+	ActionGuardrailsUpdated  AdminAction = "guardrails.updated"
+	ActionGuardrailRefused   AdminAction = "guardrail.refused"
+	// ActionPasswordChanged is recorded in the person's personal workspace.
+	ActionPasswordChanged AdminAction = "account.password_changed"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -42,6 +51,9 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
+	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
+	ActionGuardrailsUpdated, ActionGuardrailRefused,
+	ActionPasswordChanged,
 }
 
 // Outcome is how a tool call or admin action ended.
@@ -120,6 +132,10 @@ const Redacted = "[redacted]"
 // one-time secret and never stored.
 const confirmationArg = "confirmation_token"
 
+// approvalArg names a human approval; it is not secret (only the bound key
+// can use it) but is not part of the call's arguments either.
+const approvalArg = "approval_id"
+
 // sensitiveArgName reports whether an argument's value must not be stored:
 // environment variables and anything named like a credential. Names ending
 // in _id or _hint (key_id, key_hint) name a credential without holding it.
@@ -157,7 +173,7 @@ func RedactArguments(args map[string]any) map[string]any {
 	}
 	out := make(map[string]any, len(args))
 	for k, v := range args {
-		if k == confirmationArg {
+		if k == confirmationArg || k == approvalArg {
 			continue
 		}
 		out[safeName(k)] = redactValue(k, v, 1)

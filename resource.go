@@ -121,6 +121,9 @@ type ResourceAction struct {
 	// Leaves says the resource is gone afterwards: the page goes back to
 	// the list.
 	Leaves bool
+	// Done is what the next page says once the action succeeded ("Sandbox
+	// … was killed."); empty says nothing.
+	Done string
 	// Enabled is false when the workspace has the tool turned off; the
 	// page then says so instead of offering it.
 	Enabled bool

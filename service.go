@@ -22,6 +22,10 @@ type AccountService interface {
 	// Login checks an email and password under the login throttle, counted
 	// per email and address pair, per address, and per email.
 	Login(ctx context.Context, email, password, address string) (*User, error)
+	// ChangePassword replaces the user's password once the current one is
+	// given (wrong ones count against the login throttle) and ends every
+	// session of theirs; the caller starts a new one for this browser.
+	ChangePassword(ctx context.Context, u *User, current, newPassword, address string) error
 }
 
 // WorkspaceService manages workspaces, members and invitations.
@@ -99,7 +103,10 @@ type ToolService interface {
 
 // ToolUpdate changes a tool's policy; nil fields keep their value.
 type ToolUpdate struct {
-	Enabled           *bool
+	Enabled  *bool
+	Approval *Approval
+	// NeedsConfirmation is the deprecated boolean that Approval replaced:
+	// true means model, false none. Approval wins when both are set.
 	NeedsConfirmation *bool
 }
 
@@ -108,8 +115,12 @@ type ToolCall struct {
 	Tool      string
 	Arguments json.RawMessage
 	// Confirmed says the call was confirmed: in a dashboard dialog, or by a
-	// confirmation the MCP endpoint checked.
+	// confirmation the MCP endpoint checked. It satisfies a human
+	// approval only when the actor is a person (Actor.IsPerson).
 	Confirmed bool
+	// ApprovalID names the approval a person gave in the dashboard for
+	// exactly this call; it is used up by the call.
+	ApprovalID string
 }
 
 // ConfirmationRequiredError is CallTool's answer for a call that needs
@@ -172,4 +183,6 @@ type Services struct {
 	Tools       ToolService
 	Audit       AuditService
 	Resources   ResourceService
+	Approvals   ApprovalService
+	Guardrails  GuardrailService
 }

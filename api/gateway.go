@@ -61,15 +61,26 @@ func (s *Server) handleToolList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleToolUpdate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Enabled           *bool `json:"enabled"`
+		Enabled  *bool   `json:"enabled"`
+		Approval *string `json:"approval"`
+		// NeedsConfirmation is the deprecated alias of approval (true:
+		// model, false: none), still accepted from older clients.
 		NeedsConfirmation *bool `json:"needs_confirmation"`
 	}
 	if err := decodeJSON(w, r, &req); err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"),
-		mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation})
+	u := mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation}
+	if req.Approval != nil {
+		a, err := mcpgate.ParseApproval(*req.Approval)
+		if err != nil {
+			WriteError(w, r, s.log, err)
+			return
+		}
+		u.Approval = &a
+	}
+	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), u)
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return

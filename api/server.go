@@ -95,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
 			r.Get("/me", s.handleMe)
+			r.Put("/me/password", s.handlePasswordChange)
 			r.Get("/workspaces", s.handleWorkspaceList)
 			r.Post("/workspaces", s.handleWorkspaceCreate)
 			r.Post("/invitations/{token}/accept", s.handleInvitationAccept)
@@ -117,6 +118,12 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/keys", s.handleKeyCreate)
 				r.Delete("/keys/{id}", s.handleKeyRevoke)
 				r.Get("/audit", s.handleAuditList)
+				r.Get("/approvals", s.handleApprovalList)
+				r.Get("/approvals/{id}", s.handleApprovalGet)
+				r.Post("/approvals/{id}/approve", s.handleApprovalDecide(true))
+				r.Post("/approvals/{id}/deny", s.handleApprovalDecide(false))
+				r.Get("/guardrails", s.handleGuardrailsGet)
+				r.Put("/guardrails", s.handleGuardrailsPut)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

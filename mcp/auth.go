@@ -19,7 +19,7 @@ var (
 	errUnauthorized = mcpgate.Errorf(mcpgate.EUnauthorized,
 		"a valid MCP key is required: send Authorization: Bearer <key>, or use your connector URL")
 	errAuthUnavailable = mcpgate.Errorf(mcpgate.EUnavailable,
-		"the gateway cannot check keys right now; try again shortly")
+		"the gateway cannot check keys right now; try again in a few seconds")
 )
 
 // authenticate asks each authenticator in turn. It returns the actor, or
@@ -50,16 +50,7 @@ func retryAfter(err *mcpgate.Error, wait time.Duration) *mcpgate.Error {
 // Handler returns the MCP endpoint for /mcp and the connector URL.
 func (g *Gateway) Handler() http.Handler {
 	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		a := mcpgate.ActorFromContext(r.Context())
-		if a == nil {
-			return nil
-		}
-		srv, err := g.server(r.Context(), a)
-		if err != nil {
-			g.log.ErrorContext(r.Context(), "build MCP server", "workspace_id", a.WorkspaceID, "err", err)
-			return nil
-		}
-		return srv
+		return serverFrom(r.Context())
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:                    true,
 		PropagateRequestCancellation: true,
@@ -78,7 +69,7 @@ func (g *Gateway) Handler() http.Handler {
 		actor, reason, err := g.authenticate(r)
 		if err != nil {
 			g.log.ErrorContext(r.Context(), "authenticate MCP credential", "err", err)
-			httpx.WriteError(w, r, g.log, errAuthUnavailable)
+			writeRPCUnavailable(w, r, errAuthUnavailable.Message)
 			return
 		}
 		if actor == nil {
@@ -102,7 +93,15 @@ func (g *Gateway) Handler() http.Handler {
 		if !ok || !g.limit(w, r, body, actor, now) {
 			return
 		}
-		streamable.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor)))
+		srv, err := g.server(r.Context(), actor)
+		if err != nil {
+			// Never go-sdk's 400 "no server available": the client is told
+			// to wait, in a message it can show.
+			g.log.WarnContext(r.Context(), "build MCP server", "workspace_id", actor.WorkspaceID, "err", err)
+			writeRPCUnavailable(w, r, unavailableMessage(err))
+			return
+		}
+		streamable.ServeHTTP(w, r.WithContext(withServer(mcpgate.NewContextWithActor(r.Context(), actor), srv)))
 	})
 }
 

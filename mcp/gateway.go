@@ -66,8 +66,10 @@ type Options struct {
 	KeyRate  rate.Limit
 	KeyBurst int
 	// UserRate and UserBurst limit calls per person, all their keys
-	// together (default 40/s, burst 80); WorkspaceRate and WorkspaceBurst
-	// per workspace, all its people together (default 100/s, burst 200).
+	// together (default 40/s, burst 200); WorkspaceRate and WorkspaceBurst
+	// per workspace, all its people together (default 100/s, burst 400).
+	// The bursts are five times a key's, so that one busy client meets its
+	// key's limit first and a person's other clients keep working.
 	UserRate       rate.Limit
 	UserBurst      int
 	WorkspaceRate  rate.Limit
@@ -112,10 +114,10 @@ func New(opts Options) *Gateway {
 		opts.KeyRate, opts.KeyBurst = 20, 40
 	}
 	if opts.UserRate == 0 {
-		opts.UserRate, opts.UserBurst = 40, 80
+		opts.UserRate, opts.UserBurst = 40, 200
 	}
 	if opts.WorkspaceRate == 0 {
-		opts.WorkspaceRate, opts.WorkspaceBurst = 100, 200
+		opts.WorkspaceRate, opts.WorkspaceBurst = 100, 400
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -41,19 +42,22 @@ func timeAgo(now, t time.Time) string {
 	if future {
 		d = -d
 	}
+	// Round to the nearest unit, not down: a key created "in 90 days" is
+	// read a few seconds later, 89.99 days ahead, and must still say 90.
 	var s string
+	minutes, hours, days := math.Round(d.Minutes()), math.Round(d.Hours()), math.Round(d.Hours()/24)
 	switch {
 	case d < time.Minute:
 		if !future {
 			return "just now"
 		}
 		s = "<1 min"
-	case d < time.Hour:
-		s = fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%d h", int(d.Hours()))
+	case minutes < 60:
+		s = fmt.Sprintf("%d min", int(minutes))
+	case hours < 48:
+		s = fmt.Sprintf("%d h", int(hours))
 	default:
-		s = fmt.Sprintf("%d days", int(d.Hours()/24))
+		s = fmt.Sprintf("%d days", int(days))
 	}
 	if future {
 		return "in " + s

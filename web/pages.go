@@ -284,6 +284,8 @@ type settingsPage struct {
 	Invitations []mcpgate.Invitation
 	Tools       []mcpgate.ToolInfo
 	Kill        *mcpgate.ToolInfo
+	Approvals   []mcpgate.Approval
+	Guardrails  *mcpgate.Guardrails
 }
 
 func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
@@ -309,6 +311,11 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p.Tools, err = h.svc.Tools.Tools(ctx, actorFrom(ctx)); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Approvals = mcpgate.Approvals
+	if p.Guardrails, err = h.svc.Guardrails.Guardrails(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -92,11 +94,13 @@ func countState(counts []stateCount, state string) []stateCount {
 	return append(counts, stateCount{state, 1})
 }
 
+// titleCase capitalises a connector's resource name for a heading.
 func titleCase(s string) string {
 	if s == "" {
 		return s
 	}
-	return string(s[0]-'a'+'A') + s[1:]
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
 }
 
 // logToolError logs what the person does not see: an internal error.

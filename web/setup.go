@@ -1,6 +1,12 @@
 package web
 
-import "github.com/mcpgate/mcpgate"
+import (
+	"net"
+	neturl "net/url"
+	"strings"
+
+	"github.com/mcpgate/mcpgate"
+)
 
 // Client setup snippets, following guides/mcp-clients.md field for field.
 // They are rendered with keyPlaceholder where the key goes; when a key is
@@ -12,6 +18,10 @@ const keyPlaceholder = "<YOUR_MCP_KEY>"
 
 // serverName is the label snippets give the gateway in each client.
 const serverName = "mcpgate"
+
+// mcpRemote is the mcp-remote bridge at a pinned version (npm registry,
+// checked 2026-12-01), so that a snippet runs the release it was written for.
+const mcpRemote = "mcp-remote@0.15.1"
 
 type setupClient struct {
 	ID    string
@@ -26,27 +36,40 @@ type setupClient struct {
 type snippet struct {
 	Label string
 	Text  string
+	// Hint, when set, is shown under the snippet: when to use it.
+	Hint string
 }
 
 func setupClients(publicURL string) []setupClient {
 	mcpURL := publicURL + "/mcp"
 	connectorURL := mcpgate.ConnectorURL(publicURL, keyPlaceholder)
 	bearer := "Bearer " + keyPlaceholder
+	bridge := mcpRemoteJSON(mcpURL, bearer)
+	local := isLocalURL(publicURL)
+	claudeConnector := snippet{Label: "Custom connector URL (the key is inside it: keep it secret)", Text: connectorURL,
+		Hint: "Settings → Connectors → Add custom connector: enter a name and this URL, then click Add. It then also works on claude.ai " +
+			"and in the mobile apps. Claude connects from Anthropic’s cloud, so only a gateway reachable from the internet works this way."}
+	claudeNotes := []string{"If claude_desktop_config.json already has an \"mcpServers\" object, add the \"" + serverName +
+		"\" entry inside it. The key sits in \"env\", with no space after Authorization: in \"args\", because Claude Desktop on Windows splits arguments at spaces."}
+	if local {
+		claudeConnector.Hint = "Not for this gateway: " + publicURL + " is reachable only from this machine or network, and custom connectors " +
+			"connect from Anthropic’s cloud. Use the config file above."
+	}
 	return []setupClient{
 		{
 			ID: "claude", Name: "Claude Desktop & claude.ai",
-			Intro: "Add a custom connector: it works in Claude Desktop, on claude.ai and (once added on the web) in the mobile apps.",
+			Intro: "Two ways in. The config file works with a gateway on your own machine or network (Claude Desktop only; needs Node.js 18 or later). " +
+				"A custom connector works in Claude Desktop and on claude.ai, but only when this gateway is reachable from the internet.",
 			Steps: []string{
-				"Open Settings → Connectors → Add custom connector.",
-				"Enter a name (for example “E2B sandboxes”) and paste the connector URL below, then click Add.",
-				"Claude connects from Anthropic’s cloud, so this gateway’s URL must be reachable from the internet.",
+				"In Claude Desktop, open Settings → Developer → Edit Config. The file is ~/Library/Application Support/Claude/claude_desktop_config.json on macOS, " +
+					"%APPDATA%\\Claude\\claude_desktop_config.json on Windows.",
+				"Paste the JSON below, save, and restart Claude Desktop: it starts the mcp-remote bridge with npx, which forwards to this gateway with your key.",
 			},
-			Snippets: []snippet{{Label: "Connector URL (the key is inside it: keep it secret)", Text: connectorURL}},
-			Notes: []string{
-				"Prefer a config file? Claude Desktop does not connect to remote servers listed in claude_desktop_config.json directly; " +
-					"use the mcp-remote bridge (needs Node.js), then restart Claude Desktop. File: macOS ~/Library/Application Support/Claude/claude_desktop_config.json, " +
-					"Windows %APPDATA%\\Claude\\claude_desktop_config.json.",
+			Snippets: []snippet{
+				{Label: "claude_desktop_config.json (works with a local gateway)", Text: bridge},
+				claudeConnector,
 			},
+			Notes: claudeNotes,
 		},
 		{
 			ID: "claude-code", Name: "Claude Code",
@@ -96,8 +119,7 @@ func setupClients(publicURL string) []setupClient {
 			Snippets: []snippet{
 				{Label: "AI Assistant 2026.1 and later", Text: `{"mcpServers":{"` + serverName + `":{"type":"http","url":"` + mcpURL +
 					`","headers":{"Authorization":"` + bearer + `"}}}}`},
-				{Label: "Older versions and Junie (stdio only: uses the mcp-remote bridge, needs Node.js)", Text: `{"mcpServers":{"` + serverName +
-					`":{"command":"npx","args":["-y","mcp-remote","` + mcpURL + `","--header","Authorization:${AUTH_HEADER}"],"env":{"AUTH_HEADER":"` + bearer + `"}}}}`},
+				{Label: "Older versions and Junie (stdio only: uses the mcp-remote bridge, needs Node.js)", Text: bridge},
 			},
 		},
 		{
@@ -109,7 +131,7 @@ func setupClients(publicURL string) []setupClient {
 				"Choose “No authentication” (the key is in the URL), accept the warning, and create it.",
 			},
 			Snippets: []snippet{{Label: "Connector URL (keep it secret)", Text: connectorURL}},
-			Notes:    []string{"ChatGPT connects from OpenAI’s servers, so this gateway’s URL must be reachable from the internet."},
+			Notes:    []string{chatgptNote(publicURL, local)},
 		},
 		{
 			ID: "gemini", Name: "Gemini CLI",
@@ -152,4 +174,57 @@ var examplePrompts = []string{
 	"Show me the last 50 log lines of sandbox <id> and explain any errors.",
 	"How much CPU and memory is sandbox <id> using?",
 	"Start a sandbox from the base template with metadata user=me, then tell me its ID.",
+}
+
+// mcpRemoteJSON is the claude_desktop_config.json entry that runs the pinned
+// mcp-remote bridge against url with the Authorization header
+// (guides/mcp-clients.md, Claude Desktop: JSON file). The header value is in
+// env because some clients split args at spaces. mcp-remote refuses plain
+// http except on loopback, so a plain-http gateway elsewhere gets
+// --allow-http.
+func mcpRemoteJSON(url, bearer string) string {
+	args := `"-y","` + mcpRemote + `","` + url + `","--header","Authorization:${AUTH_HEADER}"`
+	if strings.HasPrefix(url, "http://") && !isLoopbackURL(url) {
+		args += `,"--allow-http"`
+	}
+	return `{"mcpServers":{"` + serverName + `":{"command":"npx","args":[` + args + `],"env":{"AUTH_HEADER":"` + bearer + `"}}}}`
+}
+
+// isLoopbackURL reports whether u points at this machine.
+func isLoopbackURL(u string) bool {
+	p, err := neturl.Parse(u)
+	if err != nil {
+		return false
+	}
+	host := p.Hostname()
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isLocalURL reports whether u cannot be reached from the internet: a
+// loopback, private or link-local address, or a single-label host name.
+func isLocalURL(u string) bool {
+	if isLoopbackURL(u) {
+		return true
+	}
+	p, err := neturl.Parse(u)
+	if err != nil {
+		return false
+	}
+	host := p.Hostname()
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	}
+	return !strings.Contains(host, ".") || strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".internal")
+}
+
+func chatgptNote(publicURL string, local bool) string {
+	if local {
+		return "Not for this gateway: ChatGPT connects from OpenAI’s servers, and " + publicURL +
+			" is reachable only from this machine or network. Publish the gateway (PUBLIC_URL) first."
+	}
+	return "ChatGPT connects from OpenAI’s servers, so this gateway’s URL must be reachable from the internet."
 }

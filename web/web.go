@@ -34,6 +34,9 @@ type Options struct {
 	Version   string
 	// Now returns the current time; tests fix it. Defaults to time.Now.
 	Now func() time.Time
+	// Demo reports whether E2B is the bundled simulator (DemoProbe.On);
+	// the E2B connection page then says so. Nil means no.
+	Demo func() bool
 }
 
 // Cookie names shared with the API (api.CSRFCookie): the page's script echoes
@@ -113,7 +116,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -138,6 +141,7 @@ func (h *handler) parseTemplates() error {
 		"dict":     dict,
 		"sub":      func(a, b float64) float64 { return a - b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
+		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
@@ -170,6 +174,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.S
 func (h *handler) routes() {
 	r := chi.NewRouter()
 	r.Get("/static/{name}", h.serveStatic)
+	r.Get("/favicon.ico", h.serveFavicon)
 	r.Group(func(r chi.Router) {
 		r.Use(h.pageHeaders)
 		r.Get("/", h.handleLanding)
@@ -179,6 +184,7 @@ func (h *handler) routes() {
 		r.Route("/app", func(r chi.Router) {
 			r.Use(h.requireUser)
 			r.Get("/", h.handleApp)
+			r.Get("/account", h.handleAccount)
 			r.Route("/w/{ws}", func(r chi.Router) {
 				r.Use(h.requireMember)
 				r.Get("/", h.handleOverview)
@@ -188,6 +194,8 @@ func (h *handler) routes() {
 				r.Get("/sandboxes/{id}", h.handleSandbox)
 				r.Get("/settings", h.handleSettings)
 				r.Get("/audit", h.handleAudit)
+				r.Get("/approvals", h.handleApprovals)
+				r.Get("/approvals/{id}", h.handleApproval)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r) })
@@ -288,8 +296,11 @@ type view struct {
 	// Base is the current workspace's page prefix, /app/w/<id>.
 	Base string
 	// API is the current workspace's API prefix, /api/v1/workspaces/<id>.
-	API  string
-	Data any
+	API string
+	// PendingApprovals counts the requests waiting for this person to
+	// decide, for the navigation.
+	PendingApprovals int
+	Data             any
 }
 
 func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
@@ -300,6 +311,9 @@ func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
 		v.API = "/api/v1/workspaces/" + v.Workspace.ID
 		if wss, err := h.svc.Workspaces.Workspaces(r.Context(), v.User); err == nil {
 			v.Workspaces = wss
+		}
+		if a := actorFrom(r.Context()); a != nil && h.svc.Approvals != nil {
+			v.PendingApprovals, _ = h.svc.Approvals.PendingApprovals(r.Context(), a)
 		}
 	}
 	return v

@@ -43,6 +43,8 @@ type fakeData struct {
 	toolOut     map[string]string
 	toolErr     map[string]error
 	invitation  *mcpgate.Invitation
+	approvals   []mcpgate.ApprovalRequest // approvals_test.go
+	guardrails  mcpgate.Guardrails
 
 	lastAudit mcpgate.AuditFilter
 	lastChart string // the member CallsPerHour was asked for
@@ -81,7 +83,8 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 }
 
 func (f *fakeData) services() mcpgate.Services {
-	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f}
+	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
+		Approvals: f, Guardrails: f}
 }
 
 // e2bView is the real E2B connector's dashboard view, fed by the fake's
@@ -207,7 +210,7 @@ func get(t *testing.T, h http.Handler, path string, u *mcpgate.User) (*http.Resp
 }
 
 var appPages = []string{"/app/w/ws1", "/app/w/ws1/connections", "/app/w/ws1/keys", "/app/w/ws1/sandboxes",
-	"/app/w/ws1/sandboxes/sbx1", "/app/w/ws1/settings", "/app/w/ws1/audit"}
+	"/app/w/ws1/sandboxes/sbx1", "/app/w/ws1/settings", "/app/w/ws1/audit", "/app/w/ws1/approvals", "/app/w/ws1/approvals/ap1"}
 
 var publicPages = []string{"/", "/signup", "/login", "/invite/inv_token"}
 

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 func TestParseFlags(t *testing.T) {
@@ -56,27 +56,9 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the test reads while run writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is one run of the program.
 type proc struct {
-	log    *syncBuffer
+	log    *testutil.LockedBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -84,7 +66,7 @@ type proc struct {
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proc{log: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	p := &proc{log: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, args, io.Discard, slog.New(slog.NewTextHandler(p.log, nil))) }()
 	t.Cleanup(func() { p.stop(t) })
 	return p
@@ -140,7 +122,7 @@ func TestRun_portTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	var log syncBuffer
+	var log testutil.LockedBuffer
 	err = run(context.Background(), []string{"--listen", ln.Addr().String()}, io.Discard, slog.New(slog.NewTextHandler(&log, nil)))
 	if err == nil || !strings.Contains(err.Error(), "cannot listen on "+ln.Addr().String()) {
 		t.Fatalf("run() err = %v, want it to say it cannot listen", err)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/mcpgate/mcpgate"
@@ -48,6 +49,9 @@ type Config struct {
 	MCP struct {
 		KeyRate  string
 		KeyBurst string
+		// OutageGrace is how long cached keys, policies and credentials
+		// stand in while the database cannot be reached.
+		OutageGrace string
 	}
 	Proxy struct {
 		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
@@ -62,6 +66,17 @@ type Config struct {
 	}
 	LogFormat string
 	LogLevel  string
+}
+
+// OutageGrace returns OUTAGE_GRACE as the services take it: negative when
+// it is 0, which turns serving through an outage off. Valid after
+// LoadConfig.
+func (c *Config) OutageGrace() time.Duration {
+	d, _ := time.ParseDuration(c.MCP.OutageGrace)
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 // KeyRate returns the per-key rate limit: calls per second and burst. Valid
@@ -148,6 +163,7 @@ func (c *Config) settings() []setting {
 		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
 		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
+		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -279,6 +295,9 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if b, err := strconv.Atoi(c.MCP.KeyBurst); err != nil || b < 1 || b > 1e9 {
 		p = append(p, fmt.Sprintf("MCP_KEY_BURST must be a whole number of at least 1, not %q", c.MCP.KeyBurst))
+	}
+	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
+		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))
 	}
 	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
 		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")

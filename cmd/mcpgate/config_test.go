@@ -65,6 +65,7 @@ func wantConfig() *Config {
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
 	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
 	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = "100", "20"
+	c.MCP.OutageGrace = "10m"
 	c.LogFormat = "json"
 	c.LogLevel = "info"
 	return &c
@@ -86,6 +87,7 @@ func TestLoadConfig_Sources(t *testing.T) {
 		"LISTEN_ADDR": "127.0.0.1:9000", "PUBLIC_URL": "https://gw.example.com/", "DATABASE_URL": "postgres://db.example.com/mcpgate",
 		"DATA_DIR": "/var/lib/mcpgate", "ENCRYPTION_KEY": key, "JWT_SECRET": jwtSecret, "SIGNUP": "invite",
 		"E2B_API_URL": "http://127.0.0.1:3000", "E2B_DASHBOARD_API_URL": "http://127.0.0.1:3001", "LOG_FORMAT": "text", "LOG_LEVEL": "debug",
+		"OUTAGE_GRACE": "2m",
 	}
 	fromEnv := func() *Config {
 		c := wantConfig()
@@ -95,6 +97,7 @@ func TestLoadConfig_Sources(t *testing.T) {
 		c.Session.Signup = "invite"
 		c.E2B.APIURL, c.E2B.DashboardAPIURL = "http://127.0.0.1:3000", "http://127.0.0.1:3001"
 		c.LogFormat, c.LogLevel = "text", "debug"
+		c.MCP.OutageGrace = "2m"
 		return c
 	}
 	otherKey := newKey(t)
@@ -170,6 +173,10 @@ func TestLoadConfig_Problems(t *testing.T) {
 				"DATABASE_URL": "postgres://db/x", "JWT_SECRET": "short"},
 			wantProblems: []string{"LISTEN_ADDR", "PUBLIC_URL", "E2B_API_URL", "E2B_DASHBOARD_API_URL", "LOG_FORMAT", "LOG_LEVEL",
 				"ENCRYPTION_KEY is required", "JWT_SECRET must be at least 32 bytes"}},
+		{name: "outage grace not a duration", env: mergeEnv(external, map[string]string{"OUTAGE_GRACE": "ten minutes"}),
+			wantProblems: []string{"OUTAGE_GRACE must be a duration"}},
+		{name: "negative outage grace", env: mergeEnv(external, map[string]string{"OUTAGE_GRACE": "-1m"}),
+			wantProblems: []string{"OUTAGE_GRACE must be a duration"}},
 		{name: "external database without secrets",
 			env:          map[string]string{"DATABASE_URL": "postgres://db.example.com/mcpgate"},
 			wantProblems: []string{"ENCRYPTION_KEY is required", "JWT_SECRET is required"}},

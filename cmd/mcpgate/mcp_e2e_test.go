@@ -302,8 +302,13 @@ func TestMCPEndToEnd(t *testing.T) {
 		// A member cannot enable it; an admin can, and that is audited.
 		carol.with(t).api(http.MethodPut, "/api/v1/workspaces/"+wsA+"/tools/"+toolKill, map[string]any{"enabled": true}, http.StatusForbidden)
 		info := alice.setTool(ws, toolKill, map[string]any{"enabled": true})
-		if info["enabled"] != true || info["needs_confirmation"] != true {
-			t.Fatalf("enable kill = %v, want enabled and needing confirmation", info)
+		if info["enabled"] != true || info["needs_confirmation"] != true || info["approval"] != "human" {
+			t.Fatalf("enable kill = %v, want enabled and needing a person's approval", info)
+		}
+		// This test is about the model mode (the two-step confirmation);
+		// TestApprovalEndToEnd covers human.
+		if info := alice.setTool(ws, toolKill, map[string]any{"approval": "model"}); info["approval"] != "model" {
+			t.Fatalf("set approval model = %v", info)
 		}
 		alice.auditUntil(ws, "kind=admin", func(items []e2eAuditItem) bool {
 			return slices.ContainsFunc(items, func(it e2eAuditItem) bool {
@@ -728,19 +733,10 @@ func TestMCPEndToEnd(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(strings.TrimSpace(tt.tool+" "+tt.variant), func(t *testing.T) {
 				mark := e.simLog.mark()
+				// Kill needs a person's approval (its default), and the
+				// approval's summary reads the sandbox first: another
+				// team's is not found before any request is stored.
 				res := e2eCall(t, csA, tt.tool, tt.args)
-				if tt.tool == toolKill { // the confirmation step comes first
-					out := e2eStructured(t, res)
-					tok, _ := out["confirmation_token"].(string)
-					if tok == "" {
-						t.Fatalf("kill = %v, want a confirmation token first", out)
-					}
-					args := map[string]any{"confirmation_token": tok}
-					for k, v := range tt.args {
-						args[k] = v
-					}
-					res = e2eCall(t, csA, tt.tool, args)
-				}
 				tt.check(t, res)
 				for _, r := range e.simLog.since(mark) {
 					if r.key != teamA {

@@ -24,16 +24,11 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	log := newLogger(cfg, io.Discard)
-	dsn, stopDB, err := openDatabase(ctx, cfg, log)
+	db, closeDB, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	switch action {
 	case "up":
 		n, err := db.Migrate(ctx)

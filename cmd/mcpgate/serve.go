@@ -34,17 +34,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	for _, path := range generated {
 		log.Warn("generated a secret for the embedded database; back it up, it cannot be recovered", "path", path)
 	}
-	dsn, stopDB, err := openDatabase(ctx, cfg, log)
+	db, closeDB, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer stopDB()
-
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
+	defer closeDB()
 	n, err := db.Migrate(ctx)
 	if err != nil {
 		return err
@@ -105,23 +99,30 @@ func setGCDefaults(getenv func(string) string, log *slog.Logger) {
 	}
 }
 
-// openDatabase returns the DSN to use: DATABASE_URL, or an embedded
-// PostgreSQL started under DATA_DIR (stopped by the returned func).
-func openDatabase(ctx context.Context, cfg *Config, log *slog.Logger) (string, func(), error) {
-	if !cfg.Embedded() {
-		return cfg.DB.URL, func() {}, nil
-	}
-	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: cfg.DB.DataDir, Logger: log})
-	if err != nil {
-		return "", nil, err
-	}
-	return cluster.DSN(), func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cluster.Stop(stopCtx); err != nil {
-			log.Error("stop embedded postgres", "err", err)
+// openStore connects to DATABASE_URL, or starts an embedded PostgreSQL
+// under DATA_DIR and connects to it. The returned func closes the
+// connection and stops the embedded database.
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, func(), error) {
+	dsn, stop := cfg.DB.URL, func() {}
+	if cfg.Embedded() {
+		cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: cfg.DB.DataDir, Logger: log})
+		if err != nil {
+			return nil, nil, err
 		}
-	}, nil
+		dsn, stop = cluster.DSN(), func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := cluster.Stop(stopCtx); err != nil {
+				log.Error("stop embedded postgres", "err", err)
+			}
+		}
+	}
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return db, func() { db.Close(); stop() }, nil
 }
 
 // newGateway builds the gateway from serve's configuration.
@@ -132,7 +133,7 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		DB: db, Logger: log, RootKey: cfg.Vault.EncryptionKey, JWTSecret: cfg.Session.JWTSecret,
 		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
-		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, Version: version,
+		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, OutageGrace: cfg.OutageGrace(), Version: version,
 		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
 		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
 	})

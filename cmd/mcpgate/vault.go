@@ -245,7 +245,7 @@ func vaultOpenError(err error) error {
 // and checks that the schema is current. The returned func closes both.
 func openCommandDB(ctx context.Context, cfg *Config) (*store.DB, func(), error) {
 	log := newLogger(cfg, io.Discard)
-	dsn, stopDB, err := openDatabase(ctx, cfg, log)
+	db, closeDB, err := openStore(ctx, cfg, log)
 	if errors.Is(err, pgembed.ErrInUse) {
 		return nil, nil, fmt.Errorf("the embedded database under %s is in use, most likely by mcpgate serve: "+
 			"stop it first, or run this against DATABASE_URL: %w", cfg.DB.DataDir, err)
@@ -253,17 +253,11 @@ func openCommandDB(ctx context.Context, cfg *Config) (*store.DB, func(), error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	db, err := store.Open(ctx, dsn)
-	if err != nil {
-		stopDB()
-		return nil, nil, err
-	}
 	if err := db.Ready(ctx); err != nil {
-		db.Close()
-		stopDB()
+		closeDB()
 		return nil, nil, err
 	}
-	return db, func() { db.Close(); stopDB() }, nil
+	return db, closeDB, nil
 }
 
 // vaultRootKey returns ENCRYPTION_KEY (flag, environment or _FILE) or, with

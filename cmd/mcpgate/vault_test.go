@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -577,7 +577,7 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	defer sim.Close()
 	e.env["E2B_API_URL"], e.env["E2B_DASHBOARD_API_URL"] = sim.URL, sim.URL
 
-	var logs syncLog
+	var logs testutil.LockedBuffer
 	gw, err := e.startGateway(t, e.root, &logs)
 	if err != nil {
 		t.Fatalf("newGateway() err = %v", err)
@@ -662,24 +662,6 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	if !strings.Contains(logs.String(), "{") {
 		t.Fatal("nothing was logged: the log capture is not wired")
 	}
-}
-
-// syncLog is a log destination safe for concurrent writes.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // apiClient is a dashboard session: cookies and the CSRF header. It keeps

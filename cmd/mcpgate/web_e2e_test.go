@@ -37,8 +37,11 @@ var webScreenshotDir = filepath.Join("..", "..", "testoutput", "screenshots")
 // real program (serve) with a real database and the E2B simulator: sign up,
 // connect E2B, create a key and read its setup snippet, call a tool over MCP
 // with that key, find the call in the audit log, enable kill as admin, kill
-// the sandbox from its page after typing its id, and check that an invited
-// member sees no admin switches. It saves a screenshot of every page.
+// the sandbox from its page after typing its id, change the password, create
+// a workspace, and check that an invited member sees no admin switches. Every
+// page is checked at 1280 and 390 px (webCheckPage: no sideways scrolling, no
+// serious or critical axe-core violation, selects that fit their text, a
+// screenshot at each width), and no page logs a console error.
 func TestWebJourney(t *testing.T) {
 	if _, err := os.Stat(webChromiumPath); err != nil {
 		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
@@ -59,6 +62,9 @@ func TestWebJourney(t *testing.T) {
 	// Landing, sign up.
 	webRun(t, ctx, "landing", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(".hero")))
 	webShot(t, ctx, "01-landing")
+	webCheckPage(t, ctx, "landing")
+	webRun(t, ctx, "login page", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")))
+	webCheckPage(t, ctx, "login")
 	webRun(t, ctx, "sign up",
 		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
 		chromedp.SendKeys(chromedp.ID("#email"), ownerEmail),
@@ -69,12 +75,14 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("signup error = %q, want the password rule", msg)
 	}
 	webShot(t, ctx, "02-signup-error")
+	webCheckPage(t, ctx, "signup")
 	webRun(t, ctx, "sign up again",
 		webClear("#password"),
 		chromedp.SendKeys(chromedp.ID("#password"), password),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	webShot(t, ctx, "03-overview-new")
+	webCheckPage(t, ctx, "overview-new")
 	loc := webLocation(t, ctx)
 	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(loc)
 	if m == "" {
@@ -89,6 +97,11 @@ func TestWebJourney(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-form-error]:not([hidden])`)))
 	webShot(t, ctx, "04-connections-error")
+	// The gateway talks to the simulator: the page says so.
+	if s := webText(t, ctx, "#demo-notice"); !strings.Contains(s, "simulator") || !strings.Contains(s, "e2b_") {
+		t.Errorf("demo notice = %q, want it to say the simulator takes any e2b_<hex> key", s)
+	}
+	webCheckPage(t, ctx, "connections")
 	webRun(t, ctx, "good E2B key",
 		webClear("#api_key"),
 		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_0123abcd"),
@@ -98,6 +111,7 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("key hint = %q, want a hint, not the key", hint)
 	}
 	webShot(t, ctx, "05-connections")
+	webCheckPage(t, ctx, "connections-connected")
 
 	// Create a key; read it and the Claude Code snippet.
 	webRun(t, ctx, "create key",
@@ -107,9 +121,30 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("#new-key")))
 	key := webText(t, ctx, "#new-key-value")
 	connectorURL := webText(t, ctx, "#new-key-url")
+	// The list shows the new key at once, without a reload.
+	if n := webCount(t, ctx, "#keys-table tbody tr"); n != 1 {
+		t.Errorf("keys list has %d rows right after creation, want 1", n)
+	}
+	if s := webText(t, ctx, "#keys-table"); !strings.Contains(s, "Claude on <laptop>") || !strings.Contains(s, "in 90 days") {
+		t.Errorf("keys list right after creation = %q, want the new key, expiring in 90 days", s)
+	}
+	if s := webText(t, ctx, "[data-active-count]"); s != "1" {
+		t.Errorf("active keys right after creation = %q, want 1", s)
+	}
+	if n := webCount(t, ctx, "[data-keys-empty]:not([hidden])"); n != 0 {
+		t.Errorf("the keys list still says it is empty")
+	}
+	if s := webText(t, ctx, "#done-hint"); !strings.Contains(s, "<YOUR_MCP_KEY>") {
+		t.Errorf("the Done hint = %q, want it to say the snippets go back to <YOUR_MCP_KEY>", s)
+	}
 	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-0")))
 	snippet := webText(t, ctx, "#snip-claude-code-0")
 	webShot(t, ctx, "06-keys-created")
+	webCheckPage(t, ctx, "keys-created")
+	webRun(t, ctx, "Claude tab", chromedp.Click(chromedp.ID("tab-claude")), chromedp.WaitVisible(chromedp.ID("snip-claude-0")))
+	if s := webText(t, ctx, "#snip-claude-0"); !strings.Contains(s, `"mcp-remote@`) || !strings.Contains(s, "Bearer "+key) {
+		t.Errorf("Claude Desktop config snippet = %q, want pinned mcp-remote with the new key", s)
+	}
 	sm := regexp.MustCompile(`^claude mcp add --transport http --scope user mcpgate (\S+) --header "Authorization: Bearer (\S+)"$`).FindStringSubmatch(snippet)
 	if sm == nil {
 		t.Fatalf("Claude Code snippet = %q, want the add command with the key", snippet)
@@ -125,6 +160,7 @@ func TestWebJourney(t *testing.T) {
 	// The call is in the audit log (written asynchronously: poll).
 	webWaitText(t, ctx, wsBase+"/audit", "#audit-table", "e2b_create_sandbox")
 	webShot(t, ctx, "07-audit")
+	webCheckPage(t, ctx, "audit", webSelectsReportOnly)
 	webRun(t, ctx, "audit filter",
 		chromedp.Navigate(wsBase+"/audit?tool=e2b_create_sandbox&outcome=ok&since=1h"), chromedp.WaitVisible(chromedp.ID("#audit-table")))
 	if s := webText(t, ctx, "#audit-table"); !strings.Contains(s, "e2b_create_sandbox") || strings.Contains(s, "key.created") {
@@ -134,15 +170,18 @@ func TestWebJourney(t *testing.T) {
 	// The sandbox shows up; its page has no kill button yet.
 	webWaitText(t, ctx, wsBase+"/sandboxes", "#sandboxes-table", sandboxID)
 	webShot(t, ctx, "08-sandboxes")
+	webCheckPage(t, ctx, "sandboxes")
 	webRun(t, ctx, "sandbox page", chromedp.Navigate(wsBase+"/sandboxes/"+sandboxID), chromedp.WaitVisible(chromedp.ID("#metrics-title")))
 	if n := webCount(t, ctx, "#kill-button"); n != 0 {
 		t.Errorf("kill button shown while kill is off")
 	}
 	webShot(t, ctx, "09-sandbox")
+	webCheckPage(t, ctx, "sandbox")
 
 	// Enable kill as admin, through the confirmation dialog.
 	webRun(t, ctx, "settings", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#kill-switch")))
 	webShot(t, ctx, "10-settings-owner")
+	webCheckPage(t, ctx, "settings-owner")
 	webRun(t, ctx, "enable kill",
 		chromedp.Click(chromedp.ID("#kill-switch")),
 		chromedp.WaitVisible(chromedp.ID("#confirm-ok")))
@@ -167,10 +206,14 @@ func TestWebJourney(t *testing.T) {
 	webRun(t, ctx, "confirm kill",
 		chromedp.Click(chromedp.ID("#confirm-ok")),
 		chromedp.WaitVisible(chromedp.CSS(".summary-row")))
-	if s := webText(t, ctx, "#main"); strings.Contains(s, sandboxID) {
+	if n := webCount(t, ctx, "#sandboxes-table"); n != 0 && strings.Contains(webText(t, ctx, "#sandboxes-table"), sandboxID) {
 		t.Errorf("sandbox %s still listed after kill", sandboxID)
 	}
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Sandbox "+sandboxID+" was killed") {
+		t.Errorf("after the kill the list says %q, want that the sandbox was killed", s)
+	}
 	webShot(t, ctx, "13-sandboxes-after-kill")
+	webCheckPage(t, ctx, "sandboxes-after-kill")
 	webWaitText(t, ctx, wsBase+"/audit?tool=e2b_kill_sandbox", "#audit-table", "dashboard")
 
 	// Invite a member.
@@ -181,9 +224,60 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("#invite-result")))
 	acceptURL := webText(t, ctx, "#invite-url")
 	webShot(t, ctx, "14-settings-invited")
+	webCheckPage(t, ctx, "settings-invited")
 	if !strings.HasPrefix(acceptURL, base+"/invite/") {
 		t.Fatalf("accept URL = %q", acceptURL)
 	}
+
+	// Account settings, from the user menu: change the password (a typo in
+	// the repetition and a wrong current password are refused first).
+	const newPassword = "another correct horse battery"
+	webRun(t, ctx, "account",
+		chromedp.Click(chromedp.CSS(".user-menu summary")),
+		chromedp.Click(chromedp.CSS(`.user-menu a[href="/app/account"]`)),
+		chromedp.WaitVisible(chromedp.ID("#current-password")))
+	webCheckPage(t, ctx, "account")
+	webRun(t, ctx, "password typo",
+		chromedp.SendKeys(chromedp.ID("#current-password"), password),
+		chromedp.SendKeys(chromedp.ID("#new-password"), newPassword),
+		chromedp.SendKeys(chromedp.ID("#new-password-again"), newPassword+"x"),
+		chromedp.Click(chromedp.CSS(`#password-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#password-form [data-form-error]`)))
+	if s := webText(t, ctx, "#password-form [data-form-error]"); !strings.Contains(s, "differ") {
+		t.Errorf("password typo error = %q", s)
+	}
+	webRun(t, ctx, "wrong current password",
+		webClear("#current-password"), webClear("#new-password-again"),
+		chromedp.SendKeys(chromedp.ID("#current-password"), "not my password"),
+		chromedp.SendKeys(chromedp.ID("#new-password-again"), newPassword),
+		chromedp.Click(chromedp.CSS(`#password-form button[type=submit]`)),
+		webUntil(`document.querySelector('#password-form [data-form-error]').textContent.includes('current password')`))
+	webRun(t, ctx, "change password",
+		webClear("#current-password"),
+		chromedp.SendKeys(chromedp.ID("#current-password"), password),
+		chromedp.Click(chromedp.CSS(`#password-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#password-changed")))
+	webShot(t, ctx, "14a-account-password-changed")
+
+	// Create a workspace from the workspace menu.
+	webRun(t, ctx, "new workspace",
+		chromedp.Navigate(wsBase), chromedp.WaitVisible(chromedp.ID("#recent")),
+		chromedp.Click(chromedp.CSS(".ws-switch summary")),
+		chromedp.Click(chromedp.CSS(`.ws-switch a[href="/app/account#new-workspace"]`)),
+		chromedp.WaitVisible(chromedp.ID("#workspace-name")),
+		chromedp.SendKeys(chromedp.ID("#workspace-name"), "Platform team"),
+		chromedp.Click(chromedp.CSS(`#workspace-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	if loc := webLocation(t, ctx); loc == wsBase || !strings.HasPrefix(loc, base+"/app/w/") {
+		t.Errorf("after creating a workspace at %q, want its overview", loc)
+	}
+	if s := webText(t, ctx, ".ws-name"); s != "Platform team" {
+		t.Errorf("workspace menu shows %q, want the new workspace", s)
+	}
+	webCheckPage(t, ctx, "overview-new-workspace")
+	webRun(t, ctx, "open the menus", webUntil(`(document.querySelectorAll('details.menu').forEach(d => d.open = true), true)`))
+	webCheckPage(t, ctx, "menus-open")
+	webRun(t, ctx, "close the menus", webUntil(`(document.querySelectorAll('details.menu').forEach(d => d.open = false), true)`))
 
 	// Log out; the member signs up through the invitation.
 	webRun(t, ctx, "logout",
@@ -192,6 +286,7 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(".hero")))
 	webRun(t, ctx, "invite page", chromedp.Navigate(acceptURL), chromedp.WaitVisible(chromedp.ID("#password")))
 	webShot(t, ctx, "15-invite")
+	webCheckPage(t, ctx, "invite")
 	webRun(t, ctx, "member signup",
 		chromedp.SendKeys(chromedp.ID("#password"), password),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
@@ -200,27 +295,28 @@ func TestWebJourney(t *testing.T) {
 	if loc != wsBase {
 		t.Errorf("member landed on %q, want the shared workspace %q", loc, wsBase)
 	}
+	webCheckPage(t, ctx, "overview-member")
 	webRun(t, ctx, "member settings", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#readonly-notice")))
 	if n := webCount(t, ctx, `input[role=switch], #inv-email, form[data-api-path*="/members/"]`); n != 0 {
 		t.Errorf("member sees %d admin controls on settings", n)
 	}
 	webShot(t, ctx, "16-settings-member")
+	webCheckPage(t, ctx, "settings-member")
 
-	// Phone width.
-	webRun(t, ctx, "phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
-	for _, p := range []struct{ path, wait, name string }{
-		{"", "#recent", "17-phone-overview"},
-		{"/keys", "#setup", "18-phone-keys"},
-		{"/sandboxes", ".summary-row", "19-phone-sandboxes"},
-		{"/audit", "#chart-title", "20-phone-audit"},
-		{"/settings", "#members", "21-phone-settings"},
+	// The member's view of the other pages.
+	for _, p := range []struct{ url, wait, name string }{
+		{wsBase + "/keys", "#setup", "keys-member"},
+		{wsBase + "/connections", "#status", "connections-member"},
+		{wsBase + "/sandboxes", ".summary-row", "sandboxes-member"},
+		{wsBase + "/audit", "#chart-title", "audit-member"}, // (no long filter options for a member)
+		{base + "/app/account", "#password", "account-member"},
 	} {
-		webRun(t, ctx, p.name, chromedp.Navigate(wsBase+p.path), chromedp.WaitVisible(chromedp.CSS(p.wait)))
-		webShotViewport(t, ctx, p.name)
+		webRun(t, ctx, p.name, chromedp.Navigate(p.url), chromedp.WaitVisible(chromedp.CSS(p.wait)))
+		webCheckPage(t, ctx, p.name)
 	}
-	webRun(t, ctx, "desktop", chromedp.EmulateViewport(1280, 900))
-	webRun(t, ctx, "404", chromedp.Navigate(base+"/app/w/00000000-0000-0000-0000-000000000000"), chromedp.WaitVisible(chromedp.CSS(".error-page")))
+	webRun(t, ctx, "404", chromedp.Navigate(base+webNotFoundPath), chromedp.WaitVisible(chromedp.CSS(".error-page")))
 	webShot(t, ctx, "22-not-found")
+	webCheckPage(t, ctx, "not-found")
 
 	problems.check(t)
 }
@@ -291,7 +387,7 @@ func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 		cancelAlloc()
 		t.Fatalf("start chromium: %v", err)
 	}
-	ctx, cancelTimeout := context.WithTimeout(browserCtx, 4*time.Minute)
+	ctx, cancelTimeout := context.WithTimeout(browserCtx, 10*time.Minute)
 	return ctx, func() { cancelTimeout(); cancelCtx(); cancelAlloc() }
 }
 
@@ -318,11 +414,19 @@ func (p *webBrowserProblems) listen(ctx context.Context) {
 	}()
 }
 
+// webNotFoundPath is the page the journey opens to see the 404 page.
+const webNotFoundPath = "/app/w/00000000-0000-0000-0000-000000000000"
+
 // webExpectedHTTPError lets through the failed responses the journey causes on
-// purpose (a refused E2B key, a short password, the 404 page); a CSP
-// violation or a script error is never expected.
+// purpose: API calls it makes fail (a refused E2B key, a short password, a
+// wrong current password) and the 404 page it opens. Anything else, such as a
+// missing /favicon.ico, a CSP violation or a script error, is a problem.
 func webExpectedHTTPError(m chromedp.ConsoleMessage) bool {
-	return m.Source == "network" && regexp.MustCompile(`status of (400|401|403|404|409|422|502)`).MatchString(m.Text)
+	if m.Source != "network" || !regexp.MustCompile(`status of (400|401|403|404|409|422|502)`).MatchString(m.Text) {
+		return false
+	}
+	u, err := url.Parse(m.URL)
+	return err == nil && (strings.HasPrefix(u.Path, "/api/v1/") || u.Path == webNotFoundPath)
 }
 
 func (p *webBrowserProblems) check(t *testing.T) {
@@ -363,6 +467,14 @@ func webText(t *testing.T, ctx context.Context, sel string) string {
 		t.Fatalf("read %s: %v", sel, err)
 	}
 	return strings.TrimSpace(s)
+}
+
+// webUntil waits until the expression is true.
+func webUntil(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr)(ctx, tg)
+		return err
+	})
 }
 
 // webClear empties an input (SetValue refuses the empty string).

@@ -175,13 +175,14 @@ func sandboxActions(s SandboxOut) []mcpgate.ResourceAction {
 	var out []mcpgate.ResourceAction
 	if s.State == "running" {
 		out = append(out,
-			mcpgate.ResourceAction{Tool: ToolPauseSandbox, Label: "Pause", Args: id},
-			mcpgate.ResourceAction{Tool: ToolSetSandboxTimeout, Label: "Set end time", Args: id,
+			mcpgate.ResourceAction{Tool: ToolPauseSandbox, Label: "Pause", Args: id, Done: "Sandbox paused."},
+			mcpgate.ResourceAction{Tool: ToolSetSandboxTimeout, Label: "Set end time", Args: id, Done: "End time set.",
 				Choice: &mcpgate.ActionChoice{Arg: "timeout", Label: "Run for", Options: extensions, Default: 3600}})
 	} else {
-		out = append(out, mcpgate.ResourceAction{Tool: ToolResumeSandbox, Label: "Resume", Args: id, Primary: true})
+		out = append(out, mcpgate.ResourceAction{Tool: ToolResumeSandbox, Label: "Resume", Args: id, Primary: true, Done: "Sandbox resumed."})
 	}
 	out = append(out, mcpgate.ResourceAction{Tool: ToolKillSandbox, Label: "Kill…", Args: id, Danger: true, Leaves: true,
+		Done: "Sandbox " + s.SandboxID + " was killed.",
 		Confirm: &mcpgate.ActionConfirm{Title: "Kill this sandbox?", Action: "Kill sandbox", TypeToConfirm: s.SandboxID,
 			Text: "Killing ends the sandbox and deletes its files and memory. This cannot be undone."}})
 	return out

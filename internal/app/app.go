@@ -50,7 +50,10 @@ type Options struct {
 	E2BHTTPClient *http.Client
 	KeyRate       rate.Limit
 	KeyBurst      int
-	Version       string
+	// OutageGrace is how long cached state serves while the database is
+	// unreachable (default 10 minutes; negative: never).
+	OutageGrace time.Duration
+	Version     string
 	// MaxKeysPerUser and MaxWorkspacesPerUser cap what one person may
 	// create (0: the services' defaults).
 	MaxKeysPerUser, MaxWorkspacesPerUser int
@@ -98,12 +101,19 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
 	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
-	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat})
+
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
+	// The metrics read the services' state at scrape time only.
+	var svc *service.Service
+	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
+		Listening: func() bool { return svc != nil && svc.Listening() }})
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
-		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser})
+		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
+		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")})
+	svc = gw.Service
+	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
 	gw.MCP = mcp.New(mcp.Options{
@@ -112,6 +122,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
 	})
+	demo := &web.DemoProbe{}
 	gw.API = api.New(api.Options{
 		Services:       services,
 		Sessions:       db,
@@ -123,14 +134,17 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		MCP:            gw.MCP.Handler(),
 		Metrics:        gw.metrics.Handler(),
 		Web: web.New(web.Options{Services: services, Logger: log,
-			PublicURL: o.PublicURL, Version: version}),
+			PublicURL: o.PublicURL, Version: version, Demo: demo.On}),
 	})
+	// Is E2B the bundled simulator? Asked once in the background, so that no
+	// call waits for it; the dashboard says "demo mode" when it is.
+	gw.goBackground(func() { demo.Run(ctx, o.E2BHTTPClient, o.E2BAPIURL) })
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
-		})
+		}, gw.Service.SetListening)
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
 	gw.goBackground(func() {
@@ -186,6 +200,9 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 		case <-t.C:
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
+			}
+			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("expire approval requests", "err", err)
 			}
 		}
 	}

@@ -25,6 +25,9 @@ type Options struct {
 	AuditQueue func() int
 	// DBStats returns the database pool's statistics (pgxpool.Pool.Stat).
 	DBStats func() *pgxpool.Stat
+	// Listening reports whether the cross-replica invalidation listener is
+	// connected (while it is not, every call reloads from the database).
+	Listening func() bool
 }
 
 // Registry holds the gateway's metrics. It is safe for concurrent use, and
@@ -113,6 +116,17 @@ func New(opts Options) *Registry {
 	}
 	if opts.DBStats != nil {
 		m.reg.MustRegister(&poolCollector{stat: opts.DBStats})
+	}
+	if opts.Listening != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpgate_invalidation_listener_connected",
+			Help: "1 while the cross-replica invalidation listener is connected, 0 while it reconnects.",
+		}, func() float64 {
+			if opts.Listening() {
+				return 1
+			}
+			return 0
+		}))
 	}
 	// Pre-create the series of the label values known up front, so that
 	// dashboards and alerts see zeros rather than absent series.

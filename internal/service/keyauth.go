@@ -19,10 +19,10 @@ import (
 // X-API-Key. It caches keys (with the hash of their secret, never the
 // secret) and batches last-used times off the call path.
 type KeyAuthenticator struct {
-	db  *store.DB
-	log *slog.Logger
-	ttl time.Duration
-	now func() time.Time
+	db    *store.DB
+	log   *slog.Logger
+	trust *cacheTrust
+	now   func() time.Time
 
 	keys sync.Map // key id -> *cachedKey
 	gen  atomic.Uint64
@@ -53,7 +53,7 @@ const (
 // NewKeyAuthenticator returns the key authenticator of the service's
 // database and starts its last-used flush; Close stops it.
 func (s *Service) NewKeyAuthenticator() *KeyAuthenticator {
-	a := &KeyAuthenticator{db: s.db, log: s.log, ttl: s.opts.CacheTTL, now: s.now, beforeCache: s.beforeCache,
+	a := &KeyAuthenticator{db: s.db, log: s.log, trust: s.trust, now: s.now, beforeCache: s.beforeCache,
 		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go a.loop()
 	return a
@@ -97,17 +97,21 @@ func (a *KeyAuthenticator) check(ctx context.Context, presented string) (*mcpgat
 		return nil, &mcpgate.AuthError{Reason: reasonMalformed}
 	}
 	now := a.now()
-	var ck *cachedKey
-	if v, ok := a.keys.Load(id); ok && now.Sub(v.(*cachedKey).fetched) < a.ttl {
-		ck = v.(*cachedKey)
-	} else {
+	cached, _ := a.keys.Load(id)
+	ck, _ := cached.(*cachedKey)
+	if ck == nil || !(a.trust.Fresh(ck.fetched) || a.trust.SkipReload(ck.fetched)) {
 		gen := a.gen.Load()
 		k, hash, err := a.db.FindKeyForAuth(ctx, id)
-		if err != nil {
-			if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
-				return nil, &mcpgate.AuthError{Reason: reasonUnknown}
+		switch {
+		case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
+			return nil, &mcpgate.AuthError{Reason: reasonUnknown}
+		case err != nil:
+			a.trust.Failed()
+			if ck == nil || !a.trust.Stale(ck.fetched) {
+				return nil, err
 			}
-			return nil, err
+			// The database is away: the key as known before stands in.
+			return a.verify(ck, secret, now)
 		}
 		ck = &cachedKey{key: *k, hash: hash, fetched: now}
 		if a.beforeCache != nil {
@@ -118,6 +122,11 @@ func (a *KeyAuthenticator) check(ctx context.Context, presented string) (*mcpgat
 			a.keys.CompareAndDelete(id, ck)
 		}
 	}
+	return a.verify(ck, secret, now)
+}
+
+// verify checks a presented secret and the key's state.
+func (a *KeyAuthenticator) verify(ck *cachedKey, secret string, now time.Time) (*mcpgate.Actor, error) {
 	if subtle.ConstantTimeCompare(mcpgate.HashMCPKeySecret(secret), ck.hash) != 1 {
 		return nil, &mcpgate.AuthError{Reason: reasonUnknown}
 	}

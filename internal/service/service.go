@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -80,8 +81,15 @@ type Options struct {
 	// trusted even without a notification (default 30 s): a safety net,
 	// not the mechanism.
 	CacheTTL time.Duration
+	// OutageGrace is how long what was cached may stand in while the
+	// database cannot be reached (default 10 minutes; negative: never).
+	OutageGrace time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// ApprovalKey keys the binding of approvals to their arguments; every
+	// replica needs the same one (the wiring derives it from JWT_SECRET).
+	// Unset, a random key is drawn: fine for one process (tests).
+	ApprovalKey []byte
 }
 
 // Service implements every mcpgate service on the store and the vault.
@@ -95,6 +103,8 @@ type Service struct {
 	pwParams password.Params
 	throttle loginThrottle
 	creds    *store.CredentialCache
+	trust    *cacheTrust
+	argsKey  []byte
 
 	policies sync.Map // workspace id -> *workspacePolicy
 	// gen counts invalidations. A load that overlapped one may have read
@@ -124,6 +134,9 @@ func New(opts Options) *Service {
 	if opts.CacheTTL == 0 {
 		opts.CacheTTL = 30 * time.Second
 	}
+	if opts.OutageGrace == 0 {
+		opts.OutageGrace = 10 * time.Minute
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -139,8 +152,17 @@ func New(opts Options) *Service {
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen
 	}
+	trust := &cacheTrust{ttl: opts.CacheTTL, grace: max(opts.OutageGrace, 0), now: opts.Now}
+	// Until the wiring says otherwise (SetListening), the caches trust their
+	// TTL: tests and tools run without a listener.
+	trust.listening.Store(true)
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
-		pwParams: password.Default, creds: opts.DB.NewCredentialCache(opts.CacheTTL)}
+		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust)}
+	s.argsKey = opts.ApprovalKey
+	if len(s.argsKey) == 0 {
+		s.argsKey = make([]byte, 32)
+		_, _ = rand.Read(s.argsKey)
+	}
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
@@ -150,7 +172,8 @@ func New(opts Options) *Service {
 
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
-	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s}
+	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
+		Approvals: s, Guardrails: s}
 }
 
 // The kinds of change Invalidate is told about.
@@ -180,6 +203,14 @@ func (s *Service) Invalidate(kind, workspaceID string) {
 		s.creds.Invalidate("")
 	}
 }
+
+// SetListening tells the caches whether the invalidation listener is
+// connected: while it is not, nothing cached is used without a reload (see
+// cacheTrust).
+func (s *Service) SetListening(on bool) { s.trust.listening.Store(on) }
+
+// Listening reports what SetListening was last told.
+func (s *Service) Listening() bool { return s.trust.listening.Load() }
 
 // storeIfCurrent caches v under k unless an invalidation happened since gen
 // was read (before the load): the load may have read the database before

@@ -16,10 +16,10 @@ import (
 // cached ciphertext with the keyring (microseconds) instead. Plain text is
 // never cached. Entries are dropped by Invalidate, which the gateway calls
 // on the replicas' change notifications, and expire after a TTL as a safety
-// net.
+// net. While the database is away, an entry the trust allows stands in.
 type CredentialCache struct {
-	db  *DB
-	ttl time.Duration
+	db    *DB
+	trust CacheTrust
 	// gen counts invalidations; an entry read before one is not stored, so a
 	// fetch racing a change cannot keep the old ciphertext.
 	gen     atomic.Uint64
@@ -33,21 +33,42 @@ type sealedEntry struct {
 	fetched   time.Time
 }
 
+// CacheTrust decides how long a cached entry may be used: Fresh while no
+// reload is due, Stale when a reload failed (the database is away) and the
+// entry may still stand in.
+type CacheTrust interface {
+	Fresh(fetched time.Time) bool
+	Stale(fetched time.Time) bool
+	// SkipReload says not to try the database (it failed a moment ago).
+	SkipReload(fetched time.Time) bool
+	// Failed records that a reload could not reach the database.
+	Failed()
+}
+
 // NewCredentialCache returns a cache over the database.
-func (db *DB) NewCredentialCache(ttl time.Duration) *CredentialCache {
-	return &CredentialCache{db: db, ttl: ttl}
+func (db *DB) NewCredentialCache(trust CacheTrust) *CredentialCache {
+	return &CredentialCache{db: db, trust: trust}
 }
 
 // Open returns a workspace's credential in plain text for one call.
 func (c *CredentialCache) Open(ctx context.Context, sealer Sealer, workspaceID, connector string) (mcpgate.Secret, error) {
 	key := workspaceID + "\x00" + connector
 	var e *sealedEntry
-	if v, ok := c.entries.Load(key); ok && time.Since(v.(*sealedEntry).fetched) < c.ttl {
-		e = v.(*sealedEntry)
+	cached, _ := c.entries.Load(key)
+	if old, ok := cached.(*sealedEntry); ok && (c.trust.Fresh(old.fetched) || c.trust.SkipReload(old.fetched)) {
+		e = old
 	} else {
 		gen := c.gen.Load()
 		id, ct, err := c.db.sealedCredential(ctx, workspaceID, connector)
 		if err != nil {
+			if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+				return "", err
+			}
+			c.trust.Failed()
+			if ok && c.trust.Stale(old.fetched) {
+				// The database is away: the credential known before stands in.
+				return c.open(ctx, sealer, key, workspaceID, old)
+			}
 			return "", err
 		}
 		e = &sealedEntry{workspace: workspaceID, id: id, ct: ct, fetched: time.Now()}
@@ -58,6 +79,10 @@ func (c *CredentialCache) Open(ctx context.Context, sealer Sealer, workspaceID, 
 			c.entries.CompareAndDelete(key, e)
 		}
 	}
+	return c.open(ctx, sealer, key, workspaceID, e)
+}
+
+func (c *CredentialCache) open(ctx context.Context, sealer Sealer, key, workspaceID string, e *sealedEntry) (mcpgate.Secret, error) {
 	pt, err := sealer.OpenContext(ctx, e.ct, vault.CredentialAAD(workspaceID, e.id))
 	if err != nil {
 		c.entries.Delete(key)

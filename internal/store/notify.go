@@ -40,12 +40,22 @@ type Invalidation struct {
 	WorkspaceID string
 }
 
+// listenRetry is the longest wait between two attempts to get the listener
+// back: short, because caches are not trusted while it is away (every call
+// reloads), and a revoke made meanwhile must take effect at once.
+const listenRetry = 250 * time.Millisecond
+
 // Listen holds one connection on the invalidation channel and calls fn for
-// each notification until ctx ends. After a lost connection it reconnects with
-// backoff and calls fn with an empty Invalidation, since notifications sent
-// meanwhile are lost. It returns when ctx is done.
-func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{}, fn func(Invalidation)) {
-	backoff := 100 * time.Millisecond
+// each notification until ctx ends. state, when set, is told whenever the
+// listener connects (true) or loses its connection (false). After a lost
+// connection it reconnects within listenRetry of the database answering and
+// calls fn with an empty Invalidation, since notifications sent meanwhile
+// are lost. It returns when ctx is done.
+func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{}, fn func(Invalidation), state func(connected bool)) {
+	if state == nil {
+		state = func(bool) {}
+	}
+	backoff := 50 * time.Millisecond
 	first := true
 	for ctx.Err() == nil {
 		err := db.listenOnce(ctx, func() {
@@ -57,8 +67,10 @@ func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{
 			} else {
 				fn(Invalidation{})
 			}
-			backoff = 100 * time.Millisecond
+			state(true)
+			backoff = 50 * time.Millisecond
 		}, fn)
+		state(false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -68,7 +80,7 @@ func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{
 			return
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, listenRetry)
 	}
 }
 

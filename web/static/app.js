@@ -21,7 +21,8 @@
   }
 
   // serialize turns a form into the JSON body. data-type on a field:
-  // number, bool, days (N days from now as RFC 3339); empty values of typed
+  // number, bool, list (comma-separated), days (N days from now as RFC
+  // 3339); empty values of typed
   // fields are left out.
   function serialize(form) {
     var body = {};
@@ -34,6 +35,7 @@
       else v = el.value;
       if (type === 'number') { if (v === '') return; v = Number(v); }
       else if (type === 'bool') v = v === true || v === 'true';
+      else if (type === 'list') v = String(v).split(/[\s,]+/).filter(Boolean);
       else if (type === 'days') { if (v === '') return; v = new Date(Date.now() + Number(v) * 86400000).toISOString(); }
       setPath(body, el.name, v);
     });
@@ -175,18 +177,79 @@
         el.textContent = 'Every snippet below now contains your new key “' + (data.name || '') + '”. Copy the one for your client.';
       });
     }
-    document.querySelectorAll('[data-show-on-create]').forEach(function (el) { el.hidden = false; });
     panel.hidden = false;
     panel.focus();
     panel.scrollIntoView({ block: 'nearest' });
   }
 
+  // relTime says how far t is from now, rounded to the nearest unit as the
+  // server's pages do (web/format.go timeAgo).
+  function relTime(t) {
+    var d = t.getTime() - Date.now();
+    var future = d > 0;
+    d = Math.abs(d);
+    var min = Math.round(d / 60000), h = Math.round(d / 3600000), days = Math.round(d / 86400000);
+    var s;
+    if (d < 60000) { if (!future) return 'just now'; s = '<1 min'; }
+    else if (min < 60) s = min + ' min';
+    else if (h < 48) s = h + ' h';
+    else s = days + ' days';
+    return future ? 'in ' + s : s + ' ago';
+  }
+
+  // addKeyRow puts a key the API just created at the top of the keys list,
+  // so that the list agrees with what already works.
+  function addKeyRow(sel, data) {
+    var tpl = document.querySelector(sel);
+    var table = document.getElementById('keys-table');
+    if (!tpl || !table || !data || !data.id) return;
+    var row = tpl.content.firstElementChild.cloneNode(true);
+    var cells = {
+      name: data.name, id: data.id, owner_email: data.owner_email || '',
+      access: data.scope === 'read_only' ? 'Read-only' : 'Full',
+      expires: data.expires_at ? relTime(new Date(data.expires_at)) : 'never'
+    };
+    row.querySelectorAll('[data-cell]').forEach(function (el) { el.textContent = cells[el.dataset.cell] || ''; });
+    var revoke = row.querySelector('[data-key-revoke]');
+    if (revoke) {
+      revoke.dataset.apiPath += encodeURIComponent(data.id);
+      revoke.dataset.confirm = '“' + data.name + '” stops working at once, in every client that uses it. This cannot be undone.';
+    }
+    table.tBodies[0].insertBefore(row, table.tBodies[0].firstChild);
+    document.querySelectorAll('[data-keys-table]').forEach(function (el) { el.hidden = false; });
+    document.querySelectorAll('[data-keys-empty]').forEach(function (el) { el.hidden = true; });
+    document.querySelectorAll('[data-active-count]').forEach(function (el) {
+      el.textContent = String((parseInt(el.textContent, 10) || 0) + 1);
+    });
+    markScrollable();
+  }
+
+  // ---- flash: a message the next page shows, for actions that leave the page ----
+  var flashKey = 'mcpgate.flash';
+  function setFlash(msg) {
+    try { window.sessionStorage.setItem(flashKey, msg); } catch (err) { /* storage off: no message */ }
+  }
+  function showFlash() {
+    var msg = null;
+    try { msg = window.sessionStorage.getItem(flashKey); window.sessionStorage.removeItem(flashKey); } catch (err) { return; }
+    var el = document.getElementById('flash');
+    if (!msg || !el) return;
+    el.querySelector('[data-flash-text]').textContent = msg;
+    el.hidden = false;
+  }
+
   function onSuccess(form, data, changed) {
     var action = form.dataset.done || 'reload';
+    if (form.dataset.flash && (action === 'reload' || action === 'next' || action.indexOf('redirect:') === 0)) setFlash(form.dataset.flash);
     if (action === 'reload') { window.location.reload(); return; }
     if (action === 'next') { window.location.assign(form.dataset.next || '/app'); return; }
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
-    if (action.indexOf('reveal:') === 0) { form.reset(); reveal(action.slice(7), data); return; }
+    if (action.indexOf('reveal:') === 0) {
+      form.reset();
+      if (form.dataset.addKeyRow) addKeyRow(form.dataset.addKeyRow, data);
+      reveal(action.slice(7), data);
+      return;
+    }
     if (action === 'saved') {
       if (changed && changed.tagName === 'SELECT') changed.dataset.prev = changed.value;
       var s = form.querySelector('[data-saved]');
@@ -196,9 +259,21 @@
     }
   }
 
+  // sameAsError checks fields that must repeat another (a new password
+  // typed twice); such fields have no name and are never sent.
+  function sameAsError(form) {
+    var bad = Array.prototype.filter.call(form.querySelectorAll('[data-same-as]'), function (el) {
+      var other = document.querySelector(el.dataset.sameAs);
+      return other && other.value !== el.value;
+    })[0];
+    return bad ? (bad.dataset.sameMessage || 'The two values differ.') : '';
+  }
+
   function submit(form, changed) {
     if (form.dataset.busy) return;
     clearError(form);
+    var mismatch = sameAsError(form);
+    if (mismatch) { showError(form, mismatch); return; }
     var spec = confirmSpec(form, changed);
     var ready = spec ? askConfirm(spec) : Promise.resolve(true);
     ready.then(function (ok) {
@@ -301,6 +376,13 @@
       return;
     }
     if (e.target.closest('[data-reload]')) { window.location.reload(); return; }
+    var setter = e.target.closest('[data-set-value]');
+    if (setter) {
+      var input = document.querySelector(setter.dataset.setValue);
+      if (input) { input.value = setter.dataset.value || ''; input.focus(); }
+      return;
+    }
+    if (e.target.closest('[data-flash-close]')) { document.getElementById('flash').hidden = true; return; }
     // Close an open menu when clicking elsewhere.
     document.querySelectorAll('details.menu[open]').forEach(function (d) {
       if (!d.contains(e.target)) d.open = false;
@@ -343,4 +425,17 @@
   }
 
   document.querySelectorAll('[data-tabs]').forEach(initTabs);
+  showFlash();
+
+  // A region that scrolls sideways (a wide table on a phone) must be
+  // reachable by keyboard: make it focusable while it scrolls.
+  function markScrollable() {
+    document.querySelectorAll('.table-wrap, .logs').forEach(function (el) {
+      var scrolls = el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1;
+      if (scrolls && !el.hasAttribute('tabindex')) { el.tabIndex = 0; el.dataset.madeFocusable = '1'; }
+      else if (!scrolls && el.dataset.madeFocusable) { el.removeAttribute('tabindex'); delete el.dataset.madeFocusable; }
+    });
+  }
+  markScrollable();
+  window.addEventListener('resize', markScrollable);
 })();

@@ -1,0 +1,76 @@
+package service
+
+import (
+	"context"
+	"errors"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/password"
+)
+
+// A wrong current password is EInvalid, not EUnauthorized or EForbidden:
+// the session is fine, and the dashboard sends a 401 back to the login page.
+var errWrongCurrentPassword = mcpgate.Errorf(mcpgate.EInvalid, "the current password is not correct")
+
+// ChangePassword implements mcpgate.AccountService. Wrong current passwords
+// count against the same throttle as logins (see loginThrottle), since
+// they guess the same secret. The audit event names no password.
+func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, newPassword, addr string) error {
+	sub := s.throttle.subjects(u.Email, addr)
+	if err := s.throttle.check(ctx, sub); err != nil {
+		return err
+	}
+	_, hash, err := s.db.FindUserByEmail(ctx, u.Email)
+	if err != nil {
+		return err
+	}
+	if current == "" {
+		err = password.ErrMismatch
+	} else {
+		err = s.verifyPassword(ctx, current, hash)
+	}
+	if err != nil && !errors.Is(err, password.ErrMismatch) {
+		return err // the hashing budget is taken: 503, not a failure
+	} else if err != nil {
+		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, sub.pair, sub.addr, sub.email); err != nil {
+			return err
+		}
+		return errWrongCurrentPassword
+	}
+	_ = s.db.ClearLoginFailures(ctx, sub.pair)
+	if err := mcpgate.ValidatePassword(newPassword); err != nil {
+		return err
+	}
+	if newPassword == current {
+		return mcpgate.Errorf(mcpgate.EInvalid, "the new password is the same as the current one")
+	}
+	newHash, err := s.hashPassword(ctx, newPassword)
+	if err != nil {
+		return err
+	}
+	// SetPassword also revokes every session of the user.
+	if err := s.db.SetPassword(ctx, u.ID, newHash); err != nil {
+		return err
+	}
+	s.recordAccount(ctx, u, mcpgate.ActionPasswordChanged)
+	return nil
+}
+
+// recordAccount writes an account event, which belongs to no one workspace,
+// to the audit log of the person's personal workspace (else their first).
+func (s *Service) recordAccount(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction) {
+	wss, err := s.db.WorkspacesOfUser(ctx, u.ID)
+	if err != nil || len(wss) == 0 {
+		s.log.WarnContext(ctx, "account event not audited: no workspace", "action", action, "err", err)
+		return
+	}
+	ws := wss[0]
+	for _, w := range wss {
+		if w.Personal {
+			ws = w
+			break
+		}
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceAPI},
+		action, nil))
+}

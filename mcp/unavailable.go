@@ -1,0 +1,62 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// unavailableRetry is the Retry-After, in seconds, of an endpoint that
+// cannot serve because its database is away.
+const unavailableRetry = 5
+
+// writeRPCUnavailable answers a request the endpoint cannot serve right now
+// (the database is away and nothing cached stands in) with HTTP 503,
+// Retry-After, and a JSON-RPC error for the request's id, so that an MCP
+// client reads a protocol message it can show rather than a bare status.
+func writeRPCUnavailable(w http.ResponseWriter, r *http.Request, msg string) {
+	var id json.RawMessage = []byte("null")
+	if r.Body != nil {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var env struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(bytes.TrimSpace(body), &env) == nil && len(env.ID) > 0 {
+			id = env.ID
+		}
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(unavailableRetry))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": -32603, "message": msg, "data": map[string]any{"retryAfterSeconds": unavailableRetry}}})
+}
+
+type serverKey struct{}
+
+// withServer puts the server built for the request in its context, where
+// getServer finds it; building it first lets a failure be answered here.
+func withServer(ctx context.Context, s *sdk.Server) context.Context {
+	return context.WithValue(ctx, serverKey{}, s)
+}
+
+func serverFrom(ctx context.Context) *sdk.Server {
+	s, _ := ctx.Value(serverKey{}).(*sdk.Server)
+	return s
+}
+
+// unavailableMessage is what a client is told when its workspace's settings
+// cannot be read.
+func unavailableMessage(err error) string {
+	if mcpgate.ErrorCode(err) == mcpgate.EUnavailable {
+		return mcpgate.ErrorMessage(err)
+	}
+	return "the gateway cannot serve this workspace right now; try again in a few seconds"
+}

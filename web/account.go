@@ -1,0 +1,35 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+type accountPage struct {
+	Workspaces []mcpgate.Workspace
+}
+
+// handleAccount is the person's own settings: password and workspaces. It
+// is framed in their personal workspace (or their first), so the menus and
+// navigation stay where they were.
+func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
+	u := mcpgate.UserFromContext(r.Context())
+	wss, err := h.svc.Workspaces.Workspaces(r.Context(), u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if len(wss) > 0 {
+		frame := wss[0]
+		for _, ws := range wss {
+			if ws.Personal {
+				frame = ws
+				break
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: &frame}))
+	}
+	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account", accountPage{Workspaces: wss}))
+}

@@ -1,0 +1,27 @@
+package web
+
+import "net/http"
+
+// serveFavicon answers /favicon.ico, which browsers ask for on their own
+// (pages also name the hashed SVG with <link rel=icon>), with the same SVG
+// icon, so that no page logs a 404.
+func (h *handler) serveFavicon(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.assets[assetName(h.urls["favicon.svg"])]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", a.ct)
+	w.Header().Set("Cache-Control", "public, max-age=86400")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(a.body)
+}
+
+// assetName is the hashed file name of a /static/ URL.
+func assetName(u string) string {
+	const prefix = "/static/"
+	if len(u) <= len(prefix) {
+		return ""
+	}
+	return u[len(prefix):]
+}

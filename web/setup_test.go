@@ -1,0 +1,66 @@
+package web
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The Claude tab offers the config-file route (mcp-remote, works with a local
+// gateway) besides the connector URL, and every snippet that runs mcp-remote
+// pins its version.
+func TestSetupClients_ClaudeDesktopConfig(t *testing.T) {
+	tests := []struct {
+		publicURL string
+		want      string
+		local     bool
+	}{
+		{"https://gw.example.com", `{"mcpServers":{"mcpgate":{"command":"npx","args":["-y","` + mcpRemote +
+			`","https://gw.example.com/mcp","--header","Authorization:${AUTH_HEADER}"],"env":{"AUTH_HEADER":"Bearer <YOUR_MCP_KEY>"}}}}`, false},
+		{"http://localhost:8080", `{"mcpServers":{"mcpgate":{"command":"npx","args":["-y","` + mcpRemote +
+			`","http://localhost:8080/mcp","--header","Authorization:${AUTH_HEADER}"],"env":{"AUTH_HEADER":"Bearer <YOUR_MCP_KEY>"}}}}`, true},
+		{"http://192.168.1.20:8080", `{"mcpServers":{"mcpgate":{"command":"npx","args":["-y","` + mcpRemote +
+			`","http://192.168.1.20:8080/mcp","--header","Authorization:${AUTH_HEADER}","--allow-http"],"env":{"AUTH_HEADER":"Bearer <YOUR_MCP_KEY>"}}}}`, true},
+	}
+	for _, tt := range tests {
+		var claude *setupClient
+		for _, c := range setupClients(tt.publicURL) {
+			if c.ID == "claude" {
+				claude = &c
+			}
+			for _, s := range c.Snippets {
+				if strings.Contains(s.Text, "mcp-remote") && !regexp.MustCompile(`"mcp-remote@\d+\.\d+\.\d+"`).MatchString(s.Text) {
+					t.Errorf("%s snippet runs mcp-remote without a pinned version: %s", c.ID, s.Text)
+				}
+			}
+		}
+		if claude == nil || len(claude.Snippets) < 2 {
+			t.Fatalf("no Claude tab with two snippets")
+		}
+		if got := claude.Snippets[0].Text; got != tt.want {
+			t.Errorf("%s: Claude config snippet =\n%s\nwant\n%s", tt.publicURL, got, tt.want)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(claude.Snippets[0].Text), &v); err != nil {
+			t.Errorf("Claude config snippet is not JSON: %v", err)
+		}
+		if !strings.Contains(claude.Snippets[1].Text, "/c/<YOUR_MCP_KEY>/mcp") {
+			t.Errorf("second Claude snippet = %q, want the connector URL", claude.Snippets[1].Text)
+		}
+		if got := strings.HasPrefix(claude.Snippets[1].Hint, "Not for this gateway"); got != tt.local {
+			t.Errorf("%s: connector hint = %q; want it to say a local gateway cannot use it: %v", tt.publicURL, claude.Snippets[1].Hint, tt.local)
+		}
+	}
+}
+
+func TestIsLocalURL(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://localhost:8080": true, "http://127.0.0.1:8080": true, "http://[::1]:8080": true, "http://10.0.0.5": true,
+		"http://mybox:8080": true, "https://gw.example.com": false, "https://203.0.113.7": false,
+	} {
+		if got := isLocalURL(u); got != want {
+			t.Errorf("isLocalURL(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
