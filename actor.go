@@ -14,9 +14,11 @@ type Source string
 const (
 	// SourceMCP is an AI client calling through the MCP endpoint.
 	SourceMCP Source = "mcp"
-	// SourceDashboard is a person using the dashboard's pages.
+	// SourceDashboard is a person signed in to the dashboard: its pages and
+	// the JSON API, which authenticates only dashboard sessions.
 	SourceDashboard Source = "dashboard"
-	// SourceAPI is a person (or their script) using the JSON API.
+	// SourceAPI labelled the JSON API's admin actions before they were
+	// counted as the dashboard's; old audit rows may still carry it.
 	SourceAPI Source = "api"
 )
 

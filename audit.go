@@ -35,6 +35,7 @@ const (
 	ActionInvitationCreated  AdminAction = "invitation.created"
 	ActionInvitationDeleted  AdminAction = "invitation.withdrawn"
 	ActionInvitationAccepted AdminAction = "invitation.accepted"
+	ActionAuditExported      AdminAction = "audit.exported"
 	ActionApprovalRequested  AdminAction = "approval.requested"
 	ActionApprovalApproved   AdminAction = "approval.approved"
 	ActionApprovalDenied     AdminAction = "approval.denied"
@@ -54,6 +55,7 @@ var AdminActions = []AdminAction{
 	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
 	ActionPasswordChanged,
+	ActionAuditExported,
 }
 
 // Outcome is how a tool call or admin action ended.
@@ -111,6 +113,7 @@ type AuditFilter struct {
 	Action  string // a tool name or admin action
 	Kind    AuditKind
 	Outcome Outcome
+	Source  Source // mcp (AI clients) or dashboard
 	Since   time.Time
 	Until   time.Time
 	Cursor  string // the next_cursor of the previous page

@@ -168,10 +168,13 @@ type AuditService interface {
 	// Audit pages the log: every event for an admin, their own for a
 	// member (whatever actor the filter asks for).
 	Audit(ctx context.Context, a *Actor, f AuditFilter) ([]AuditEvent, string, error)
+	// Export calls fn with every event Audit would list for f, oldest
+	// first, without holding them in memory, and records the export.
+	Export(ctx context.Context, a *Actor, f AuditFilter, fn func(*AuditEvent) error) (int, error)
 	// CallsPerHour counts tool calls and failed ones per hour since the
 	// given time, under the same visibility as Audit; userID, for an admin,
-	// narrows it to one member.
-	CallsPerHour(ctx context.Context, a *Actor, userID string, since time.Time) ([]HourCount, error)
+	// narrows it to one member, and source ("" for all) to one front door.
+	CallsPerHour(ctx context.Context, a *Actor, userID string, source Source, since time.Time) ([]HourCount, error)
 }
 
 // Services are the services together, as the front doors take them.

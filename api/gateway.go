@@ -159,7 +159,7 @@ func (s *Server) handleKeyRevoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: mcpgate.Outcome(q.Get("outcome")), Kind: mcpgate.AuditKind(q.Get("kind")),
-		Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
+		Source: mcpgate.Source(q.Get("source")), Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
 	if f.Action == "" {
 		f.Action = q.Get("action")
 	}

@@ -118,6 +118,7 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/keys", s.handleKeyCreate)
 				r.Delete("/keys/{id}", s.handleKeyRevoke)
 				r.Get("/audit", s.handleAuditList)
+				r.Get("/audit/export", s.handleAuditExport)
 				r.Get("/approvals", s.handleApprovalList)
 				r.Get("/approvals/{id}", s.handleApprovalGet)
 				r.Post("/approvals/{id}/approve", s.handleApprovalDecide(true))

@@ -41,13 +41,18 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
+	// auditWriterRows is the size of the audit writer measurement (0: none);
+	// auditScale, when set, runs only the audit measurements, at these sizes.
+	auditWriterRows int
+	auditWriterRate float64
+	auditScale      []int
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var conc string
+	var conc, scale string
 	fs.BoolVar(&c.json, "json", false, "print machine-readable JSON instead of the table")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each measured phase")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each closed-loop phase")
@@ -64,8 +69,17 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the gateway (default: whatever the gateway sets)")
 	fs.StringVar(&c.gatewayBin, "gateway-bin", "", "mcpgate binary to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&c.e2bsimBin, "e2bsim-bin", "", "e2bsim binary to run (default: build ./cmd/e2bsim)")
+	fs.IntVar(&c.auditWriterRows, "audit-writer-rows", 200000, "audit events written through the audit writer for its rows/s (0 skips)")
+	fs.Float64Var(&c.auditWriterRate, "audit-writer-rate", 2400, "events/s offered to the audit writer for 5 s, to watch its queue (0 skips)")
+	fs.StringVar(&scale, "audit-scale", "", "only time the audit log's views on generated logs of these sizes, e.g. 1M,10M,100M (needs disk: about 0.4 GB per million rows)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if scale != "" {
+		var err error
+		if c.auditScale, err = parseCounts(scale); err != nil {
+			return c, fmt.Errorf("--audit-scale: %w", err)
+		}
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -84,6 +98,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		return c, errors.New("--rate must be between 0 and 100000")
 	case c.openClients < 1 || c.openClients > 4096:
 		return c, errors.New("--open-clients must be between 1 and 4096")
+	case c.auditWriterRows < 0 || c.auditWriterRows > 100_000_000:
+		return c, errors.New("--audit-writer-rows must be between 0 and 100000000")
 	case c.sandboxes < 1 || c.sandboxes > 100:
 		return c, errors.New("--sandboxes must be between 1 and 100")
 	case (c.cpuprofile != "" || c.memprofile != "" || c.blockprofile != "" || c.trace != "") && !c.inprocess:
@@ -147,7 +163,9 @@ type report struct {
 	Phases      []phase `json:"phases"`
 	// HandlerTimes is the gateway's own account (/metrics) of every call
 	// of the run, when it serves /metrics.
-	HandlerTimes *gatewayTimes `json:"handler_times,omitempty"`
+	HandlerTimes *gatewayTimes     `json:"handler_times,omitempty"`
+	AuditWriter  *auditWriterStats `json:"audit_writer,omitempty"`
+	AuditScale   []auditScale      `json:"audit_scale,omitempty"`
 }
 
 func repoRoot() (string, error) {
@@ -176,6 +194,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if c.auditScale != nil {
+		return runAuditOnly(ctx, c, repo, out, logf)
+	}
 
 	// Binaries.
 	if c.e2bsimBin == "" {
@@ -434,10 +455,18 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.AddedP50, p.AddedP99 = p.Gateway.P50-p.Direct.P50, p.Gateway.P99-p.Direct.P99
 		rep.Phases = append(rep.Phases, p)
 	}
-	rep.Machine.LoadAfter = loadAvg()
 	if t, ok := scrapeTimes(ctx, gwURL); ok {
 		rep.HandlerTimes = &t
 	}
+	if c.auditWriterRows > 0 && ctx.Err() == nil {
+		logf("audit writer: %d events", c.auditWriterRows)
+		st, err := measureAuditWriter(ctx, dsn, c.auditWriterRows, c.auditWriterRate)
+		if err != nil {
+			return fmt.Errorf("audit writer: %w", err)
+		}
+		rep.AuditWriter = &st
+	}
+	rep.Machine.LoadAfter = loadAvg()
 	if c.blockprofile != "" {
 		for _, name := range []string{"block", "mutex"} {
 			f, err := os.Create(c.blockprofile + "." + name)
@@ -464,6 +493,49 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return enc.Encode(rep)
 	}
 	printTable(out, rep)
+	return nil
+}
+
+// runAuditOnly is --audit-scale: the audit writer and the audit views at each
+// size, without the gateway.
+func runAuditOnly(ctx context.Context, c config, repo string, out io.Writer, logf func(string, ...any)) error {
+	admin, err := adminURL(ctx, repo)
+	if err != nil {
+		return err
+	}
+	var rep report
+	rep.Machine.CPUs, rep.Machine.GOOS, rep.Machine.GoVersion = runtime.NumCPU(), runtime.GOOS, runtime.Version()
+	rep.Machine.LoadBefore = loadAvg()
+	if c.auditWriterRows > 0 {
+		dsn, drop, err := freshDatabase(ctx, admin)
+		if err != nil {
+			return err
+		}
+		logf("audit writer: %d events", c.auditWriterRows)
+		st, err := measureAuditWriter(ctx, dsn, c.auditWriterRows, c.auditWriterRate)
+		drop()
+		if err != nil {
+			return fmt.Errorf("audit writer: %w", err)
+		}
+		rep.AuditWriter = &st
+	}
+	for _, n := range c.auditScale {
+		s, err := measureAuditScale(ctx, admin, n, logf)
+		if err != nil {
+			return fmt.Errorf("audit scale %d: %w", n, err)
+		}
+		rep.AuditScale = append(rep.AuditScale, s)
+	}
+	rep.Machine.LoadAfter = loadAvg()
+	if c.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(out, "mcpgate bench, audit log: %d CPUs, %s; load average before %.2f, after %.2f\n",
+		rep.Machine.CPUs, rep.Machine.GoVersion, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	printAuditWriter(out, rep.AuditWriter)
+	printAuditScale(out, rep.AuditScale)
 	return nil
 }
 
@@ -513,6 +585,7 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprintf(w, "database pool: %.0f connections, %.0f acquires, %.0f found the pool empty, %.3f ms mean wait for a connection\n",
 			t.DBMaxConns, t.DBAcquires, t.DBEmptyAcquires, t.DBAcquireWaitMeanMS)
 	}
+	printAuditWriter(w, rep.AuditWriter)
 	for _, p := range rep.Phases {
 		for _, s := range []struct {
 			who string

@@ -46,9 +46,10 @@ type fakeData struct {
 	approvals   []mcpgate.ApprovalRequest // approvals_test.go
 	guardrails  mcpgate.Guardrails
 
-	lastAudit mcpgate.AuditFilter
-	lastChart string // the member CallsPerHour was asked for
-	calls     []string
+	lastAudit  mcpgate.AuditFilter
+	lastChart  string // the member CallsPerHour was asked for
+	lastSource string // and the source
+	calls      []string
 }
 
 func newFake(role mcpgate.Role) *fakeData {
@@ -157,8 +158,11 @@ func (f *fakeData) Audit(_ context.Context, _ *mcpgate.Actor, flt mcpgate.AuditF
 	return f.audit, "", nil
 }
 
-func (f *fakeData) CallsPerHour(_ context.Context, _ *mcpgate.Actor, userID string, _ time.Time) ([]mcpgate.HourCount, error) {
-	f.lastChart = userID
+func (f *fakeData) CallsPerHour(_ context.Context, _ *mcpgate.Actor, userID string, source mcpgate.Source, _ time.Time) ([]mcpgate.HourCount, error) {
+	f.lastChart, f.lastSource = userID, string(source)
+	if source == mcpgate.SourceMCP {
+		return []mcpgate.HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 2}}, nil
+	}
 	return []mcpgate.HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 5, Errors: 1}}, nil
 }
 
@@ -387,8 +391,8 @@ func TestSettings_MemberSeesNoAdminSwitches(t *testing.T) {
 func TestAudit_AdminFilters(t *testing.T) {
 	f := newFake(mcpgate.RoleOwner)
 	h := mustHandler(t, f)
-	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=12&since=24h&tool=e2b_kill_sandbox", testUser)
-	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
+	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=1756728000000000_12&since=24h&tool=e2b_kill_sandbox", testUser)
+	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "1756728000000000_12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
 		!f.lastAudit.Since.Equal(testNow.Add(-24*time.Hour)) {
 		t.Errorf("admin's audit filter = %+v", f.lastAudit)
 	}

@@ -64,6 +64,11 @@ type Config struct {
 		KeysPerUser       string
 		WorkspacesPerUser string
 	}
+	Audit struct {
+		// Retention is AUDIT_RETENTION as given ("90d", "720h"); empty keeps
+		// everything.
+		Retention string
+	}
 	LogFormat string
 	LogLevel  string
 }
@@ -107,6 +112,39 @@ func (c *Config) Origins() []string {
 	return strings.FieldsFunc(c.Proxy.AllowedOrigins, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
+// AuditRetention returns how long audit rows are kept, 0 for ever. Valid
+// after LoadConfig.
+func (c *Config) AuditRetention() time.Duration {
+	d, _ := parseRetention(c.Audit.Retention)
+	return d
+}
+
+// parseRetention reads a retention: whole days ("90d") or a Go duration
+// ("2160h"); empty is 0, keep everything. Less than a day is refused: the log
+// is dropped by day partitions, and a typo such as "90m" must not erase it.
+func parseRetention(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, errors.New("not a whole number of days")
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, errors.New("not a duration")
+		}
+	}
+	if d < 24*time.Hour {
+		return 0, errors.New("shorter than a day")
+	}
+	return d, nil
+}
+
 // Embedded reports whether serve runs its own PostgreSQL.
 func (c *Config) Embedded() bool { return c.DB.URL == "" }
 
@@ -116,7 +154,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
-		slog.String("trusted_proxies", c.Proxy.Trusted))
+		slog.String("trusted_proxies", c.Proxy.Trusted),
+		slog.String("audit_retention", c.Audit.Retention))
 }
 
 // Format prints the configuration with its secrets hidden: the Secret fields
@@ -164,6 +203,7 @@ func (c *Config) settings() []setting {
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
 		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
 		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
+		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, &c.Audit.Retention},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -312,6 +352,9 @@ func (c *Config) validate(needSecrets bool) []string {
 		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 			p = append(p, fmt.Sprintf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
 		}
+	}
+	if _, err := parseRetention(c.Audit.Retention); err != nil {
+		p = append(p, fmt.Sprintf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", c.Audit.Retention, err))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())

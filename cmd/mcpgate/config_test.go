@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -438,6 +439,27 @@ func TestConfig_PrintingHidesSecrets(t *testing.T) {
 		}
 		if c.DB.URL != dsn {
 			t.Errorf("printing changed DB.URL to %q", c.DB.URL)
+		}
+	}
+}
+
+func TestLoadConfig_AuditRetention(t *testing.T) {
+	base := map[string]string{"DATA_DIR": t.TempDir()}
+	for v, want := range map[string]time.Duration{"": 0, "90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "720h": 720 * time.Hour} {
+		c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"AUDIT_RETENTION": v}))
+		if got := c.AuditRetention(); got != want {
+			t.Errorf("AuditRetention() with %q = %v, want %v", v, got, want)
+		}
+	}
+	if c := mustLoadConfig(t, []string{"--audit-retention", "7d"}, base); c.AuditRetention() != 7*24*time.Hour {
+		t.Errorf("--audit-retention 7d: AuditRetention() = %v", c.AuditRetention())
+	}
+	// Every bad value is reported with the others, not on its own.
+	for _, v := range []string{"90", "90m", "12h", "-3d", "1.5d", "d", "forever"} {
+		_, err := LoadConfig(nil, envOf(mergeEnv(base, map[string]string{"AUDIT_RETENTION": v, "LOG_FORMAT": "xml"})))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 2 || !strings.Contains(ce.Error(), "AUDIT_RETENTION") {
+			t.Errorf("AUDIT_RETENTION=%q: err = %v, want an AUDIT_RETENTION problem beside the LOG_FORMAT one", v, err)
 		}
 	}
 }

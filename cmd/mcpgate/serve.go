@@ -136,5 +136,6 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, OutageGrace: cfg.OutageGrace(), Version: version,
 		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
 		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
+		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,
 	})
 }

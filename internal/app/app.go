@@ -61,6 +61,10 @@ type Options struct {
 	AllowedOrigins []string
 	// TrustedProxies give the client address behind a proxy (nil: none).
 	TrustedProxies *httpx.Proxies
+	// DataDir holds the audit spool (DATA_DIR); empty runs without one.
+	DataDir string
+	// AuditRetention is how long audit rows are kept; 0 keeps everything.
+	AuditRetention time.Duration
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -77,6 +81,7 @@ type Gateway struct {
 	log     *slog.Logger
 	audit   *audit.Writer
 	metrics *metrics.Registry
+	spool   *audit.Spool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -100,14 +105,21 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
-	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
+	spool, err := openSpool(ctx, o.DataDir, db, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	gw.spool = spool
+	gw.audit = audit.New(audit.Options{Sink: db, Logger: log, Spool: spool})
 
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
 	// The metrics read the services' state at scrape time only.
 	var svc *service.Service
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
-		Listening: func() bool { return svc != nil && svc.Listening() }})
+		Listening:  func() bool { return svc != nil && svc.Listening() },
+		SpoolBytes: func() int64 { return spoolSize(spool) }})
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
 		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
@@ -147,6 +159,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		}, gw.Service.SetListening)
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
+	gw.goBackground(func() { db.RunAuditMaintenance(ctx, log, o.AuditRetention, time.Hour) })
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})
@@ -162,6 +175,42 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 func (gw *Gateway) goBackground(fn func()) {
 	gw.wg.Add(1)
 	go func() { defer gw.wg.Done(); fn() }()
+}
+
+func spoolSize(s *audit.Spool) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.Size()
+}
+
+// spoolMaxBytes bounds the audit spool: about a million events.
+const spoolMaxBytes = 512 << 20
+
+// openSpool opens the audit spool under dir and writes what an earlier stop
+// left in it to the database, before the gateway serves: the log then holds
+// every event that was answered, in order of their times. Without a
+// writable dir (a read-only container) the gateway runs without a spool and
+// says what that costs.
+func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) (*audit.Spool, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	spool, err := audit.OpenSpool(dir, spoolMaxBytes)
+	if err != nil {
+		log.Warn("audit spool disabled: a stop during a database outage can lose the audit events still queued", "err", err)
+		return nil, nil
+	}
+	res, err := spool.Replay(ctx, db, 500)
+	if res.Replayed > 0 || res.Damaged > 0 {
+		log.Info("audit spool replayed", "count", res.Replayed, "damaged_records", res.Damaged, "path", spool.Path())
+	}
+	if err != nil {
+		_ = spool.Close()
+		return nil, fmt.Errorf("write the audit events spooled at the last stop (%d written so far; the rest stay in %s): %w",
+			res.Replayed, spool.Path(), err)
+	}
+	return spool, nil
 }
 
 // deriveKey gives each use of JWT_SECRET its own key, so that a session token
@@ -186,6 +235,9 @@ func (gw *Gateway) Close() {
 	defer cancel()
 	if err := gw.audit.Close(ctx); err != nil {
 		gw.log.Error("audit log not fully written at shutdown", "err", err)
+	}
+	if gw.spool != nil {
+		_ = gw.spool.Close()
 	}
 }
 

@@ -54,6 +54,10 @@ func OpenSpool(dir string, maxBytes int64) (*Spool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit spool: %w", err)
 	}
+	if err := lockFile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("audit spool %s: %w", path, err)
+	}
 	st, err := f.Stat()
 	if err != nil {
 		_ = f.Close()
@@ -71,6 +75,8 @@ func (s *Spool) Size() int64 {
 	defer s.mu.Unlock()
 	return s.size
 }
+
+var errSpoolInUse = errors.New("in use by another gateway with the same DATA_DIR")
 
 // ErrSpoolFull is returned by Append for the events that did not fit.
 var ErrSpoolFull = errors.New("audit spool is full")

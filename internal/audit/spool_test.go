@@ -147,3 +147,58 @@ func TestSpool_UnwritableDir(t *testing.T) {
 		t.Fatal("OpenSpool() in an unwritable place err = nil")
 	}
 }
+
+// downSink is a database that is away.
+type downSink struct{}
+
+func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
+	return errors.New("database away")
+}
+
+// TestWriter_CloseSpoolsWhatTheDatabaseRefuses: a clean stop while the
+// database is away puts every queued event in the spool, promptly, and the
+// next start's replay writes each one once.
+func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := audit.New(audit.Options{Sink: downSink{}, Spool: sp, FlushEvery: time.Hour, BatchSize: 50})
+	for _, ev := range events(325) {
+		w.Record(context.Background(), ev)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	if w.Spooled() != 325 {
+		t.Fatalf("Spooled() = %d, want 325", w.Spooled())
+	}
+	if took := time.Since(start); took > 12*time.Second {
+		t.Logf("Close took %s", took) // informative; the bound is Close's context
+	}
+	_ = sp.Close()
+	sp, err = audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 100)
+	if err != nil || res.Replayed != 325 || len(sink.events) != 325 {
+		t.Fatalf("Replay() = %+v, %v; want 325 events", res, err)
+	}
+}
+
+// Without a spool the same stop loses the events, and Close says so.
+func TestWriter_CloseWithoutSpoolReportsLoss(t *testing.T) {
+	w := audit.New(audit.Options{Sink: downSink{}, FlushEvery: time.Hour})
+	w.Record(context.Background(), events(1)[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err == nil {
+		t.Fatal("Close() with the database away and no spool err = nil, want the loss reported")
+	}
+}

@@ -71,6 +71,6 @@ func (s *Service) recordAccount(ctx context.Context, u *mcpgate.User, action mcp
 			break
 		}
 	}
-	s.record(ctx, mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceAPI},
+	s.record(ctx, mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceDashboard},
 		action, nil))
 }

@@ -185,6 +185,6 @@ func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token s
 		return nil, err
 	}
 	s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ws.ID, ActorID: u.ID, Kind: mcpgate.KindAdmin,
-		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceAPI})
+		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceDashboard})
 	return ws, nil
 }
