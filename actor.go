@@ -40,8 +40,12 @@ type Actor struct {
 	// Scope limits the tools the actor may call (full for a person).
 	Scope Scope
 	// KeyID is the MCP key used, for an AI client.
-	KeyID  string
-	Source Source
+	KeyID string
+	// GrantID and ClientName name the OAuth grant and its client, for an
+	// AI client holding an OAuth access token.
+	GrantID    string
+	ClientName string
+	Source     Source
 }
 
 // CanAdmin reports whether the actor may manage the workspace.

@@ -43,6 +43,8 @@ const (
 	ActionApprovalUsed       AdminAction = "approval.used"
 	ActionGuardrailsUpdated  AdminAction = "guardrails.updated"
 	ActionGuardrailRefused   AdminAction = "guardrail.refused"
+	ActionGrantCreated       AdminAction = "grant.created"
+	ActionGrantRevoked       AdminAction = "grant.revoked"
 	// ActionPasswordChanged is recorded in the person's personal workspace.
 	ActionPasswordChanged AdminAction = "account.password_changed"
 )
@@ -54,7 +56,7 @@ var AdminActions = []AdminAction{
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
 	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
-	ActionPasswordChanged,
+	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 	ActionAuditExported,
 }
 
@@ -81,6 +83,8 @@ type AuditEvent struct {
 	ActorID        string         `json:"actor_id,omitempty"`
 	ActorEmail     string         `json:"actor_email,omitempty"`
 	KeyID          string         `json:"key_id,omitempty"`
+	GrantID        string         `json:"grant_id,omitempty"`
+	ClientName     string         `json:"client_name,omitempty"`
 	Kind           AuditKind      `json:"kind"`
 	Action         string         `json:"action"`
 	Arguments      map[string]any `json:"arguments,omitempty"`
@@ -96,15 +100,17 @@ type AuditEvent struct {
 // the actor, in the actor's workspace, with its arguments redacted like a
 // tool call's.
 func NewAdminEvent(a *Actor, action AdminAction, args map[string]any) AuditEvent {
-	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, Kind: KindAdmin,
-		Action: string(action), Arguments: RedactArguments(args), Outcome: OutcomeOK, Source: a.Source}
+	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
+		ClientName: a.ClientName, Kind: KindAdmin, Action: string(action), Arguments: RedactArguments(args),
+		Outcome: OutcomeOK, Source: a.Source}
 }
 
 // NewToolEvent returns the audit event of a call of tool by the actor, with
 // its arguments redacted; the caller fills in the outcome.
 func NewToolEvent(a *Actor, tool string, args map[string]any) AuditEvent {
-	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, Kind: KindToolCall,
-		Action: tool, Arguments: RedactArguments(args), Outcome: OutcomeOK, Source: a.Source}
+	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
+		ClientName: a.ClientName, Kind: KindToolCall, Action: tool, Arguments: RedactArguments(args),
+		Outcome: OutcomeOK, Source: a.Source}
 }
 
 // AuditFilter narrows an audit listing. Zero values do not filter.

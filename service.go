@@ -188,4 +188,5 @@ type Services struct {
 	Resources   ResourceService
 	Approvals   ApprovalService
 	Guardrails  GuardrailService
+	Grants      GrantService
 }

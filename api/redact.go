@@ -16,13 +16,13 @@ import (
 //     guess at one), /invite/ or /invitations/ (an invitation token; only
 //     its hash is stored, so the log must not hold it either);
 //   - secretToken: any MCP key (mcpg_…) or invitation token (inv_…);
-//   - jwtToken: a JWT (three base64url parts, the first a JSON object).
-//
-// The gateway issues no other bearer tokens yet; OAuth's (issue 16) belong
-// here once they have a prefix.
+//   - jwtToken: a JWT (three base64url parts, the first a JSON object);
+//   - oauthToken: the gateway's OAuth access tokens, refresh tokens and
+//     codes (mcpat_, mcprt_, mcpac_), should one ever be put in a path.
 var (
 	secretSegment = regexp.MustCompile(`(?i)(/c/|/invite/|/invitations/)[^/?&#]*`)
 	secretToken   = regexp.MustCompile(`(?i)(mcpg_|inv_)[A-Za-z0-9_\-]+`)
+	oauthToken    = regexp.MustCompile(`mcp(at|rt|ac)_[A-Za-z0-9_\-]+`)
 	jwtToken      = regexp.MustCompile(`eyJ[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]*\.[A-Za-z0-9_\-]*`)
 )
 
@@ -33,6 +33,7 @@ var (
 func RedactPath(p string) string {
 	p = secretSegment.ReplaceAllString(p, "${1}[redacted]")
 	p = secretToken.ReplaceAllString(p, "${1}[redacted]")
+	p = oauthToken.ReplaceAllString(p, "[redacted]")
 	return jwtToken.ReplaceAllString(p, "[redacted]")
 }
 

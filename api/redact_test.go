@@ -33,6 +33,12 @@ func TestRedactPath(t *testing.T) {
 		{"/a?token=" + jwt + "&b=1", "/a?token=[redacted]&b=1"},
 		{"/api/v1/workspaces/abc/invitations", "/api/v1/workspaces/abc/invitations"},
 		{"/app/w/abc/keys", "/app/w/abc/keys"},
+		{"/mcp", "/mcp"},
+		{"/oauth/token", "/oauth/token"},
+		{"/oauth/x/mcpat_AbC-123_xyz", "/oauth/x/[redacted]"},
+		{"/c/x/mcp/mcprt_secret", "/c/[redacted]/mcp/[redacted]"},
+		{"/app/mcpac_code/page", "/app/[redacted]/page"},
+		{"/api/v1/workspaces/w/grants/some-id", "/api/v1/workspaces/w/grants/some-id"},
 	}
 	for _, tt := range tests {
 		if got := api.RedactPath(tt.in); got != tt.want {

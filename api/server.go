@@ -42,6 +42,9 @@ type Options struct {
 	// TrustedProxies are the proxies whose forwarding headers give the
 	// client address (TRUSTED_PROXIES); nil trusts none.
 	TrustedProxies *httpx.Proxies
+	// OAuth serves the authorization server: /.well-known/oauth-* and
+	// /oauth/*, with the session's user (if any) in the context.
+	OAuth http.Handler
 }
 
 // Server is the HTTP surface.
@@ -87,6 +90,15 @@ func (s *Server) Handler() http.Handler {
 		r.With(securityHeaders).Handle("/mcp", s.opts.MCP)
 		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
 	}
+	if s.opts.OAuth != nil {
+		// The authorization server sets its own security headers (the
+		// consent page's form-action names the client's redirect origin).
+		oauth := r.With(s.OptionalUser)
+		oauth.Handle("/.well-known/oauth-protected-resource", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-protected-resource/*", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-authorization-server", s.opts.OAuth)
+		oauth.Handle("/oauth/*", s.opts.OAuth)
+	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(securityHeaders, timeout(15*time.Second), s.csrf)
 		r.Post("/auth/signup", s.handleSignup)
@@ -125,6 +137,8 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/approvals/{id}/deny", s.handleApprovalDecide(false))
 				r.Get("/guardrails", s.handleGuardrailsGet)
 				r.Put("/guardrails", s.handleGuardrailsPut)
+				r.Get("/grants", s.handleGrantList)
+				r.Delete("/grants/{id}", s.handleGrantRevoke)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

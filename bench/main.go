@@ -41,6 +41,15 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
+	// The comparison of design.md §10 (compare.go).
+	compare       bool
+	compareRounds int
+	compareDur    time.Duration
+	compareConc   int
+	openDur       time.Duration
+	// sdkClients runs the older phases driven by go-sdk MCP clients.
+	sdkClients bool
+	logLevel   string
 	// auditWriterRows is the size of the audit writer measurement (0: none);
 	// auditScale, when set, runs only the audit measurements, at these sizes.
 	auditWriterRows int
@@ -69,6 +78,13 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the gateway (default: whatever the gateway sets)")
 	fs.StringVar(&c.gatewayBin, "gateway-bin", "", "mcpgate binary to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&c.e2bsimBin, "e2bsim-bin", "", "e2bsim binary to run (default: build ./cmd/e2bsim)")
+	fs.BoolVar(&c.compare, "compare", true, "compare the gateway with a bare go-sdk server, a one-hop handler and e2bsim (raw HTTP load)")
+	fs.IntVar(&c.compareRounds, "compare-rounds", 5, "interleaved rounds of the comparison")
+	fs.DurationVar(&c.compareDur, "compare-duration", 3*time.Second, "length of each target's turn in a round")
+	fs.IntVar(&c.compareConc, "compare-concurrency", 64, "connections of the comparison")
+	fs.DurationVar(&c.openDur, "open-duration", 60*time.Second, "length of the comparison's open-loop phase at --rate")
+	fs.StringVar(&c.logLevel, "gateway-log-level", "info", "LOG_LEVEL of the gateway subprocess (info writes an access log line per call)")
+	fs.BoolVar(&c.sdkClients, "sdk-clients", false, "also run the phases driven by go-sdk MCP clients (--concurrency, --rate)")
 	fs.IntVar(&c.auditWriterRows, "audit-writer-rows", 200000, "audit events written through the audit writer for its rows/s (0 skips)")
 	fs.Float64Var(&c.auditWriterRate, "audit-writer-rate", 2400, "events/s offered to the audit writer for 5 s, to watch its queue (0 skips)")
 	fs.StringVar(&scale, "audit-scale", "", "only time the audit log's views on generated logs of these sizes, e.g. 1M,10M,100M (needs disk: about 0.4 GB per million rows)")
@@ -161,6 +177,8 @@ type report struct {
 	} `json:"machine"`
 	DurationSec float64 `json:"duration_sec"`
 	Phases      []phase `json:"phases"`
+	// Compare is the comparison with the reference servers.
+	Compare *comparison `json:"compare,omitempty"`
 	// HandlerTimes is the gateway's own account (/metrics) of every call
 	// of the run, when it serves /metrics.
 	HandlerTimes *gatewayTimes     `json:"handler_times,omitempty"`
@@ -271,7 +289,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		env := append(os.Environ(),
 			"DATABASE_URL="+dsn, "ENCRYPTION_KEY="+secrets.enc, "JWT_SECRET="+secrets.jwt,
 			"LISTEN_ADDR="+addr, "PUBLIC_URL=http://"+addr, "E2B_API_URL="+simURL, "E2B_DASHBOARD_API_URL="+simURL,
-			"LOG_LEVEL=warn", "LOG_FORMAT=text",
+			// info, as deployed: the access log line of every call is part
+			// of the gateway's cost.
+			"LOG_LEVEL="+c.logLevel, "LOG_FORMAT=json",
 			// The benchmark measures the gateway, not its per-key limit.
 			"MCP_KEY_RATE=1000000", "MCP_KEY_BURST=1000000")
 		if c.gogc != "" {
@@ -410,9 +430,19 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.GatewayRSSMB.Peak = float64(g1.hwm) / mb
 	}
 
+	if c.compare {
+		cmp, err := compareTargets(ctx, c, repo, tmp, gwURL, gwPID, simURL, sim.pid(), e2bKey, fx, logf)
+		if err != nil {
+			return err
+		}
+		rep.Compare = cmp
+	}
 	for _, n := range c.concurrency {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !c.sdkClients {
+			break
 		}
 		p := phase{Kind: "closed", Concurrency: n}
 		callers, err := dial(n)
@@ -434,7 +464,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.AddedP50, p.AddedP99 = p.Gateway.P50-p.Direct.P50, p.Gateway.P99-p.Direct.P99
 		rep.Phases = append(rep.Phases, p)
 	}
-	if c.rate > 0 && ctx.Err() == nil {
+	if c.sdkClients && c.rate > 0 && ctx.Err() == nil {
 		p := phase{Kind: "open", Concurrency: c.openClients, OfferedRate: c.rate}
 		callers, err := dial(c.openClients)
 		if err != nil {
@@ -557,9 +587,16 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprint(w, " (the machine was busy with other work: figures are pessimistic)")
 	}
 	fmt.Fprint(w, "\n\n")
-	fmt.Fprintf(w, "%-12s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %6s | %9s %9s | %s\n",
-		"phase", "calls/s", "gw p50", "gw p95", "gw p99", "dir p50", "dir p95", "dir p99", "added p50", "added p99",
-		"errors", "cpu s/1k", "peak RSS", "RSS start→end")
+	if rep.Compare != nil {
+		printComparison(w, rep.Compare)
+	}
+	// The go-sdk-client phases (--sdk-clients) have tables of their own.
+	phases := len(rep.Phases) > 0
+	if phases {
+		fmt.Fprintf(w, "%-12s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %6s | %9s %9s | %s\n",
+			"phase", "calls/s", "gw p50", "gw p95", "gw p99", "dir p50", "dir p95", "dir p99", "added p50", "added p99",
+			"errors", "cpu s/1k", "peak RSS", "RSS start→end")
+	}
 	for _, p := range rep.Phases {
 		name := fmt.Sprintf("C=%d", p.Concurrency)
 		if p.Kind == "open" {
@@ -570,8 +607,10 @@ func printTable(w io.Writer, rep report) {
 			p.AddedP50, p.AddedP99, p.Gateway.Errors+p.Direct.Errors, p.GatewayCPUPer1k, p.GatewayRSSMB.Peak,
 			p.GatewayRSSMB.Start, p.GatewayRSSMB.End)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-12s %12s %12s %12s\n", "CPU s/1k", "gateway", "e2bsim", "bench")
+	if phases {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%-12s %12s %12s %12s\n", "CPU s/1k", "gateway", "e2bsim", "bench")
+	}
 	for _, p := range rep.Phases {
 		name := fmt.Sprintf("C=%d", p.Concurrency)
 		if p.Kind == "open" {

@@ -11,8 +11,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
-// maxBody bounds an MCP request body, as the SDK's MaxRequestBodyBytes does.
-const maxBody = 1 << 20
+// maxMCPBody bounds an MCP request body, as the SDK's MaxRequestBodyBytes does.
+const maxMCPBody = 1 << 20
 
 // checkBody reads a POST body and refuses one that is not valid UTF-8, as
 // the JSON API does: encoding/json would silently turn invalid bytes into
@@ -25,10 +25,10 @@ func (g *Gateway) checkBody(w http.ResponseWriter, r *http.Request) ([]byte, boo
 	if r.Method != http.MethodPost || r.Body == nil {
 		return nil, true
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxMCPBody))
 	if err != nil {
 		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
-			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EInvalid, "the request body is larger than %d bytes", maxBody))
+			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EInvalid, "the request body is larger than %d bytes", maxMCPBody))
 		} else {
 			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EInvalid, "the request body could not be read"))
 		}

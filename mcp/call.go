@@ -15,6 +15,9 @@ import (
 // mcpHandler adapts a connector tool to the SDK.
 func (g *Gateway) mcpHandler(t *connectors.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if err := g.limitCall(actorFrom(ctx)); err != nil {
+			return toolErrorResult(err), nil
+		}
 		return g.callTool(ctx, req, t.Name)
 	}
 }
@@ -54,13 +57,19 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		out, err = g.opts.Tools.CallTool(ctx, a, call)
 	}
 	if err != nil {
-		res := errorResult(mcpgate.ErrorMessage(err))
-		if s := mcpgate.ErrorRetryAfter(err); s > 0 {
-			res.Meta = sdk.Meta{"retryAfterSeconds": s}
-		}
-		return res, nil
+		return toolErrorResult(err), nil
 	}
 	return structuredResult(out), nil
+}
+
+// toolErrorResult is a failed call as a result the model can read, with the
+// seconds to wait when there is one.
+func toolErrorResult(err error) *sdk.CallToolResult {
+	res := errorResult(mcpgate.ErrorMessage(err))
+	if s := mcpgate.ErrorRetryAfter(err); s > 0 {
+		res.Meta = sdk.Meta{"retryAfterSeconds": s}
+	}
+	return res
 }
 
 // structuredResult returns a tool's JSON output as structured content with

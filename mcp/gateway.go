@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -52,12 +53,15 @@ type Options struct {
 	// Authenticators are asked in turn; the first that recognises the
 	// request's credential decides.
 	Authenticators []mcpgate.Authenticator
-	Tokens         TokenSpender
-	Audit          Auditor
-	Metrics        Metrics
-	Logger         *slog.Logger
-	PublicURL      string
-	Version        string
+	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
+	// authorization server's, naming its resource metadata).
+	Challenge string
+	Tokens    TokenSpender
+	Audit     Auditor
+	Metrics   Metrics
+	Logger    *slog.Logger
+	PublicURL string
+	Version   string
 	// ConfirmationSecret keys the HMAC of confirmation tokens and request
 	// states; at least 32 bytes.
 	ConfirmationSecret []byte
@@ -91,8 +95,14 @@ type Gateway struct {
 	limiters        limiterSet
 	userLimits      limiterSet
 	workspaceLimits limiterSet
-	authFails       limiterSet
 	origins         map[string]bool
+	authFails       limiterSet
+	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
+	sdkLog *slog.Logger
+	// metas are _meta values the fast path has found valid (metaOK).
+	metas      sync.Map
+	metaCount  atomic.Int64
+	fastServed fastCounter
 
 	stop chan struct{}
 	done chan struct{}
@@ -126,9 +136,10 @@ func New(opts Options) *Gateway {
 		limiters:        limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
 		userLimits:      limiterSet{rate: opts.UserRate, burst: opts.UserBurst},
 		workspaceLimits: limiterSet{rate: opts.WorkspaceRate, burst: opts.WorkspaceBurst},
-		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
+		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		stop:            make(chan struct{}), done: make(chan struct{})}
+	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g
 }

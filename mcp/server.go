@@ -23,11 +23,11 @@ same tool again with the same arguments plus that confirmation_token.`
 // first use. Servers are cached on the set because go-sdk calls getServer on
 // every HTTP request; a policy change makes a new set, so a new server.
 func (g *Gateway) server(ctx context.Context, a *mcpgate.Actor) (*sdk.Server, error) {
-	set, err := g.opts.Tools.ToolSet(ctx, a)
+	_, st, err := g.state(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	return set.Derived(func(set *mcpgate.ToolSet) any { return g.buildServer(set) }).(*sdk.Server), nil
+	return st.srv, nil
 }
 
 // serverText returns the server's title and instructions from the
@@ -51,7 +51,7 @@ func (g *Gateway) serverText() (title, instructions string) {
 func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 	title, instructions := g.serverText()
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Logger: g.log})
+		&sdk.ServerOptions{Instructions: instructions, Logger: g.sdkLog})
 	callable := map[string]bool{}
 	for _, info := range set.Tools {
 		t, ok := g.opts.Registry.Tool(info.Name)

@@ -214,6 +214,8 @@ type keysPage struct {
 	Prompts    []string
 	MCPURL     string
 	Connection *mcpgate.Connection
+	// Grants are the OAuth apps connected to the workspace (connected_apps.html).
+	Grants []mcpgate.Grant
 }
 
 func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
@@ -239,8 +241,13 @@ func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		return b.CreatedAt.Compare(a.CreatedAt)
 	})
-	p := keysPage{Keys: keys, Clients: setupClients(h.opts.PublicURL), Prompts: examplePrompts,
-		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn}
+	grants, err := h.svc.Grants.Grants(ctx, actorFrom(ctx))
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p := keysPage{Keys: keys, Clients: withOAuthSetup(setupClients(h.opts.PublicURL), h.opts.PublicURL), Prompts: examplePrompts,
+		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn, Grants: grants}
 	for i := range keys {
 		if keys[i].Active(now) {
 			p.Active++

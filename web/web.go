@@ -116,7 +116,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -145,7 +145,8 @@ func (h *handler) parseTemplates() error {
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html",
+			"templates/connected_apps.html", "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("parse template %s: %w", name, err)
 		}

@@ -45,6 +45,7 @@ type fakeData struct {
 	invitation  *mcpgate.Invitation
 	approvals   []mcpgate.ApprovalRequest // approvals_test.go
 	guardrails  mcpgate.Guardrails
+	grants      []mcpgate.Grant
 
 	lastAudit  mcpgate.AuditFilter
 	lastChart  string // the member CallsPerHour was asked for
@@ -85,7 +86,7 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 
 func (f *fakeData) services() mcpgate.Services {
 	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
-		Approvals: f, Guardrails: f}
+		Approvals: f, Guardrails: f, Grants: f}
 }
 
 // e2bView is the real E2B connector's dashboard view, fed by the fake's

@@ -137,5 +137,6 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
 		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
 		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,
+		OAuthCIMD: testOAuthCIMD,
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -15,9 +16,9 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/api"
-	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/migrations"
 )
 
 // serveEnv is the environment of a test instance: a fresh database,
@@ -225,13 +226,19 @@ func TestRun_Migrate(t *testing.T) {
 		}
 		return stdout.String()
 	}
-	latest := store.LatestMigration()
+	// Count the files, not the latest version: versions have gaps while
+	// branches that each add a migration are merged.
+	files, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest := len(files)
 	lastLine := func(status string) string {
 		lines := strings.Split(strings.TrimSpace(status), "\n")
 		return lines[len(lines)-1]
 	}
 	status := run1("migrate", "status")
-	if n := strings.Count(status, "applied"); n != int(latest) || strings.Contains(status, "pending") {
+	if n := strings.Count(status, "applied"); n != latest || strings.Contains(status, "pending") {
 		t.Fatalf("migrate status = %q, want %d applied migrations", status, latest)
 	}
 	if out := run1("migrate", "down"); !strings.Contains(out, "rolled back") {

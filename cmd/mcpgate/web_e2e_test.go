@@ -137,12 +137,16 @@ func TestWebJourney(t *testing.T) {
 	if s := webText(t, ctx, "#done-hint"); !strings.Contains(s, "<YOUR_MCP_KEY>") {
 		t.Errorf("the Done hint = %q, want it to say the snippets go back to <YOUR_MCP_KEY>", s)
 	}
-	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-0")))
-	snippet := webText(t, ctx, "#snip-claude-code-0")
+	// The first Claude Code snippet signs in with OAuth; the second
+	// carries the key.
+	webRun(t, ctx, "Claude Code tab", chromedp.Click(chromedp.ID("tab-claude-code")), chromedp.WaitVisible(chromedp.ID("snip-claude-code-1")))
+	snippet := webText(t, ctx, "#snip-claude-code-1")
 	webShot(t, ctx, "06-keys-created")
 	webCheckPage(t, ctx, "keys-created")
-	webRun(t, ctx, "Claude tab", chromedp.Click(chromedp.ID("tab-claude")), chromedp.WaitVisible(chromedp.ID("snip-claude-0")))
-	if s := webText(t, ctx, "#snip-claude-0"); !strings.Contains(s, `"mcp-remote@`) || !strings.Contains(s, "Bearer "+key) {
+	// The Claude tab's first snippet is the URL to sign in with; the
+	// config file with the key comes next.
+	webRun(t, ctx, "Claude tab", chromedp.Click(chromedp.ID("tab-claude")), chromedp.WaitVisible(chromedp.ID("snip-claude-1")))
+	if s := webText(t, ctx, "#snip-claude-1"); !strings.Contains(s, `"mcp-remote@`) || !strings.Contains(s, "Bearer "+key) {
 		t.Errorf("Claude Desktop config snippet = %q, want pinned mcp-remote with the new key", s)
 	}
 	sm := regexp.MustCompile(`^claude mcp add --transport http --scope user mcpgate (\S+) --header "Authorization: Bearer (\S+)"$`).FindStringSubmatch(snippet)

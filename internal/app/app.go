@@ -25,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -65,6 +66,9 @@ type Options struct {
 	DataDir string
 	// AuditRetention is how long audit rows are kept; 0 keeps everything.
 	AuditRetention time.Duration
+	// OAuthCIMD configures fetching client ID metadata documents; only
+	// tests set it (to reach a local TLS server).
+	OAuthCIMD oauth.CIMDOptions
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -74,6 +78,8 @@ type Gateway struct {
 	Keyring *vault.Keyring
 	Service *service.Service
 	Keys    *service.KeyAuthenticator
+	OAuth   *oauth.Server
+	Tokens  *oauth.TokenAuthenticator
 	MCP     *mcp.Gateway
 	API     *api.Server
 
@@ -128,13 +134,20 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
+	demo := &web.DemoProbe{}
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On})
+	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
+	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
-		Tools: services.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{gw.Keys}, Tokens: db,
+		Tools: services.Tools, Registry: registry, Tokens: db,
+		// Access tokens first: the key authenticator refuses any bearer
+		// that is not a key, and an access token is not one.
+		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
 	})
-	demo := &web.DemoProbe{}
 	gw.API = api.New(api.Options{
 		Services:       services,
 		Sessions:       db,
@@ -145,8 +158,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		TrustedProxies: o.TrustedProxies,
 		MCP:            gw.MCP.Handler(),
 		Metrics:        gw.metrics.Handler(),
-		Web: web.New(web.Options{Services: services, Logger: log,
-			PublicURL: o.PublicURL, Version: version, Demo: demo.On}),
+		Web:            dashboard,
+		OAuth:          gw.OAuth.Handler(),
 	})
 	// Is E2B the bundled simulator? Asked once in the background, so that no
 	// call waits for it; the dashboard says "demo mode" when it is.
@@ -155,6 +168,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
+			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
 		}, gw.Service.SetListening)
 	})
@@ -231,6 +245,7 @@ func (gw *Gateway) Close() {
 	gw.wg.Wait()
 	gw.MCP.Close()
 	gw.Keys.Close()
+	gw.Tokens.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := gw.audit.Close(ctx); err != nil {
@@ -255,6 +270,9 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 			}
 			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
 				gw.log.Warn("expire approval requests", "err", err)
+			}
+			if err := gw.OAuth.Prune(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("prune expired OAuth rows", "err", err)
 			}
 		}
 	}

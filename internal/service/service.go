@@ -173,7 +173,7 @@ func New(opts Options) *Service {
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
 	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
-		Approvals: s, Guardrails: s}
+		Approvals: s, Guardrails: s, Grants: s}
 }
 
 // The kinds of change Invalidate is told about.

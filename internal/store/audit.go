@@ -21,7 +21,7 @@ import (
 const nilUUID = "00000000-0000-0000-0000-000000000000"
 
 var auditColumns = []string{"workspace_id", "actor_id", "key_id", "kind", "action", "arguments", "outcome", "message",
-	"upstream_status", "duration_ms", "source", "created_at"}
+	"upstream_status", "duration_ms", "source", "created_at", "grant_id", "client_name"}
 
 // InsertAudit writes a batch of audit events with COPY and adds them to the
 // hourly rollup, in one transaction: a batch is stored whole or not at all,
@@ -93,7 +93,8 @@ func (db *DB) insertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 			status = &e.UpstreamStatus
 		}
 		rows = append(rows, []any{e.WorkspaceID, nullIfEmpty(e.ActorID), nullIfEmpty(e.KeyID), string(e.Kind), e.Action,
-			args, string(e.Outcome), e.Message, status, e.DurationMS, string(e.Source), e.CreatedAt})
+			args, string(e.Outcome), e.Message, status, e.DurationMS, string(e.Source), e.CreatedAt,
+			nullIfEmpty(e.GrantID), e.ClientName})
 		if e.Kind != mcpgate.KindToolCall {
 			continue
 		}
@@ -264,7 +265,8 @@ func auditQuery(workspaceID string, f mcpgate.AuditFilter, c *auditCursor, desc 
 		order = "ORDER BY a.created_at, a.id"
 	}
 	q := `SELECT a.id, a.workspace_id, coalesce(a.actor_id::text, ''), coalesce(u.email, ''), coalesce(a.key_id, ''),
-			a.kind, a.action, a.arguments, a.outcome, a.message, coalesce(a.upstream_status, 0), a.duration_ms, a.source, a.created_at
+			a.kind, a.action, a.arguments, a.outcome, a.message, coalesce(a.upstream_status, 0), a.duration_ms, a.source, a.created_at,
+			coalesce(a.grant_id::text, ''), a.client_name
 		FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
 		WHERE ` + strings.Join(where, " AND ") + "\n\t\t" + order
 	if limit > 0 {
@@ -278,7 +280,7 @@ func scanAuditEvent(r pgx.Row) (mcpgate.AuditEvent, error) {
 	var e mcpgate.AuditEvent
 	var args []byte
 	err := r.Scan(&e.ID, &e.WorkspaceID, &e.ActorID, &e.ActorEmail, &e.KeyID, &e.Kind, &e.Action, &args,
-		&e.Outcome, &e.Message, &e.UpstreamStatus, &e.DurationMS, &e.Source, &e.CreatedAt)
+		&e.Outcome, &e.Message, &e.UpstreamStatus, &e.DurationMS, &e.Source, &e.CreatedAt, &e.GrantID, &e.ClientName)
 	if err == nil && len(args) > 0 {
 		err = json.Unmarshal(args, &e.Arguments)
 	}
