@@ -16,10 +16,11 @@ import (
 type AccountService interface {
 	// Signup creates an account. With an invitation token it also joins
 	// that workspace (the invitation's email must match); in invite-only
-	// mode an invitation is required.
-	Signup(ctx context.Context, email, password, invitation string) (*User, error)
+	// mode an invitation is required. Sign-ups are throttled per client
+	// address.
+	Signup(ctx context.Context, email, password, invitation, address string) (*User, error)
 	// Login checks an email and password under the login throttle, counted
-	// per email and per client address.
+	// per email and address pair, per address, and per email.
 	Login(ctx context.Context, email, password, address string) (*User, error)
 	// ChangePassword replaces the user's password once the current one is
 	// given (wrong ones count against the login throttle) and ends every

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
 // SessionStore is what sessions need from the database.
@@ -38,6 +39,9 @@ type Options struct {
 	MCP     http.Handler
 	Metrics http.Handler
 	Web     http.Handler
+	// TrustedProxies are the proxies whose forwarding headers give the
+	// client address (TRUSTED_PROXIES); nil trusts none.
+	TrustedProxies *httpx.Proxies
 	// OAuth serves the authorization server: /.well-known/oauth-* and
 	// /oauth/*, with the session's user (if any) in the context.
 	OAuth http.Handler
@@ -72,7 +76,7 @@ func isHTTPS(u string) bool { return len(u) >= 8 && strings.EqualFold(u[:8], "ht
 // Handler returns the root router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestLog)
+	r.Use(httpx.WithClientAddress(s.opts.TrustedProxies), s.requestLog, s.canonicalConnectorPath)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -81,8 +85,10 @@ func (s *Server) Handler() http.Handler {
 		r.Handle("/metrics", s.opts.Metrics)
 	}
 	if s.opts.MCP != nil {
-		r.Handle("/mcp", s.opts.MCP)
-		r.Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
+		// The same security headers as the API (nosniff, no framing, no
+		// referrer): MCP answers are JSON or SSE, never pages.
+		r.With(securityHeaders).Handle("/mcp", s.opts.MCP)
+		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
 	}
 	if s.opts.OAuth != nil {
 		// The authorization server sets its own security headers (the

@@ -66,6 +66,9 @@ func (g *Gateway) handler(fast bool) http.Handler {
 		Logger:                     g.sdkLog,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.checkOrigin(w, r) {
+			return
+		}
 		addr := httpx.ClientAddress(r)
 		now := g.now()
 		actor, reason, err := g.authenticate(r)
@@ -89,6 +92,9 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
 			w.Header().Set("WWW-Authenticate", g.challenge(reason))
 			httpx.WriteError(w, r, g.log, errUnauthorized)
+			return
+		}
+		if _, ok := g.checkBody(w, r); !ok {
 			return
 		}
 		// The per-key limit counts tool calls (limitCall), not every request.

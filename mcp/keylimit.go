@@ -17,5 +17,5 @@ func (g *Gateway) limitCall(a *mcpgate.Actor) error {
 		g.metrics.RateLimited()
 		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "this key is sending too many tool calls; slow down"), wait)
 	}
-	return nil
+	return g.limitShared(a)
 }

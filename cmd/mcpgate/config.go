@@ -19,6 +19,8 @@ import (
 	"unicode"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -51,6 +53,17 @@ type Config struct {
 		// stand in while the database cannot be reached.
 		OutageGrace string
 	}
+	Proxy struct {
+		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
+		Trusted string
+		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
+		AllowedOrigins string
+	}
+	// Caps are MAX_KEYS_PER_USER and MAX_WORKSPACES_PER_USER; see UserCaps.
+	Caps struct {
+		KeysPerUser       string
+		WorkspacesPerUser string
+	}
 	Audit struct {
 		// Retention is AUDIT_RETENTION as given ("90d", "720h"); empty keeps
 		// everything.
@@ -77,6 +90,26 @@ func (c *Config) KeyRate() (float64, int) {
 	r, _ := strconv.ParseFloat(c.MCP.KeyRate, 64)
 	b, _ := strconv.Atoi(c.MCP.KeyBurst)
 	return r, b
+}
+
+// TrustedProxies returns the proxies whose forwarding headers give the
+// client address. Valid after LoadConfig.
+func (c *Config) TrustedProxies() *httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
+	return p
+}
+
+// UserCaps returns the caps on keys and workspaces per person. Valid after
+// LoadConfig.
+func (c *Config) UserCaps() (keys, workspaces int) {
+	keys, _ = strconv.Atoi(c.Caps.KeysPerUser)
+	workspaces, _ = strconv.Atoi(c.Caps.WorkspacesPerUser)
+	return keys, workspaces
+}
+
+// Origins returns ALLOWED_ORIGINS as a list.
+func (c *Config) Origins() []string {
+	return strings.FieldsFunc(c.Proxy.AllowedOrigins, func(r rune) bool { return r == ',' || r == ' ' })
 }
 
 // AuditRetention returns how long audit rows are kept, 0 for ever. Valid
@@ -121,6 +154,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
+		slog.String("trusted_proxies", c.Proxy.Trusted),
 		slog.String("audit_retention", c.Audit.Retention))
 }
 
@@ -164,6 +198,10 @@ func (c *Config) settings() []setting {
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
+		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
+		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
+		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
 		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
 		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, &c.Audit.Retention},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
@@ -300,6 +338,20 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
 		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))
+	}
+	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
+		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	for _, cp := range []struct{ name, v string }{{"MAX_KEYS_PER_USER", c.Caps.KeysPerUser},
+		{"MAX_WORKSPACES_PER_USER", c.Caps.WorkspacesPerUser}} {
+		if n, err := strconv.Atoi(cp.v); err != nil || n < 1 || n > 1e6 {
+			p = append(p, fmt.Sprintf("%s must be a whole number of at least 1, not %q", cp.name, cp.v))
+		}
+	}
+	for _, o := range c.Origins() {
+		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			p = append(p, fmt.Sprintf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
+		}
 	}
 	if _, err := parseRetention(c.Audit.Retention); err != nil {
 		p = append(p, fmt.Sprintf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", c.Audit.Retention, err))

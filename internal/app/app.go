@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/reseal"
@@ -54,6 +55,13 @@ type Options struct {
 	// unreachable (default 10 minutes; negative: never).
 	OutageGrace time.Duration
 	Version     string
+	// MaxKeysPerUser and MaxWorkspacesPerUser cap what one person may
+	// create (0: the services' defaults).
+	MaxKeysPerUser, MaxWorkspacesPerUser int
+	// AllowedOrigins are browser origins allowed on /mcp besides PublicURL.
+	AllowedOrigins []string
+	// TrustedProxies give the client address behind a proxy (nil: none).
+	TrustedProxies *httpx.Proxies
 	// DataDir holds the audit spool (DATA_DIR); empty runs without one.
 	DataDir string
 	// AuditRetention is how long audit rows are kept; 0 keeps everything.
@@ -120,6 +128,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		SpoolBytes: func() int64 { return spoolSize(spool) }})
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
+		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
 		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
@@ -137,19 +146,20 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
-		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
+		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
 	})
 	gw.API = api.New(api.Options{
-		Services:  services,
-		Sessions:  db,
-		Logger:    log,
-		PublicURL: o.PublicURL,
-		JWTSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
-		Ready:     db.Ready,
-		MCP:       gw.MCP.Handler(),
-		Metrics:   gw.metrics.Handler(),
-		Web:       dashboard,
-		OAuth:     gw.OAuth.Handler(),
+		Services:       services,
+		Sessions:       db,
+		Logger:         log,
+		PublicURL:      o.PublicURL,
+		JWTSecret:      deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
+		Ready:          db.Ready,
+		TrustedProxies: o.TrustedProxies,
+		MCP:            gw.MCP.Handler(),
+		Metrics:        gw.metrics.Handler(),
+		Web:            dashboard,
+		OAuth:          gw.OAuth.Handler(),
 	})
 	// Is E2B the bundled simulator? Asked once in the background, so that no
 	// call waits for it; the dashboard says "demo mode" when it is.

@@ -64,6 +64,14 @@ type Options struct {
 	// them to a dashboard page use it.
 	PublicURL string
 	Signup    SignupMode
+	// MaxKeysPerUser caps the working MCP keys one person may hold across
+	// workspaces (default 100); MaxWorkspacesPerUser caps the shared
+	// workspaces one person may own (default 20). Negative means no cap.
+	MaxKeysPerUser       int
+	MaxWorkspacesPerUser int
+	// SignupsPerAddress bounds sign-up attempts per client address in 15
+	// minutes (default 10).
+	SignupsPerAddress int
 	// PasswordParams default to password.Default; tests lower them.
 	PasswordParams *password.Params
 	// CallTimeout bounds one tool call unless its tool sets its own
@@ -132,6 +140,15 @@ func New(opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxKeysPerUser == 0 {
+		opts.MaxKeysPerUser = 100
+	}
+	if opts.MaxWorkspacesPerUser == 0 {
+		opts.MaxWorkspacesPerUser = 20
+	}
+	if opts.SignupsPerAddress == 0 {
+		opts.SignupsPerAddress = defaultSignupsPerAddress
+	}
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen
 	}
@@ -149,7 +166,7 @@ func New(opts Options) *Service {
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
-	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perEmail: 5, perAddress: 30}
+	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
 	return s
 }
 
