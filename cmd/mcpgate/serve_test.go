@@ -30,6 +30,7 @@ func serveEnv(t *testing.T) map[string]string {
 		"DATABASE_URL": storetest.NewDatabase(t), "LISTEN_ADDR": "127.0.0.1:0",
 		"ENCRYPTION_KEY": newKey(t), "JWT_SECRET": newKey(t), "LOG_LEVEL": "debug",
 		"E2B_API_URL": "http://127.0.0.1:9", "E2B_DASHBOARD_API_URL": "http://127.0.0.1:9",
+		"DATA_DIR": t.TempDir(), // the audit spool goes there
 	}
 }
 
@@ -48,6 +49,9 @@ type serveInstance struct {
 // its log is printed if the test failed.
 func mustServe(t *testing.T, env map[string]string) *serveInstance {
 	t.Helper()
+	if _, ok := env["DATA_DIR"]; !ok {
+		env["DATA_DIR"] = t.TempDir() // never the tree: the audit spool goes there
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &serveInstance{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)
