@@ -36,6 +36,14 @@ const (
 	ActionInvitationAccepted AdminAction = "invitation.accepted"
 	// ActionPasswordChanged is recorded in the person's personal workspace.
 	ActionPasswordChanged AdminAction = "account.password_changed"
+	// ActionPasswordReset is a password set through an emailed reset link.
+	ActionPasswordReset AdminAction = "account.password_reset"
+	// ActionKeysRevokedAll is every MCP key of a person revoked at once
+	// (offered after a password reset).
+	ActionKeysRevokedAll AdminAction = "account.keys_revoked"
+	// ActionMailSent is an email the gateway sent (or gave up sending) to
+	// the person: its kind, never its link.
+	ActionMailSent AdminAction = "account.mail_sent"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -43,7 +51,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged,
+	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent,
 }
 
 // Outcome is how a tool call or admin action ended.

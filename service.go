@@ -25,6 +25,17 @@ type AccountService interface {
 	// given (wrong ones count against the login throttle) and ends every
 	// session of theirs; the caller starts a new one for this browser.
 	ChangePassword(ctx context.Context, u *User, current, newPassword, address string) error
+	// MailEnabled reports whether the instance can send email (SMTP_URL);
+	// without it, reset and verification links cannot be sent.
+	MailEnabled() bool
+	// RequestPasswordReset emails a single-use reset link to the address if
+	// it has an account, and answers the same either way; it is throttled
+	// per address and per client address.
+	RequestPasswordReset(ctx context.Context, email, address string) error
+	// ResetPassword sets a new password with a reset link's token, ending
+	// every session of the person and, with revokeKeys, revoking every MCP
+	// key they own.
+	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
 }
 
 // WorkspaceService manages workspaces, members and invitations.

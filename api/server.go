@@ -86,6 +86,8 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/auth/signup", s.handleSignup)
 		r.Post("/auth/login", s.handleLogin)
 		r.Post("/auth/logout", s.handleLogout)
+		r.Post("/auth/password-reset", s.handlePasswordReset)
+		r.Post("/auth/password-reset/confirm", s.handlePasswordResetConfirm)
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
 			r.Get("/me", s.handleMe)

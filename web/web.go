@@ -116,7 +116,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "forgot", "reset"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -180,6 +180,8 @@ func (h *handler) routes() {
 		r.Get("/", h.handleLanding)
 		r.Get("/signup", h.handleSignup)
 		r.Get("/login", h.handleLogin)
+		r.Get("/forgot-password", h.handleForgot)
+		r.Get("/reset-password", h.handleReset)
 		r.Get("/invite/{token}", h.handleInvite)
 		r.Route("/app", func(r chi.Router) {
 			r.Use(h.requireUser)

@@ -23,6 +23,8 @@ import (
 	"sync"
 	texttemplate "text/template"
 	"time"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 //go:embed templates/*
@@ -52,7 +54,9 @@ type Server struct {
 	// STARTTLS is used, and required unless the host is loopback.
 	ImplicitTLS bool
 	User        string
-	password    string
+	// Password is a Secret (and exported, so that fmt calls its methods):
+	// even %#v of a Server hides it.
+	Password mcpgate.Secret
 	// TLSConfig, when set, replaces the default (tests trust their own CA).
 	TLSConfig *tls.Config
 }
@@ -104,7 +108,8 @@ func ParseURL(raw string) (*Server, error) {
 	s.Host = net.JoinHostPort(u.Hostname(), port)
 	if u.User != nil {
 		s.User = u.User.Username()
-		s.password, _ = u.User.Password()
+		pw, _ := u.User.Password()
+		s.Password = mcpgate.Secret(pw)
 	}
 	return s, nil
 }
@@ -361,7 +366,7 @@ func (m *Mailer) sendOnce(msg *Message) error {
 	if srv.User != "" {
 		// PlainAuth itself refuses to send the password unencrypted except
 		// to localhost.
-		if err := c.Auth(smtp.PlainAuth("", srv.User, srv.password, host)); err != nil {
+		if err := c.Auth(smtp.PlainAuth("", srv.User, srv.Password.Reveal(), host)); err != nil {
 			return fmt.Errorf("auth: %w", err)
 		}
 	}

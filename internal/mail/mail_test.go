@@ -43,7 +43,7 @@ func TestParseURL(t *testing.T) {
 		})
 	}
 	s, _ := mail.ParseURL("smtp://user:hunter2-secret@h:25")
-	for _, out := range []string{s.String(), fmt.Sprint(s), fmt.Sprintf("%v", *s), s.LogValue().String()} {
+	for _, out := range []string{s.String(), fmt.Sprint(s), fmt.Sprintf("%v", *s), fmt.Sprintf("%#v", *s), fmt.Sprintf("%+v", s), s.LogValue().String()} {
 		if strings.Contains(out, "hunter2") {
 			t.Fatalf("server prints its password: %s", out)
 		}

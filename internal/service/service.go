@@ -63,6 +63,9 @@ type Options struct {
 	// them to a dashboard page use it.
 	PublicURL string
 	Signup    SignupMode
+	// Mailer sends the account emails; nil means the instance has no
+	// SMTP_URL, and the features that need email say so.
+	Mailer Mailer
 	// PasswordParams default to password.Default; tests lower them.
 	PasswordParams *password.Params
 	// CallTimeout bounds one tool call unless its tool sets its own

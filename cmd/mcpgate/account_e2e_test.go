@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mcpgate/mcpgate/internal/mail/mailtest"
+)
+
+// TestWebAccountPasswordReset drives a forgotten password end to end in
+// Chromium, with a real SMTP server receiving the mail: sign up, log out,
+// "Forgot password?", the link from the email, a new password (revoking the
+// MCP keys too), and a sign-in with it. Each new page is checked like the
+// journey's (axe, 390 px, console errors).
+func TestWebAccountPasswordReset(t *testing.T) {
+	if _, err := os.Stat(webChromiumPath); err != nil {
+		t.Fatalf("%s not found: run scripts/ensure-chromium.sh", webChromiumPath)
+	}
+	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	smtp := mailtest.New(t, mailtest.Options{Auth: true})
+	base := webStartDashboard(t, map[string]string{"SMTP_URL": smtp.URL(), "MAIL_FROM": "mcpgate <noreply@example.com>"})
+	ctx, cancel := webNewBrowser(t)
+	defer cancel()
+	var problems webBrowserProblems
+	problems.listen(ctx)
+
+	const email, oldPassword, newPassword = "forgetful@example.com", "the first password here", "a brand new passphrase"
+	webRun(t, ctx, "sign up",
+		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), email),
+		chromedp.SendKeys(chromedp.ID("#password"), oldPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	webRun(t, ctx, "logout",
+		chromedp.Click(chromedp.CSS(".user-menu summary")),
+		chromedp.Click(chromedp.CSS(`.user-menu button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".hero")))
+
+	webRun(t, ctx, "forgot password",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#forgot-link")),
+		chromedp.Click(chromedp.ID("#forgot-link")), chromedp.WaitVisible(chromedp.ID("#forgot-form")))
+	webCheckPage(t, ctx, "forgot-password")
+	webRun(t, ctx, "ask for a link",
+		chromedp.SendKeys(chromedp.ID("#email"), strings.ToUpper(email)),
+		chromedp.Click(chromedp.CSS(`#forgot-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#reset-sent")))
+	webShot(t, ctx, "40-forgot-sent")
+	webCheckPage(t, ctx, "forgot-password-sent")
+
+	msg := smtp.Wait(t, email, "Reset your password")
+	link := msg.Link(t, "/reset-password?token=")
+	if !strings.HasPrefix(link, base+"/reset-password?token=") {
+		t.Fatalf("reset link = %q, want it under PUBLIC_URL %s", link, base)
+	}
+	webRun(t, ctx, "reset page", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("#reset-form")))
+	webCheckPage(t, ctx, "reset-password")
+	webRun(t, ctx, "set the new password",
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.SendKeys(chromedp.ID("#password-again"), newPassword),
+		chromedp.Click(chromedp.ID("#revoke-keys")),
+		chromedp.Click(chromedp.CSS(`#reset-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if loc := webLocation(t, ctx); !strings.HasPrefix(loc, base+"/login") {
+		t.Errorf("after the reset at %q, want the login page", loc)
+	}
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Password changed") {
+		t.Errorf("flash = %q", s)
+	}
+	webShot(t, ctx, "41-reset-done")
+
+	// The link works once.
+	webRun(t, ctx, "reuse the link",
+		chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("#reset-form")),
+		chromedp.SendKeys(chromedp.ID("#password"), "yet another passphrase"),
+		chromedp.SendKeys(chromedp.ID("#password-again"), "yet another passphrase"),
+		chromedp.Click(chromedp.CSS(`#reset-form button[type=submit]`)),
+		webUntil(`document.querySelector('#reset-form [data-form-error]').textContent.includes('already used')`))
+
+	webRun(t, ctx, "log in with the new password",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), email),
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	problems.check(t)
+}

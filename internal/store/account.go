@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// Purposes of account tokens.
+const (
+	TokenReset  = "reset"
+	TokenVerify = "verify"
+)
+
+var errTokenSpent = mcpgate.Errorf(mcpgate.EInvalid, "this link has expired or was already used; ask for a new one")
+
+// CreateAccountToken stores the hash of a single-use emailed token.
+func (db *DB) CreateAccountToken(ctx context.Context, userID, purpose string, tokenHash []byte, email string, expiresAt time.Time) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO account_tokens (user_id, purpose, token_hash, email, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+		userID, purpose, tokenHash, email, expiresAt)
+	return mapError(err, "user not found")
+}
+
+// ResetPassword spends a reset token and sets the password of its user in
+// one transaction: every session of the user is revoked, and every other
+// open reset link of theirs stops working. A spent, expired or unknown token
+// is EInvalid.
+func (db *DB) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string) (*mcpgate.User, error) {
+	var u mcpgate.User
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var userID string
+		err := tx.QueryRow(ctx, `
+			UPDATE account_tokens SET used_at = now()
+			WHERE token_hash = $1 AND purpose = 'reset' AND used_at IS NULL AND expires_at > now()
+			RETURNING user_id`, tokenHash).Scan(&userID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errTokenSpent
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1 RETURNING id, email, instance_admin, created_at`,
+			userID, passwordHash).Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose = 'reset' AND used_at IS NULL`, userID); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
+		return err
+	})
+	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.EInvalid {
+			return nil, err
+		}
+		return nil, mapError(err, "user not found")
+	}
+	return &u, nil
+}
+
+// RevokeKeysOfUser revokes every live MCP key the user owns, in every
+// workspace, and tells every replica. It returns how many were revoked.
+func (db *DB) RevokeKeysOfUser(ctx context.Context, userID string) (int, error) {
+	n := 0
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE api_keys SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING workspace_id`, userID)
+		if err != nil {
+			return err
+		}
+		wss, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		n = len(wss)
+		seen := map[string]bool{}
+		for _, ws := range wss {
+			if !seen[ws] {
+				seen[ws] = true
+				if err := notifyKeys(ctx, tx, ws); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	return n, mapError(err, "user not found")
+}

@@ -1,0 +1,20 @@
+-- +goose Up
+-- Single-use links sent by email (password reset, email verification). Only
+-- the SHA-256 of the token is stored; a link is spent by setting used_at in
+-- the same statement that checks it, so it works once even under a race.
+CREATE TABLE account_tokens (
+    id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_id    uuid NOT NULL REFERENCES users ON DELETE CASCADE,
+    purpose    text NOT NULL CHECK (purpose IN ('reset', 'verify')),
+    token_hash bytea NOT NULL UNIQUE,
+    -- email is the address the link was sent to (for verify: the address
+    -- being confirmed).
+    email      text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    expires_at timestamptz NOT NULL,
+    used_at    timestamptz
+);
+CREATE INDEX account_tokens_user_idx ON account_tokens (user_id, purpose);
+
+-- +goose Down
+DROP TABLE account_tokens;
