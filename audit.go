@@ -44,6 +44,8 @@ const (
 	// ActionMailSent is an email the gateway sent (or gave up sending) to
 	// the person: its kind, never its link.
 	ActionMailSent AdminAction = "account.mail_sent"
+	// ActionEmailVerified is a person confirming their address by its link.
+	ActionEmailVerified AdminAction = "account.email_verified"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -51,7 +53,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent,
+	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified,
 }
 
 // Outcome is how a tool call or admin action ended.

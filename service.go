@@ -36,6 +36,12 @@ type AccountService interface {
 	// every session of the person and, with revokeKeys, revoking every MCP
 	// key they own.
 	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
+	// EmailVerified reports whether the person has confirmed their address.
+	EmailVerified(ctx context.Context, u *User) (bool, error)
+	// VerifyEmail confirms an address with the token of its emailed link.
+	VerifyEmail(ctx context.Context, token string) (*User, error)
+	// ResendVerification emails a new verification link (throttled).
+	ResendVerification(ctx context.Context, u *User) error
 }
 
 // WorkspaceService manages workspaces, members and invitations.

@@ -63,3 +63,39 @@ func TestPasswordReset_APIWithoutMail(t *testing.T) {
 		t.Fatalf("message = %q, want it to say the operator must configure SMTP_URL", msg)
 	}
 }
+
+func TestVerifyEmail_API(t *testing.T) {
+	smtp := mailtest.New(t, mailtest.Options{})
+	srv, _ := mail.ParseURL(smtp.URL())
+	m, err := mail.New(mail.Options{Server: srv, From: "noreply@example.com", Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	ts := newTestServer(t, api.Options{}, func(o *service.Options) { o.Mailer = m; o.RequireVerifiedEmail = true })
+	c := ts.newClient(t)
+	c.mustSignup("val@example.com")
+	me := func() map[string]any {
+		var body struct {
+			User map[string]any `json:"user"`
+		}
+		c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusOK).decode(t, &body)
+		return body.User
+	}
+	if u := me(); u["email_verified"] != false || u["totp_enabled"] != false {
+		t.Fatalf("me before verifying = %v", u)
+	}
+	ws := c.mustMe().Workspaces[0].ID
+	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusForbidden)
+	link := smtp.Wait(t, "val@example.com", "Confirm").Link(t, "/verify-email")
+	u, _ := url.Parse(link)
+	// Another browser, signed out, can open the link.
+	anon := ts.newClient(t)
+	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": u.Query().Get("token")}).wantStatus(t, http.StatusOK)
+	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": u.Query().Get("token")}).wantStatus(t, http.StatusBadRequest)
+	if u := me(); u["email_verified"] != true {
+		t.Fatalf("me after verifying = %v", u)
+	}
+	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusCreated)
+	c.do("POST", "/api/v1/me/email-verification", nil).wantStatus(t, http.StatusConflict)
+}

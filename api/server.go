@@ -88,10 +88,12 @@ func (s *Server) Handler() http.Handler {
 		r.Post("/auth/logout", s.handleLogout)
 		r.Post("/auth/password-reset", s.handlePasswordReset)
 		r.Post("/auth/password-reset/confirm", s.handlePasswordResetConfirm)
+		r.Post("/auth/verify-email", s.handleVerifyEmail)
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
 			r.Get("/me", s.handleMe)
 			r.Put("/me/password", s.handlePasswordChange)
+			r.Post("/me/email-verification", s.handleVerificationResend)
 			r.Get("/workspaces", s.handleWorkspaceList)
 			r.Post("/workspaces", s.handleWorkspaceCreate)
 			r.Post("/invitations/{token}/accept", s.handleInvitationAccept)

@@ -16,5 +16,13 @@ CREATE TABLE account_tokens (
 );
 CREATE INDEX account_tokens_user_idx ON account_tokens (user_id, purpose);
 
+-- When the person proved they read mail at their address (a verification or
+-- reset link). Accounts from before this migration count as verified: they
+-- were made under rules that did not ask, and taking their keys away on
+-- upgrade would break working clients.
+ALTER TABLE users ADD COLUMN email_verified_at timestamptz;
+UPDATE users SET email_verified_at = created_at;
+
 -- +goose Down
+ALTER TABLE users DROP COLUMN email_verified_at;
 DROP TABLE account_tokens;

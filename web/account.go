@@ -9,6 +9,10 @@ import (
 
 type accountPage struct {
 	Workspaces []mcpgate.Workspace
+	// EmailVerified and MailEnabled decide what the email section offers:
+	// a new confirmation link, or word that the operator has no email.
+	EmailVerified bool
+	MailEnabled   bool
 }
 
 // handleAccount is the person's own settings: password and workspaces. It
@@ -31,5 +35,11 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: &frame}))
 	}
-	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account", accountPage{Workspaces: wss}))
+	verified, err := h.svc.Accounts.EmailVerified(r.Context(), u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account",
+		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled()}))
 }

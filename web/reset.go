@@ -25,3 +25,16 @@ func (h *handler) handleReset(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "reset", h.newView(r, "Choose a new password", "",
 		resetPage{Token: r.URL.Query().Get("token")}))
 }
+
+type verifyPage struct {
+	Token string
+}
+
+// handleVerify is the page a verification email links to. It asks for a
+// click rather than confirming on load, so that a mail scanner that fetches
+// links does not spend the token.
+func (h *handler) handleVerify(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	h.render(w, r, http.StatusOK, "verify", h.newView(r, "Confirm your email address", "",
+		verifyPage{Token: r.URL.Query().Get("token")}))
+}

@@ -116,7 +116,7 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account", "forgot", "reset"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "forgot", "reset", "verify"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -182,6 +182,7 @@ func (h *handler) routes() {
 		r.Get("/login", h.handleLogin)
 		r.Get("/forgot-password", h.handleForgot)
 		r.Get("/reset-password", h.handleReset)
+		r.Get("/verify-email", h.handleVerify)
 		r.Get("/invite/{token}", h.handleInvite)
 		r.Route("/app", func(r chi.Router) {
 			r.Use(h.requireUser)

@@ -21,6 +21,10 @@ const evil = `<script>alert("x")</script>`
 
 var testNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
+// EmailVerified and MailEnabled are what the account page asks.
+func (f *fakeData) EmailVerified(context.Context, *mcpgate.User) (bool, error) { return true, nil }
+func (f *fakeData) MailEnabled() bool                                          { return false }
+
 // fakeData is a hand-written fake of the services the pages read, with one
 // workspace, "ws1". The embedded interfaces stand for the methods the pages
 // never call (a call would panic).

@@ -10,12 +10,14 @@ import (
 	"github.com/mcpgate/mcpgate/internal/mail/mailtest"
 )
 
-// TestWebAccountPasswordReset drives a forgotten password end to end in
-// Chromium, with a real SMTP server receiving the mail: sign up, log out,
+// TestWebAccountVerifyAndReset drives email verification and a forgotten
+// password end to end in Chromium, with a real SMTP server receiving the
+// mail: sign up (keys are refused until the address is confirmed), confirm
+// the address from the emailed link, log out,
 // "Forgot password?", the link from the email, a new password (revoking the
 // MCP keys too), and a sign-in with it. Each new page is checked like the
 // journey's (axe, 390 px, console errors).
-func TestWebAccountPasswordReset(t *testing.T) {
+func TestWebAccountVerifyAndReset(t *testing.T) {
 	if _, err := os.Stat(webChromiumPath); err != nil {
 		t.Fatalf("%s not found: run scripts/ensure-chromium.sh", webChromiumPath)
 	}
@@ -36,6 +38,40 @@ func TestWebAccountPasswordReset(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("#password"), oldPassword),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	wsBase := webLocation(t, ctx)
+
+	// Unconfirmed: the account page says so, and a key is refused.
+	webRun(t, ctx, "account unconfirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#verify-resend-form")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "not confirmed") {
+		t.Errorf("email status = %q", s)
+	}
+	webCheckPage(t, ctx, "account-unconfirmed")
+	webRun(t, ctx, "key refused",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), "too early"),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		webUntil(`document.querySelector('#key-form [data-form-error]').textContent.includes('confirm your email')`))
+
+	verify := smtp.Wait(t, email, "Confirm your email").Link(t, "/verify-email?token=")
+	webRun(t, ctx, "verify page", chromedp.Navigate(verify), chromedp.WaitVisible(chromedp.ID("#verify-form")))
+	webCheckPage(t, ctx, "verify-email")
+	webRun(t, ctx, "confirm",
+		chromedp.Click(chromedp.CSS(`#verify-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Email address confirmed") {
+		t.Errorf("flash after confirming = %q", s)
+	}
+	webRun(t, ctx, "account confirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#email-status")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "is confirmed") {
+		t.Errorf("email status after confirming = %q", s)
+	}
+	webCheckPage(t, ctx, "account-confirmed")
+	webRun(t, ctx, "key created",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), "laptop"),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#new-key")))
+
 	webRun(t, ctx, "logout",
 		chromedp.Click(chromedp.CSS(".user-menu summary")),
 		chromedp.Click(chromedp.CSS(`.user-menu button[type=submit]`)),

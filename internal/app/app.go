@@ -45,7 +45,10 @@ type Options struct {
 	PublicURL string
 	Signup    string
 	// Mail, when set, sends the account emails (SMTP_URL and MAIL_FROM).
-	Mail            *mail.Options
+	Mail *mail.Options
+	// SignupVerify is SIGNUP_VERIFY: "required" holds back invitations and
+	// keys until an address is confirmed (only with Mail).
+	SignupVerify    string
 	E2BAPIURL       string
 	E2BDashboardURL string
 	// E2BHTTPClient, when set, replaces the E2B connector's own client.
@@ -118,7 +121,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
-		OutageGrace: o.OutageGrace, Mailer: mailer})
+		OutageGrace: o.OutageGrace, Mailer: mailer,
+		RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()

@@ -25,6 +25,9 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 		t := nk.ExpiresAt.UTC()
 		nk.ExpiresAt = &t
 	}
+	if err := s.requireVerified(ctx, a.UserID); err != nil {
+		return nil, "", err
+	}
 	key, id, hash := mcpgate.NewMCPKey()
 	k := &mcpgate.APIKey{ID: id, WorkspaceID: a.WorkspaceID, UserID: a.UserID, OwnerEmail: a.Email, Name: name,
 		Scope: nk.Scope, ExpiresAt: nk.ExpiresAt}

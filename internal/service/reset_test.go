@@ -88,8 +88,14 @@ func TestPasswordReset(t *testing.T) {
 	if _, err := env.DB.FindSessionUser(ctx, sess); err == nil {
 		t.Fatal("session survived the reset")
 	}
-	if n := len(srv.Messages()); n != 1 {
-		t.Fatalf("server got %d messages, want 1 (none for the unknown address)", n)
+	resets := 0
+	for _, m := range srv.Messages() {
+		if strings.Contains(m.Subject, "Reset") {
+			resets++
+		}
+	}
+	if resets != 1 {
+		t.Fatalf("server got %d reset messages, want 1 (none for the unknown address)", resets)
 	}
 	// The send and the reset are audited, without the token.
 	deadline := time.Now().Add(5 * time.Second)

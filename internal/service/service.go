@@ -66,6 +66,10 @@ type Options struct {
 	// Mailer sends the account emails; nil means the instance has no
 	// SMTP_URL, and the features that need email say so.
 	Mailer Mailer
+	// RequireVerifiedEmail is SIGNUP_VERIFY=required: until a person has
+	// confirmed their address they cannot accept invitations or create
+	// keys. It needs a Mailer.
+	RequireVerifiedEmail bool
 	// PasswordParams default to password.Default; tests lower them.
 	PasswordParams *password.Params
 	// CallTimeout bounds one tool call unless its tool sets its own

@@ -43,7 +43,9 @@ func (db *DB) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash 
 		if err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1 RETURNING id, email, instance_admin, created_at`,
+		// The link reached the inbox, so the address is proven too.
+		err = tx.QueryRow(ctx, `UPDATE users SET password_hash = $2, email_verified_at = COALESCE(email_verified_at, now())
+			WHERE id = $1 RETURNING id, email, instance_admin, created_at`,
 			userID, passwordHash).Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
 		if err != nil {
 			return err
@@ -89,4 +91,44 @@ func (db *DB) RevokeKeysOfUser(ctx context.Context, userID string) (int, error) 
 		return nil
 	})
 	return n, mapError(err, "user not found")
+}
+
+// EmailVerified reports whether the user has proven their address.
+func (db *DB) EmailVerified(ctx context.Context, userID string) (bool, error) {
+	var ok bool
+	err := db.Pool.QueryRow(ctx, `SELECT email_verified_at IS NOT NULL FROM users WHERE id = $1`, userID).Scan(&ok)
+	return ok, mapError(err, "user not found")
+}
+
+// VerifyEmail spends a verification token and marks its address verified,
+// if it is still the user's address.
+func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (*mcpgate.User, error) {
+	var u mcpgate.User
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var userID, email string
+		err := tx.QueryRow(ctx, `
+			UPDATE account_tokens SET used_at = now()
+			WHERE token_hash = $1 AND purpose = 'verify' AND used_at IS NULL AND expires_at > now()
+			RETURNING user_id, email`, tokenHash).Scan(&userID, &email)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errTokenSpent
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `UPDATE users SET email_verified_at = COALESCE(email_verified_at, now())
+			WHERE id = $1 AND email = $2 RETURNING id, email, instance_admin, created_at`, userID, email).
+			Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return mcpgate.Errorf(mcpgate.EInvalid, "this link is for an address that is no longer on the account")
+		}
+		return err
+	})
+	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.EInvalid {
+			return nil, err
+		}
+		return nil, mapError(err, "user not found")
+	}
+	return &u, nil
 }
