@@ -46,6 +46,9 @@ const (
 	ActionMailSent AdminAction = "account.mail_sent"
 	// ActionEmailVerified is a person confirming their address by its link.
 	ActionEmailVerified AdminAction = "account.email_verified"
+	// ActionSessionsEnded is a person signing out one or all other of
+	// their dashboard sessions.
+	ActionSessionsEnded AdminAction = "account.sessions_ended"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -53,7 +56,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified,
+	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded,
 }
 
 // Outcome is how a tool call or admin action ended.

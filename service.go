@@ -42,6 +42,15 @@ type AccountService interface {
 	VerifyEmail(ctx context.Context, token string) (*User, error)
 	// ResendVerification emails a new verification link (throttled).
 	ResendVerification(ctx context.Context, u *User) error
+	// Sessions lists the person's live dashboard sessions, newest first,
+	// marking currentID; nobody sees another person's.
+	Sessions(ctx context.Context, u *User, currentID string) ([]Session, error)
+	// EndSession signs out one of the person's sessions; another person's
+	// is ENotFound.
+	EndSession(ctx context.Context, u *User, id string) error
+	// EndOtherSessions signs out every session of the person but currentID
+	// and returns how many ended.
+	EndOtherSessions(ctx context.Context, u *User, currentID string) (int, error)
 }
 
 // WorkspaceService manages workspaces, members and invitations.

@@ -23,6 +23,12 @@ CREATE INDEX account_tokens_user_idx ON account_tokens (user_id, purpose);
 ALTER TABLE users ADD COLUMN email_verified_at timestamptz;
 UPDATE users SET email_verified_at = created_at;
 
+-- Where and how a dashboard session was made, for the person's own list.
+ALTER TABLE sessions ADD COLUMN address text NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN user_agent text NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE sessions DROP COLUMN user_agent;
+ALTER TABLE sessions DROP COLUMN address;
 ALTER TABLE users DROP COLUMN email_verified_at;
 DROP TABLE account_tokens;

@@ -13,6 +13,8 @@ type accountPage struct {
 	// a new confirmation link, or word that the operator has no email.
 	EmailVerified bool
 	MailEnabled   bool
+	// Sessions are the person's live sign-ins, this browser's marked.
+	Sessions []mcpgate.Session
 }
 
 // handleAccount is the person's own settings: password and workspaces. It
@@ -40,6 +42,11 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
+	sessions, err := h.svc.Accounts.Sessions(r.Context(), u, mcpgate.SessionIDFromContext(r.Context()))
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
 	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account",
-		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled()}))
+		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(), Sessions: sessions}))
 }

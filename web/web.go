@@ -142,6 +142,7 @@ func (h *handler) parseTemplates() error {
 		"sub":      func(a, b float64) float64 { return a - b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
+		"browser":  browserName,
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {

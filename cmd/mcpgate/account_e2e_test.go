@@ -1,9 +1,12 @@
 package main
 
 import (
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -123,5 +126,39 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
 		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+
+	// Another sign-in elsewhere (a second client), then sign it out from the
+	// account page.
+	jar, _ := cookiejar.New(nil)
+	elsewhere := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	res, err := elsewhere.Post(base+"/api/v1/auth/login", "application/json",
+		strings.NewReader(`{"email":"`+email+`","password":"`+newPassword+`"}`))
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("login elsewhere: %v %v", res, err)
+	}
+	res.Body.Close()
+	webRun(t, ctx, "sessions", chromedp.Navigate(base+"/app/account#sessions"), chromedp.WaitVisible(chromedp.ID("#sessions-end-others")))
+	if n := webCount(t, ctx, "#session-list li"); n != 2 {
+		t.Errorf("session list has %d entries, want 2", n)
+	}
+	if s := strings.ToLower(webText(t, ctx, "#session-list")); !strings.Contains(s, "this browser") || !strings.Contains(s, "headless chrome") || !strings.Contains(s, "a go program") {
+		t.Errorf("session list = %q, want this browser marked and named", s)
+	}
+	webShot(t, ctx, "42-account-sessions")
+	webCheckPage(t, ctx, "account-sessions")
+	webRun(t, ctx, "sign out others",
+		chromedp.Click(chromedp.CSS(`#sessions-end-others button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if n := webCount(t, ctx, "#session-list li"); n != 1 {
+		t.Errorf("session list after signing out the others has %d entries, want 1", n)
+	}
+	res, err = elsewhere.Get(base + "/api/v1/me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the other session answers %d after being signed out, want 401", res.StatusCode)
+	}
 	problems.check(t)
 }
