@@ -49,6 +49,8 @@ const (
 	// ActionSessionsEnded is a person signing out one or all other of
 	// their dashboard sessions.
 	ActionSessionsEnded AdminAction = "account.sessions_ended"
+	// ActionEmailChanged is a new address confirmed and put in place.
+	ActionEmailChanged AdminAction = "account.email_changed"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -56,7 +58,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded,
+	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged,
 }
 
 // Outcome is how a tool call or admin action ended.

@@ -42,6 +42,10 @@ type AccountService interface {
 	VerifyEmail(ctx context.Context, token string) (*User, error)
 	// ResendVerification emails a new verification link (throttled).
 	ResendVerification(ctx context.Context, u *User) error
+	// ChangeEmail sends a confirmation link to a new address once the
+	// current password is given; the address changes only when the link is
+	// opened, and the old address is then told.
+	ChangeEmail(ctx context.Context, u *User, newEmail, currentPassword, address string) error
 	// Sessions lists the person's live dashboard sessions, newest first,
 	// marking currentID; nobody sees another person's.
 	Sessions(ctx context.Context, u *User, currentID string) ([]Session, error)

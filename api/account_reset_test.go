@@ -99,3 +99,33 @@ func TestVerifyEmail_API(t *testing.T) {
 	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusCreated)
 	c.do("POST", "/api/v1/me/email-verification", nil).wantStatus(t, http.StatusConflict)
 }
+
+func TestEmailChange_API(t *testing.T) {
+	ts := newTestServer(t, api.Options{})
+	c := ts.newClient(t)
+	c.mustSignup("ned@example.com")
+	r := c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": testPassword}).
+		wantStatus(t, http.StatusServiceUnavailable)
+	if msg := r.message(t); !strings.Contains(msg, "SMTP_URL") {
+		t.Fatalf("message = %q", msg)
+	}
+
+	smtp := mailtest.New(t, mailtest.Options{})
+	srv, _ := mail.ParseURL(smtp.URL())
+	m, err := mail.New(mail.Options{Server: srv, From: "noreply@example.com", Backoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	ts = newTestServer(t, api.Options{}, func(o *service.Options) { o.Mailer = m })
+	c = ts.newClient(t)
+	c.mustSignup("ned@example.com")
+	c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": "wrong"}).
+		wantStatus(t, http.StatusBadRequest)
+	c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": testPassword}).
+		wantStatus(t, http.StatusAccepted)
+	smtp.Wait(t, "ned2@example.com", "Confirm")
+	if got := c.mustMe(); got.User.Email != "ned@example.com" {
+		t.Fatalf("email changed before confirming: %v", got.User.Email)
+	}
+}

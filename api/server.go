@@ -94,6 +94,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/me", s.handleMe)
 			r.Put("/me/password", s.handlePasswordChange)
 			r.Post("/me/email-verification", s.handleVerificationResend)
+			r.Put("/me/email", s.handleEmailChange)
 			r.Get("/me/sessions", s.handleSessionList)
 			r.Delete("/me/sessions", s.handleSessionEndOthers)
 			r.Delete("/me/sessions/{id}", s.handleSessionEnd)

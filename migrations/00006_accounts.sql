@@ -5,10 +5,11 @@
 CREATE TABLE account_tokens (
     id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
     user_id    uuid NOT NULL REFERENCES users ON DELETE CASCADE,
-    purpose    text NOT NULL CHECK (purpose IN ('reset', 'verify')),
+    purpose    text NOT NULL CHECK (purpose IN ('reset', 'verify', 'email_change')),
     token_hash bytea NOT NULL UNIQUE,
     -- email is the address the link was sent to (for verify: the address
-    -- being confirmed).
+    -- being confirmed; for email_change: the new address, which takes
+    -- effect only when the link is opened).
     email      text NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
     expires_at timestamptz NOT NULL,

@@ -160,5 +160,28 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the other session answers %d after being signed out, want 401", res.StatusCode)
 	}
+
+	// Change the email: it takes effect when the new address's link is
+	// opened, and the old address is told.
+	const newEmail = "moved@example.com"
+	webRun(t, ctx, "change email",
+		chromedp.Navigate(base+"/app/account#change-email"), chromedp.WaitVisible(chromedp.ID("#email-form")),
+		chromedp.SendKeys(chromedp.ID("#new-email"), newEmail),
+		chromedp.SendKeys(chromedp.ID("#email-current-password"), newPassword),
+		chromedp.Click(chromedp.CSS(`#email-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#email-sent")))
+	webCheckPage(t, ctx, "account-email-sent")
+	change := smtp.Wait(t, newEmail, "Confirm your email").Link(t, "/verify-email?token=")
+	webRun(t, ctx, "confirm the new address",
+		chromedp.Navigate(change), chromedp.WaitVisible(chromedp.ID("#verify-form")),
+		chromedp.Click(chromedp.CSS(`#verify-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	webRun(t, ctx, "account moved", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#email-status")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, newEmail) || !strings.Contains(s, "is confirmed") {
+		t.Errorf("email status after the change = %q", s)
+	}
+	if n := smtp.Wait(t, email, "email address was changed"); !strings.Contains(n.Text, newEmail) {
+		t.Errorf("notice to the old address = %q", n.Text)
+	}
 	problems.check(t)
 }

@@ -39,11 +39,14 @@ type Kind string
 const (
 	KindReset  Kind = "reset"
 	KindVerify Kind = "verify"
+	// KindEmailChanged tells the old address that the account moved.
+	KindEmailChanged Kind = "email_changed"
 )
 
 var subjects = map[Kind]string{
-	KindReset:  "Reset your password",
-	KindVerify: "Confirm your email address",
+	KindReset:        "Reset your password",
+	KindVerify:       "Confirm your email address",
+	KindEmailChanged: "Your account's email address was changed",
 }
 
 // Server is where mail is sent, parsed from SMTP_URL.
@@ -128,8 +131,10 @@ type Message struct {
 
 // Data is what the templates are given.
 type Data struct {
-	To        string
-	Link      string
+	To   string
+	Link string
+	// NewEmail is the address an account moved to (KindEmailChanged).
+	NewEmail  string
 	Product   string
 	PublicURL string
 }

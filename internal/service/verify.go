@@ -60,11 +60,24 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*mcpgate.User,
 	if token == "" {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the link is incomplete; open the link from the email again")
 	}
-	u, err := s.db.VerifyEmail(ctx, mcpgate.HashToken(token))
+	u, oldEmail, err := s.db.VerifyEmail(ctx, mcpgate.HashToken(token))
 	if err != nil {
 		return nil, err
 	}
-	s.recordAccount(ctx, u, mcpgate.ActionEmailVerified)
+	if oldEmail == "" {
+		s.recordAccount(ctx, u, mcpgate.ActionEmailVerified)
+		return u, nil
+	}
+	s.recordAccount(ctx, u, mcpgate.ActionEmailChanged)
+	// The old address is told, so that a takeover does not go unseen.
+	old := &mcpgate.User{ID: u.ID, Email: oldEmail}
+	msg, err := mail.Render(mail.KindEmailChanged, mail.Data{To: oldEmail, NewEmail: u.Email, PublicURL: s.opts.PublicURL})
+	if err == nil && s.opts.Mailer != nil {
+		msg.Ref = old.ID
+		if err := s.opts.Mailer.Send(msg); err != nil {
+			s.log.ErrorContext(ctx, "mail not queued", "kind", mail.KindEmailChanged, "err", err)
+		}
+	}
 	return u, nil
 }
 

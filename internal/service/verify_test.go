@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,5 +125,53 @@ func TestVerifyEmail_Off(t *testing.T) {
 	a, _, _ := env.Service.Enter(ctx, u, wss[0].ID, mcpgate.SourceAPI)
 	if _, _, err := env.Service.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
 		t.Fatalf("CreateKey() with SIGNUP_VERIFY=off err = %v", err)
+	}
+}
+
+func TestChangeEmail(t *testing.T) {
+	env, srv := verifyEnv(t, true)
+	ctx := context.Background()
+	svc := env.Service
+	const pw = "a long password 1"
+	u, err := svc.Signup(ctx, "old@example.com", pw, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.NewUser(t, "taken@example.com")
+	if err := svc.ChangeEmail(ctx, u, "new@example.com", "wrong password", "x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("ChangeEmail(wrong password) err = %v, want invalid", err)
+	}
+	if err := svc.ChangeEmail(ctx, u, "taken@example.com", pw, "x"); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+		t.Fatalf("ChangeEmail(taken) err = %v, want conflict", err)
+	}
+	if err := svc.ChangeEmail(ctx, u, "New@Example.com", pw, "x"); err != nil {
+		t.Fatalf("ChangeEmail() err = %v", err)
+	}
+	tok := verifyToken(t, srv.Wait(t, "new@example.com", "Confirm your email"))
+	// Nothing changed yet.
+	if _, err := svc.Login(ctx, "old@example.com", pw, "x"); err != nil {
+		t.Fatalf("Login(old address before confirming) err = %v", err)
+	}
+	got, err := svc.VerifyEmail(ctx, tok)
+	if err != nil || got.Email != "new@example.com" {
+		t.Fatalf("VerifyEmail() = %v, %v", got, err)
+	}
+	notice := srv.Wait(t, "old@example.com", "email address was changed")
+	if !strings.Contains(notice.Text, "new@example.com") {
+		t.Fatalf("notice to the old address = %q", notice.Text)
+	}
+	if _, err := svc.Login(ctx, "new@example.com", pw, "x"); err != nil {
+		t.Fatalf("Login(new address) err = %v", err)
+	}
+	if _, err := svc.Login(ctx, "old@example.com", pw, "y"); err == nil {
+		t.Fatal("Login(old address) still works")
+	}
+	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(reused) err = %v", err)
+	}
+	// The signup link to the old address cannot bring it back or verify it.
+	old := verifyToken(t, srv.Wait(t, "old@example.com", "Confirm your email"))
+	if _, err := svc.VerifyEmail(ctx, old); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(old signup link) err = %v, want invalid", err)
 	}
 }

@@ -14,6 +14,9 @@ import (
 const (
 	TokenReset  = "reset"
 	TokenVerify = "verify"
+	// TokenEmailChange confirms a new address; only then does it replace
+	// the old one.
+	TokenEmailChange = "email_change"
 )
 
 var errTokenSpent = mcpgate.Errorf(mcpgate.EInvalid, "this link has expired or was already used; ask for a new one")
@@ -100,20 +103,38 @@ func (db *DB) EmailVerified(ctx context.Context, userID string) (bool, error) {
 	return ok, mapError(err, "user not found")
 }
 
-// VerifyEmail spends a verification token and marks its address verified,
-// if it is still the user's address.
-func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (*mcpgate.User, error) {
-	var u mcpgate.User
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var userID, email string
+// VerifyEmail spends a verification or email-change token. A verification
+// marks the address verified if it is still the user's; an email change
+// replaces the user's address with the confirmed one (and spends every other
+// pending change). oldEmail is the address it replaced, or "".
+func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (u *mcpgate.User, oldEmail string, err error) {
+	u = &mcpgate.User{}
+	err = db.inTx(ctx, func(tx pgx.Tx) error {
+		var userID, email, purpose string
 		err := tx.QueryRow(ctx, `
 			UPDATE account_tokens SET used_at = now()
-			WHERE token_hash = $1 AND purpose = 'verify' AND used_at IS NULL AND expires_at > now()
-			RETURNING user_id, email`, tokenHash).Scan(&userID, &email)
+			WHERE token_hash = $1 AND purpose IN ('verify', 'email_change') AND used_at IS NULL AND expires_at > now()
+			RETURNING user_id, email, purpose`, tokenHash).Scan(&userID, &email, &purpose)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errTokenSpent
 		}
 		if err != nil {
+			return err
+		}
+		if purpose == TokenEmailChange {
+			if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&oldEmail); err != nil {
+				return err
+			}
+			err = tx.QueryRow(ctx, `UPDATE users SET email = $2, email_verified_at = now()
+				WHERE id = $1 RETURNING id, email, instance_admin, created_at`, userID, email).
+				Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+			if mcpgate.ErrorCode(mapError(err, "")) == mcpgate.EConflict {
+				return mcpgate.Errorf(mcpgate.EConflict, "another account uses this address now")
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose IN ('email_change', 'verify') AND used_at IS NULL`, userID)
 			return err
 		}
 		err = tx.QueryRow(ctx, `UPDATE users SET email_verified_at = COALESCE(email_verified_at, now())
@@ -125,10 +146,10 @@ func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (*mcpgate.User,
 		return err
 	})
 	if err != nil {
-		if mcpgate.ErrorCode(err) == mcpgate.EInvalid {
-			return nil, err
+		if c := mcpgate.ErrorCode(err); c == mcpgate.EInvalid || c == mcpgate.EConflict {
+			return nil, "", err
 		}
-		return nil, mapError(err, "user not found")
+		return nil, "", mapError(err, "user not found")
 	}
-	return &u, nil
+	return u, oldEmail, nil
 }
