@@ -51,6 +51,9 @@ const (
 	ActionSessionsEnded AdminAction = "account.sessions_ended"
 	// ActionEmailChanged is a new address confirmed and put in place.
 	ActionEmailChanged AdminAction = "account.email_changed"
+	// ActionAccountDeleted is recorded, without an actor, in each shared
+	// workspace a deleted person was in.
+	ActionAccountDeleted AdminAction = "account.deleted"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -58,7 +61,7 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged,
+	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
 }
 
 // Outcome is how a tool call or admin action ended.

@@ -46,6 +46,11 @@ type AccountService interface {
 	// current password is given; the address changes only when the link is
 	// opened, and the old address is then told.
 	ChangeEmail(ctx context.Context, u *User, newEmail, currentPassword, address string) error
+	// DeleteAccount deletes the person once the current password is given;
+	// refused while they are the last owner of a workspace with other
+	// members. Their keys and sessions end; their audit rows in shared
+	// workspaces stay, the actor shown as deleted.
+	DeleteAccount(ctx context.Context, u *User, currentPassword, address string) error
 	// Sessions lists the person's live dashboard sessions, newest first,
 	// marking currentID; nobody sees another person's.
 	Sessions(ctx context.Context, u *User, currentID string) ([]Session, error)

@@ -95,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 			r.Put("/me/password", s.handlePasswordChange)
 			r.Post("/me/email-verification", s.handleVerificationResend)
 			r.Put("/me/email", s.handleEmailChange)
+			r.Delete("/me", s.handleAccountDelete)
 			r.Get("/me/sessions", s.handleSessionList)
 			r.Delete("/me/sessions", s.handleSessionEndOthers)
 			r.Delete("/me/sessions/{id}", s.handleSessionEnd)

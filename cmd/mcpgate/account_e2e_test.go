@@ -183,5 +183,25 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	if n := smtp.Wait(t, email, "email address was changed"); !strings.Contains(n.Text, newEmail) {
 		t.Errorf("notice to the old address = %q", n.Text)
 	}
+
+	// Delete the account: a wrong password first, then the right one.
+	webRun(t, ctx, "delete: wrong password",
+		chromedp.Navigate(base+"/app/account#delete-account"), chromedp.WaitVisible(chromedp.ID("#delete-form")),
+		chromedp.SendKeys(chromedp.ID("#delete-password"), "not my password"),
+		chromedp.Click(chromedp.CSS(`#delete-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")),
+		webUntil(`document.querySelector('#delete-form [data-form-error]').textContent.includes('current password')`))
+	webCheckPage(t, ctx, "account-delete-error")
+	webRun(t, ctx, "delete the account",
+		webClear("#delete-password"), chromedp.SendKeys(chromedp.ID("#delete-password"), newPassword),
+		chromedp.Click(chromedp.CSS(`#delete-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS(".hero")))
+	webRun(t, ctx, "cannot log in",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), newEmail),
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		webUntil(`document.querySelector('[data-form-error]').textContent.includes('wrong email or password')`))
 	problems.check(t)
 }

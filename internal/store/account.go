@@ -153,3 +153,66 @@ func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (u *mcpgate.Use
 	}
 	return u, oldEmail, nil
 }
+
+// DeleteUser deletes a user, in one transaction with the check that makes it
+// safe: a workspace where they are the only owner and that has other members
+// is refused (EConflict, naming it). Workspaces where they are the only
+// member go with them (their audit rows too: nobody else could read them);
+// in shared workspaces their memberships, keys and sessions end by cascade
+// and their audit rows stay, with the actor gone (actor_id set null). It
+// returns the shared workspaces they left.
+func (db *DB) DeleteUser(ctx context.Context, userID string) ([]string, error) {
+	var left []string
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		// Lock the person's memberships so that a concurrent role change
+		// cannot slip between the check and the delete.
+		var blocked string
+		err := tx.QueryRow(ctx, `
+			SELECT w.name FROM members m JOIN workspaces w ON w.id = m.workspace_id
+			WHERE m.user_id = $1 AND m.role = 'owner'
+			  AND EXISTS (SELECT 1 FROM members o WHERE o.workspace_id = m.workspace_id AND o.user_id <> $1)
+			  AND NOT EXISTS (SELECT 1 FROM members o WHERE o.workspace_id = m.workspace_id AND o.user_id <> $1 AND o.role = 'owner')
+			ORDER BY w.name LIMIT 1 FOR UPDATE OF m`, userID).Scan(&blocked)
+		if err == nil {
+			return mcpgate.Errorf(mcpgate.EConflict,
+				"you are the last owner of the workspace %q, which has other members: make one of them an owner, or remove them, first", blocked)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		rows, err := tx.Query(ctx, `
+			SELECT m.workspace_id FROM members m
+			WHERE m.user_id = $1 AND EXISTS (SELECT 1 FROM members o WHERE o.workspace_id = m.workspace_id AND o.user_id <> $1)`, userID)
+		if err != nil {
+			return err
+		}
+		if left, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			DELETE FROM workspaces w WHERE EXISTS (SELECT 1 FROM members m WHERE m.workspace_id = w.id AND m.user_id = $1)
+			  AND NOT EXISTS (SELECT 1 FROM members o WHERE o.workspace_id = w.id AND o.user_id <> $1)`, userID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM users WHERE id = $1`, userID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return pgx.ErrNoRows
+		}
+		for _, ws := range left {
+			if err := notifyKeys(ctx, tx, ws); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.EConflict {
+			return nil, err
+		}
+		return nil, mapError(err, "user not found")
+	}
+	return left, nil
+}
