@@ -55,6 +55,7 @@ vet:
 test: vet
 	sh scripts/ensure-postgres.sh
 	@if [ -f scripts/ensure-chromium.sh ]; then sh scripts/ensure-chromium.sh; fi
+	sh scripts/ensure-node.sh
 	TEST_DATABASE_URL="$$(sh scripts/test-db.sh)" $(GO) test -race -count=1 -timeout 20m ./...
 
 # Longer fuzzing of every fuzz target (make test runs their seeds only).

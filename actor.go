@@ -14,9 +14,11 @@ type Source string
 const (
 	// SourceMCP is an AI client calling through the MCP endpoint.
 	SourceMCP Source = "mcp"
-	// SourceDashboard is a person using the dashboard's pages.
+	// SourceDashboard is a person signed in to the dashboard: its pages and
+	// the JSON API, which authenticates only dashboard sessions.
 	SourceDashboard Source = "dashboard"
-	// SourceAPI is a person (or their script) using the JSON API.
+	// SourceAPI labelled the JSON API's admin actions before they were
+	// counted as the dashboard's; old audit rows may still carry it.
 	SourceAPI Source = "api"
 )
 
@@ -38,8 +40,12 @@ type Actor struct {
 	// Scope limits the tools the actor may call (full for a person).
 	Scope Scope
 	// KeyID is the MCP key used, for an AI client.
-	KeyID  string
-	Source Source
+	KeyID string
+	// GrantID and ClientName name the OAuth grant and its client, for an
+	// AI client holding an OAuth access token.
+	GrantID    string
+	ClientName string
+	Source     Source
 }
 
 // CanAdmin reports whether the actor may manage the workspace.

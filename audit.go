@@ -1,6 +1,7 @@
 package mcpgate
 
 import (
+	"math"
 	"strings"
 	"time"
 )
@@ -34,6 +35,16 @@ const (
 	ActionInvitationCreated  AdminAction = "invitation.created"
 	ActionInvitationDeleted  AdminAction = "invitation.withdrawn"
 	ActionInvitationAccepted AdminAction = "invitation.accepted"
+	ActionAuditExported      AdminAction = "audit.exported"
+	ActionApprovalRequested  AdminAction = "approval.requested"
+	ActionApprovalApproved   AdminAction = "approval.approved"
+	ActionApprovalDenied     AdminAction = "approval.denied"
+	ActionApprovalExpired    AdminAction = "approval.expired"
+	ActionApprovalUsed       AdminAction = "approval.used"
+	ActionGuardrailsUpdated  AdminAction = "guardrails.updated"
+	ActionGuardrailRefused   AdminAction = "guardrail.refused"
+	ActionGrantCreated       AdminAction = "grant.created"
+	ActionGrantRevoked       AdminAction = "grant.revoked"
 	// ActionPasswordChanged is recorded in the person's personal workspace.
 	ActionPasswordChanged AdminAction = "account.password_changed"
 	// ActionPasswordReset is a password set through an emailed reset link.
@@ -61,7 +72,11 @@ var AdminActions = []AdminAction{
 	ActionCredentialStored, ActionCredentialReplaced, ActionCredentialRejected, ActionCredentialRemoved,
 	ActionKeyCreated, ActionKeyRevoked, ActionToolEnabled, ActionToolDisabled, ActionToolUpdated,
 	ActionMemberRoleChanged, ActionMemberRemoved, ActionInvitationCreated, ActionInvitationDeleted, ActionInvitationAccepted,
-	ActionPasswordChanged, ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
+	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
+	ActionGuardrailsUpdated, ActionGuardrailRefused,
+	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
+	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
+	ActionAuditExported,
 }
 
 // Outcome is how a tool call or admin action ended.
@@ -87,6 +102,8 @@ type AuditEvent struct {
 	ActorID        string         `json:"actor_id,omitempty"`
 	ActorEmail     string         `json:"actor_email,omitempty"`
 	KeyID          string         `json:"key_id,omitempty"`
+	GrantID        string         `json:"grant_id,omitempty"`
+	ClientName     string         `json:"client_name,omitempty"`
 	Kind           AuditKind      `json:"kind"`
 	Action         string         `json:"action"`
 	Arguments      map[string]any `json:"arguments,omitempty"`
@@ -102,15 +119,17 @@ type AuditEvent struct {
 // the actor, in the actor's workspace, with its arguments redacted like a
 // tool call's.
 func NewAdminEvent(a *Actor, action AdminAction, args map[string]any) AuditEvent {
-	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, Kind: KindAdmin,
-		Action: string(action), Arguments: RedactArguments(args), Outcome: OutcomeOK, Source: a.Source}
+	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
+		ClientName: a.ClientName, Kind: KindAdmin, Action: string(action), Arguments: RedactArguments(args),
+		Outcome: OutcomeOK, Source: a.Source}
 }
 
 // NewToolEvent returns the audit event of a call of tool by the actor, with
 // its arguments redacted; the caller fills in the outcome.
 func NewToolEvent(a *Actor, tool string, args map[string]any) AuditEvent {
-	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, Kind: KindToolCall,
-		Action: tool, Arguments: RedactArguments(args), Outcome: OutcomeOK, Source: a.Source}
+	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
+		ClientName: a.ClientName, Kind: KindToolCall, Action: tool, Arguments: RedactArguments(args),
+		Outcome: OutcomeOK, Source: a.Source}
 }
 
 // AuditFilter narrows an audit listing. Zero values do not filter.
@@ -119,6 +138,7 @@ type AuditFilter struct {
 	Action  string // a tool name or admin action
 	Kind    AuditKind
 	Outcome Outcome
+	Source  Source // mcp (AI clients) or dashboard
 	Since   time.Time
 	Until   time.Time
 	Cursor  string // the next_cursor of the previous page
@@ -140,6 +160,10 @@ const Redacted = "[redacted]"
 // one-time secret and never stored.
 const confirmationArg = "confirmation_token"
 
+// approvalArg names a human approval; it is not secret (only the bound key
+// can use it) but is not part of the call's arguments either.
+const approvalArg = "approval_id"
+
 // sensitiveArgName reports whether an argument's value must not be stored:
 // environment variables and anything named like a credential. Names ending
 // in _id or _hint (key_id, key_hint) name a credential without holding it.
@@ -156,34 +180,206 @@ func sensitiveArgName(name string) bool {
 	return false
 }
 
+// RedactedSecretLooking replaces a value stored under a harmless name that
+// looks like a credential all the same (a key pasted into a command, a token
+// in a metadata field): the log says a value was there and why it is hidden.
+const RedactedSecretLooking = "[redacted: looks like a secret]"
+
+// maxRedactDepth bounds the recursion; anything nested deeper is not kept.
+// JSON decoding already bounds depth, but RedactArguments also takes maps
+// built in code.
+const maxRedactDepth = 32
+
 // RedactArguments returns a copy of a call's arguments safe for the audit
-// log: values of sensitive arguments are replaced (the names are kept, so the
-// log still says which were given), and long strings are cut.
+// log, at every depth of nested objects and arrays: the value under a
+// sensitive name is replaced (names are kept, also inside a sensitive
+// object, so the log still says which were given), any string that looks
+// like a credential is replaced whatever its name, and long strings are cut.
 func RedactArguments(args map[string]any) map[string]any {
 	if len(args) == 0 {
 		return nil
 	}
 	out := make(map[string]any, len(args))
 	for k, v := range args {
-		if k == confirmationArg {
+		if k == confirmationArg || k == approvalArg {
 			continue
 		}
-		if sensitiveArgName(k) {
-			if m, ok := v.(map[string]any); ok {
-				r := make(map[string]any, len(m))
-				for mk := range m {
-					r[mk] = Redacted
-				}
-				out[k] = r
-			} else {
-				out[k] = Redacted
-			}
-			continue
-		}
-		if s, ok := v.(string); ok && len(s) > 256 {
-			v = s[:256] + "…"
-		}
-		out[k] = v
+		out[safeName(k)] = redactValue(k, v, 1)
 	}
 	return out
+}
+
+// safeName returns an argument's name for the log: names are kept unless
+// the name itself looks like a credential (a key used as a map key).
+func safeName(k string) string {
+	if LooksSecret(k) {
+		return RedactedSecretLooking
+	}
+	return k
+}
+
+// redactValue redacts v, found under name (empty inside arrays).
+func redactValue(name string, v any, depth int) any {
+	if depth > maxRedactDepth {
+		return Redacted
+	}
+	if name != "" && sensitiveArgName(name) {
+		return redactAll(v, depth)
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		r := make(map[string]any, len(v))
+		for k, e := range v {
+			r[safeName(k)] = redactValue(k, e, depth+1)
+		}
+		return r
+	case []any:
+		r := make([]any, len(v))
+		for i, e := range v {
+			r[i] = redactValue("", e, depth+1)
+		}
+		return r
+	case string:
+		if LooksSecret(v) {
+			return RedactedSecretLooking
+		}
+		if len(v) > 256 {
+			return v[:256] + "…"
+		}
+		return v
+	}
+	return v
+}
+
+// redactAll replaces every value under a sensitive name, keeping the names
+// of an object (env_vars: {"DB_URL": "[redacted]"}) and the length of an
+// array.
+func redactAll(v any, depth int) any {
+	if depth > maxRedactDepth {
+		return Redacted
+	}
+	switch v := v.(type) {
+	case map[string]any:
+		r := make(map[string]any, len(v))
+		for k, e := range v {
+			r[safeName(k)] = redactAll(e, depth+1)
+		}
+		return r
+	case []any:
+		r := make([]any, len(v))
+		for i, e := range v {
+			r[i] = redactAll(e, depth+1)
+		}
+		return r
+	case nil:
+		return nil
+	}
+	return Redacted
+}
+
+// secretPrefixes start credentials of well-known services: E2B, this
+// gateway's keys and invitations, OpenAI/Anthropic/Stripe style keys,
+// GitHub, Slack, AWS, GitLab, Google.
+var secretPrefixes = []string{"e2b_", "mcpg_", "inv_", "sk_", "sk-", "rk_", "pk_live_", "ghp_", "gho_", "ghu_", "ghs_",
+	"ghr_", "github_pat_", "xoxb-", "xoxp-", "xoxa-", "xapp-", "akia", "asia", "glpat-", "aiza", "ya29.", "bearer "}
+
+// LooksSecret reports whether s looks like a credential whatever it is
+// called: a known key prefix followed by enough key material, a JWT, or a
+// long run of random-looking characters. It errs on the side of hiding: an
+// audit entry that hides a harmless value costs less than one that keeps a
+// key. UUIDs, paths and sentences are not flagged.
+func LooksSecret(s string) bool {
+	if len(s) < 16 {
+		return false
+	}
+	l := strings.ToLower(s)
+	for _, p := range secretPrefixes {
+		if i := strings.Index(l, p); i >= 0 && (i == 0 || !isTokenChar(l[i-1])) && keyMaterial(s[i+len(p):]) {
+			return true
+		}
+	}
+	for _, tok := range strings.FieldsFunc(s, func(r rune) bool { return r > 127 || !isTokenChar(byte(r)) && r != '.' }) {
+		if looksJWT(tok) || looksRandom(tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// isTokenChar reports whether c may appear in a key or token.
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '+' || c == '='
+}
+
+// keyMaterial reports whether s starts with what follows a key prefix: at
+// least 12 token characters with a digit among them. Names built from words
+// (the tool e2b_kill_sandbox, a task sk-learn-pipeline) have none.
+func keyMaterial(s string) bool {
+	n, digit := 0, false
+	for n < len(s) && isTokenChar(s[n]) {
+		digit = digit || s[n] >= '0' && s[n] <= '9'
+		n++
+	}
+	return n >= 12 && digit
+}
+
+// looksJWT reports a JWS compact shape: three base64url parts, the first a
+// JSON object ("eyJ").
+func looksJWT(tok string) bool {
+	parts := strings.Split(tok, ".")
+	return len(parts) == 3 && strings.HasPrefix(parts[0], "eyJ") && len(parts[1]) >= 4 && len(parts[2]) >= 16
+}
+
+// looksRandom reports a long token of mixed letters and digits with high
+// entropy: at least 32 characters, not a UUID, and more than 3.5 bits per
+// character (a hex digest has at most 4, English words about 2.5 to 3).
+func looksRandom(tok string) bool {
+	tok = strings.Trim(tok, ".")
+	if len(tok) < 32 || strings.Contains(tok, ".") || looksUUID(tok) {
+		return false
+	}
+	var lower, upper, digit bool
+	var counts [256]int
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		counts[c]++
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		case c >= '0' && c <= '9':
+			digit = true
+		}
+	}
+	if !digit || !(lower || upper) {
+		return false
+	}
+	var h float64
+	n := float64(len(tok))
+	for _, c := range counts {
+		if c > 0 {
+			p := float64(c) / n
+			h -= p * math.Log2(p)
+		}
+	}
+	return h > 3.5
+}
+
+// looksUUID reports the 8-4-4-4-12 hex form, which names rows, not secrets.
+func looksUUID(tok string) bool {
+	if len(tok) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := tok[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+		} else if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }

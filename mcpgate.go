@@ -112,19 +112,22 @@ func (k *APIKey) Active(now time.Time) bool {
 
 // ToolPolicy is a workspace's setting for one tool.
 type ToolPolicy struct {
-	Tool              string `json:"name"`
-	Enabled           bool   `json:"enabled"`
-	NeedsConfirmation bool   `json:"needs_confirmation"`
+	Tool     string   `json:"name"`
+	Enabled  bool     `json:"enabled"`
+	Approval Approval `json:"approval"`
 }
 
 // ToolInfo is a tool as a workspace sees it: its description and
 // annotations with the workspace's settings applied.
 type ToolInfo struct {
-	Name              string         `json:"name"`
-	Connector         string         `json:"connector"`
-	Title             string         `json:"title"`
-	Description       string         `json:"description"`
-	Enabled           bool           `json:"enabled"`
+	Name        string   `json:"name"`
+	Connector   string   `json:"connector"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Enabled     bool     `json:"enabled"`
+	Approval    Approval `json:"approval"`
+	// NeedsConfirmation is Approval != none, kept for clients of the
+	// boolean it replaced.
 	NeedsConfirmation bool           `json:"needs_confirmation"`
 	CostsMoney        bool           `json:"costs_money"`
 	ReadOnly          bool           `json:"read_only"`

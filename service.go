@@ -16,10 +16,11 @@ import (
 type AccountService interface {
 	// Signup creates an account. With an invitation token it also joins
 	// that workspace (the invitation's email must match); in invite-only
-	// mode an invitation is required.
-	Signup(ctx context.Context, email, password, invitation string) (*User, error)
+	// mode an invitation is required. Sign-ups are throttled per client
+	// address.
+	Signup(ctx context.Context, email, password, invitation, address string) (*User, error)
 	// Login checks an email and password under the login throttle, counted
-	// per email and per client address.
+	// per email and address pair, per address, and per email.
 	Login(ctx context.Context, email, password, address string) (*User, error)
 	// ChangePassword replaces the user's password once the current one is
 	// given (wrong ones count against the login throttle) and ends every
@@ -137,7 +138,10 @@ type ToolService interface {
 
 // ToolUpdate changes a tool's policy; nil fields keep their value.
 type ToolUpdate struct {
-	Enabled           *bool
+	Enabled  *bool
+	Approval *Approval
+	// NeedsConfirmation is the deprecated boolean that Approval replaced:
+	// true means model, false none. Approval wins when both are set.
 	NeedsConfirmation *bool
 }
 
@@ -146,8 +150,12 @@ type ToolCall struct {
 	Tool      string
 	Arguments json.RawMessage
 	// Confirmed says the call was confirmed: in a dashboard dialog, or by a
-	// confirmation the MCP endpoint checked.
+	// confirmation the MCP endpoint checked. It satisfies a human
+	// approval only when the actor is a person (Actor.IsPerson).
 	Confirmed bool
+	// ApprovalID names the approval a person gave in the dashboard for
+	// exactly this call; it is used up by the call.
+	ApprovalID string
 }
 
 // ConfirmationRequiredError is CallTool's answer for a call that needs
@@ -195,10 +203,13 @@ type AuditService interface {
 	// Audit pages the log: every event for an admin, their own for a
 	// member (whatever actor the filter asks for).
 	Audit(ctx context.Context, a *Actor, f AuditFilter) ([]AuditEvent, string, error)
+	// Export calls fn with every event Audit would list for f, oldest
+	// first, without holding them in memory, and records the export.
+	Export(ctx context.Context, a *Actor, f AuditFilter, fn func(*AuditEvent) error) (int, error)
 	// CallsPerHour counts tool calls and failed ones per hour since the
 	// given time, under the same visibility as Audit; userID, for an admin,
-	// narrows it to one member.
-	CallsPerHour(ctx context.Context, a *Actor, userID string, since time.Time) ([]HourCount, error)
+	// narrows it to one member, and source ("" for all) to one front door.
+	CallsPerHour(ctx context.Context, a *Actor, userID string, source Source, since time.Time) ([]HourCount, error)
 }
 
 // Services are the services together, as the front doors take them.
@@ -210,4 +221,7 @@ type Services struct {
 	Tools       ToolService
 	Audit       AuditService
 	Resources   ResourceService
+	Approvals   ApprovalService
+	Guardrails  GuardrailService
+	Grants      GrantService
 }

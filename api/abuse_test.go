@@ -22,6 +22,7 @@ var adminRoutes = []string{
 	"PUT /api/v1/workspaces/{ws}/connections/{connector}",
 	"DELETE /api/v1/workspaces/{ws}/connections/{connector}",
 	"PUT /api/v1/workspaces/{ws}/tools/{name}",
+	"PUT /api/v1/workspaces/{ws}/guardrails",
 }
 
 // TestMemberRefusedOnAdminRoutes: a plain member calling each admin route
@@ -60,6 +61,7 @@ func TestMemberRefusedOnAdminRoutes(t *testing.T) {
 		"POST invitations": map[string]any{"email": "x@example.com", "role": "admin"},
 		"PUT connections":  map[string]any{"api_key": "e2b_99887766554433221100"},
 		"PUT tools":        map[string]any{"enabled": true, "needs_confirmation": false},
+		"PUT guardrails":   map[string]any{"max_running": 1, "allowed_templates": []string{"base"}},
 	}
 	params := map[string]string{"ws": s.ws, "user": member.id, "id": inv.ID, "connector": "e2b", "name": e2b.ToolKillSandbox}
 	for _, rt := range adminRoutes {

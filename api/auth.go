@@ -33,7 +33,7 @@ func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	u, err := s.svc.Accounts.Signup(r.Context(), req.Email, req.Password, req.Invitation)
+	u, err := s.svc.Accounts.Signup(r.Context(), req.Email, req.Password, req.Invitation, httpx.ClientAddress(r))
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return

@@ -61,15 +61,26 @@ func (s *Server) handleToolList(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleToolUpdate(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Enabled           *bool `json:"enabled"`
+		Enabled  *bool   `json:"enabled"`
+		Approval *string `json:"approval"`
+		// NeedsConfirmation is the deprecated alias of approval (true:
+		// model, false: none), still accepted from older clients.
 		NeedsConfirmation *bool `json:"needs_confirmation"`
 	}
 	if err := decodeJSON(w, r, &req); err != nil {
 		WriteError(w, r, s.log, err)
 		return
 	}
-	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"),
-		mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation})
+	u := mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation}
+	if req.Approval != nil {
+		a, err := mcpgate.ParseApproval(*req.Approval)
+		if err != nil {
+			WriteError(w, r, s.log, err)
+			return
+		}
+		u.Approval = &a
+	}
+	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), u)
 	if err != nil {
 		WriteError(w, r, s.log, err)
 		return
@@ -148,7 +159,7 @@ func (s *Server) handleKeyRevoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: mcpgate.Outcome(q.Get("outcome")), Kind: mcpgate.AuditKind(q.Get("kind")),
-		Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
+		Source: mcpgate.Source(q.Get("source")), Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
 	if f.Action == "" {
 		f.Action = q.Get("action")
 	}

@@ -6,23 +6,14 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"runtime/debug"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
-
-// connectorKeyPath matches the MCP key inside a connector URL path, so that
-// it can be redacted before anything logs the path.
-var connectorKeyPath = regexp.MustCompile(`^` + regexp.QuoteMeta(mcpgate.ConnectorPathPrefix) + `[^/]+`)
-
-// RedactPath returns the request path with any key it carries replaced.
-func RedactPath(p string) string {
-	return connectorKeyPath.ReplaceAllString(p, mcpgate.ConnectorPathPrefix+"[redacted]")
-}
 
 // statusRecorder captures the status and size written by a handler.
 type statusRecorder struct {
@@ -87,7 +78,7 @@ func (s *Server) requestLog(next http.Handler) http.Handler {
 				level = slog.LevelDebug
 			}
 			s.log.Log(ctx, level, "request",
-				"method", r.Method, "path", RedactPath(r.URL.Path),
+				"method", r.Method, "path", RedactPath(r.URL.Path), "client_address", httpx.ClientAddress(r),
 				"route", chi.RouteContext(r.Context()).RoutePattern(),
 				"status", rec.status, "bytes", rec.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 		}()

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
 // SessionStore is what sessions need from the database.
@@ -38,6 +39,12 @@ type Options struct {
 	MCP     http.Handler
 	Metrics http.Handler
 	Web     http.Handler
+	// TrustedProxies are the proxies whose forwarding headers give the
+	// client address (TRUSTED_PROXIES); nil trusts none.
+	TrustedProxies *httpx.Proxies
+	// OAuth serves the authorization server: /.well-known/oauth-* and
+	// /oauth/*, with the session's user (if any) in the context.
+	OAuth http.Handler
 }
 
 // Server is the HTTP surface.
@@ -69,7 +76,7 @@ func isHTTPS(u string) bool { return len(u) >= 8 && strings.EqualFold(u[:8], "ht
 // Handler returns the root router.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.requestLog)
+	r.Use(httpx.WithClientAddress(s.opts.TrustedProxies), s.requestLog, s.canonicalConnectorPath)
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -78,8 +85,19 @@ func (s *Server) Handler() http.Handler {
 		r.Handle("/metrics", s.opts.Metrics)
 	}
 	if s.opts.MCP != nil {
-		r.Handle("/mcp", s.opts.MCP)
-		r.Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
+		// The same security headers as the API (nosniff, no framing, no
+		// referrer): MCP answers are JSON or SSE, never pages.
+		r.With(securityHeaders).Handle("/mcp", s.opts.MCP)
+		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
+	}
+	if s.opts.OAuth != nil {
+		// The authorization server sets its own security headers (the
+		// consent page's form-action names the client's redirect origin).
+		oauth := r.With(s.OptionalUser)
+		oauth.Handle("/.well-known/oauth-protected-resource", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-protected-resource/*", s.opts.OAuth)
+		oauth.Handle("/.well-known/oauth-authorization-server", s.opts.OAuth)
+		oauth.Handle("/oauth/*", s.opts.OAuth)
 	}
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(securityHeaders, timeout(15*time.Second), s.csrf)
@@ -121,6 +139,15 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/keys", s.handleKeyCreate)
 				r.Delete("/keys/{id}", s.handleKeyRevoke)
 				r.Get("/audit", s.handleAuditList)
+				r.Get("/audit/export", s.handleAuditExport)
+				r.Get("/approvals", s.handleApprovalList)
+				r.Get("/approvals/{id}", s.handleApprovalGet)
+				r.Post("/approvals/{id}/approve", s.handleApprovalDecide(true))
+				r.Post("/approvals/{id}/deny", s.handleApprovalDecide(false))
+				r.Get("/guardrails", s.handleGuardrailsGet)
+				r.Put("/guardrails", s.handleGuardrailsPut)
+				r.Get("/grants", s.handleGrantList)
+				r.Delete("/grants/{id}", s.handleGrantRevoke)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

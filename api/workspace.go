@@ -34,7 +34,7 @@ func actorFrom(r *http.Request) *mcpgate.Actor {
 func (s *Server) requireMember(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u := mcpgate.UserFromContext(r.Context())
-		a, ws, err := s.svc.Workspaces.Enter(r.Context(), u, chi.URLParam(r, "ws"), mcpgate.SourceAPI)
+		a, ws, err := s.svc.Workspaces.Enter(r.Context(), u, chi.URLParam(r, "ws"), mcpgate.SourceDashboard)
 		if err != nil {
 			WriteError(w, r, s.log, err)
 			return

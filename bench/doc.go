@@ -6,7 +6,19 @@
 // PostgreSQL (TEST_DATABASE_URL, else scripts/test-db.sh), so that their CPU
 // time and peak memory can be read from /proc. Through the JSON API it signs
 // up a user, stores an E2B key and creates MCP keys, and creates a few
-// sandboxes in the simulator. Then, for each concurrency C, it drives
+// sandboxes in the simulator.
+//
+// Then (--compare, on by default) it builds and starts two reference servers
+// doing the same E2B GET: bench/sdkserver, a bare go-sdk stateless server at
+// the default GC, and bench/onehop, a plain net/http handler with no MCP
+// library. A raw HTTP load generator (no MCP client library, whose cost
+// would hide the servers') drives tools/call e2b_get_sandbox at each target
+// and GET /sandboxes/{id} at e2bsim, in interleaved rounds, and prints the
+// medians, each server's CPU per call and the ratios; then an open loop at
+// --rate through the gateway and direct for --open-duration, with the
+// added latency and the gateway's memory over the run.
+//
+// With --sdk-clients, for each concurrency C, it also drives
 // tools/call of e2b_list_sandboxes and e2b_get_sandbox from C go-sdk MCP
 // clients (one session and one key each) for --duration, and the same E2B
 // requests sent directly to the simulator with net/http; and an open-loop

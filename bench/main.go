@@ -41,13 +41,27 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
+	// The comparison of design.md §10 (compare.go).
+	compare       bool
+	compareRounds int
+	compareDur    time.Duration
+	compareConc   int
+	openDur       time.Duration
+	// sdkClients runs the older phases driven by go-sdk MCP clients.
+	sdkClients bool
+	logLevel   string
+	// auditWriterRows is the size of the audit writer measurement (0: none);
+	// auditScale, when set, runs only the audit measurements, at these sizes.
+	auditWriterRows int
+	auditWriterRate float64
+	auditScale      []int
 }
 
 func parseFlags(args []string, out io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var conc string
+	var conc, scale string
 	fs.BoolVar(&c.json, "json", false, "print machine-readable JSON instead of the table")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each measured phase")
 	fs.DurationVar(&c.warmup, "warmup", time.Second, "unmeasured warm-up before each closed-loop phase")
@@ -64,8 +78,24 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.gogc, "gogc", "", "GOGC for the gateway (default: whatever the gateway sets)")
 	fs.StringVar(&c.gatewayBin, "gateway-bin", "", "mcpgate binary to run (default: build ./cmd/mcpgate)")
 	fs.StringVar(&c.e2bsimBin, "e2bsim-bin", "", "e2bsim binary to run (default: build ./cmd/e2bsim)")
+	fs.BoolVar(&c.compare, "compare", true, "compare the gateway with a bare go-sdk server, a one-hop handler and e2bsim (raw HTTP load)")
+	fs.IntVar(&c.compareRounds, "compare-rounds", 5, "interleaved rounds of the comparison")
+	fs.DurationVar(&c.compareDur, "compare-duration", 3*time.Second, "length of each target's turn in a round")
+	fs.IntVar(&c.compareConc, "compare-concurrency", 64, "connections of the comparison")
+	fs.DurationVar(&c.openDur, "open-duration", 60*time.Second, "length of the comparison's open-loop phase at --rate")
+	fs.StringVar(&c.logLevel, "gateway-log-level", "info", "LOG_LEVEL of the gateway subprocess (info writes an access log line per call)")
+	fs.BoolVar(&c.sdkClients, "sdk-clients", false, "also run the phases driven by go-sdk MCP clients (--concurrency, --rate)")
+	fs.IntVar(&c.auditWriterRows, "audit-writer-rows", 200000, "audit events written through the audit writer for its rows/s (0 skips)")
+	fs.Float64Var(&c.auditWriterRate, "audit-writer-rate", 2400, "events/s offered to the audit writer for 5 s, to watch its queue (0 skips)")
+	fs.StringVar(&scale, "audit-scale", "", "only time the audit log's views on generated logs of these sizes, e.g. 1M,10M,100M (needs disk: about 0.4 GB per million rows)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if scale != "" {
+		var err error
+		if c.auditScale, err = parseCounts(scale); err != nil {
+			return c, fmt.Errorf("--audit-scale: %w", err)
+		}
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -84,6 +114,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 		return c, errors.New("--rate must be between 0 and 100000")
 	case c.openClients < 1 || c.openClients > 4096:
 		return c, errors.New("--open-clients must be between 1 and 4096")
+	case c.auditWriterRows < 0 || c.auditWriterRows > 100_000_000:
+		return c, errors.New("--audit-writer-rows must be between 0 and 100000000")
 	case c.sandboxes < 1 || c.sandboxes > 100:
 		return c, errors.New("--sandboxes must be between 1 and 100")
 	case (c.cpuprofile != "" || c.memprofile != "" || c.blockprofile != "" || c.trace != "") && !c.inprocess:
@@ -145,9 +177,13 @@ type report struct {
 	} `json:"machine"`
 	DurationSec float64 `json:"duration_sec"`
 	Phases      []phase `json:"phases"`
+	// Compare is the comparison with the reference servers.
+	Compare *comparison `json:"compare,omitempty"`
 	// HandlerTimes is the gateway's own account (/metrics) of every call
 	// of the run, when it serves /metrics.
-	HandlerTimes *gatewayTimes `json:"handler_times,omitempty"`
+	HandlerTimes *gatewayTimes     `json:"handler_times,omitempty"`
+	AuditWriter  *auditWriterStats `json:"audit_writer,omitempty"`
+	AuditScale   []auditScale      `json:"audit_scale,omitempty"`
 }
 
 func repoRoot() (string, error) {
@@ -176,6 +212,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	if c.auditScale != nil {
+		return runAuditOnly(ctx, c, repo, out, logf)
+	}
 
 	// Binaries.
 	if c.e2bsimBin == "" {
@@ -250,7 +289,9 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		env := append(os.Environ(),
 			"DATABASE_URL="+dsn, "ENCRYPTION_KEY="+secrets.enc, "JWT_SECRET="+secrets.jwt,
 			"LISTEN_ADDR="+addr, "PUBLIC_URL=http://"+addr, "E2B_API_URL="+simURL, "E2B_DASHBOARD_API_URL="+simURL,
-			"LOG_LEVEL=warn", "LOG_FORMAT=text",
+			// info, as deployed: the access log line of every call is part
+			// of the gateway's cost.
+			"LOG_LEVEL="+c.logLevel, "LOG_FORMAT=json",
 			// The benchmark measures the gateway, not its per-key limit.
 			"MCP_KEY_RATE=1000000", "MCP_KEY_BURST=1000000")
 		if c.gogc != "" {
@@ -389,9 +430,19 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.GatewayRSSMB.Peak = float64(g1.hwm) / mb
 	}
 
+	if c.compare {
+		cmp, err := compareTargets(ctx, c, repo, tmp, gwURL, gwPID, simURL, sim.pid(), e2bKey, fx, logf)
+		if err != nil {
+			return err
+		}
+		rep.Compare = cmp
+	}
 	for _, n := range c.concurrency {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !c.sdkClients {
+			break
 		}
 		p := phase{Kind: "closed", Concurrency: n}
 		callers, err := dial(n)
@@ -413,7 +464,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.AddedP50, p.AddedP99 = p.Gateway.P50-p.Direct.P50, p.Gateway.P99-p.Direct.P99
 		rep.Phases = append(rep.Phases, p)
 	}
-	if c.rate > 0 && ctx.Err() == nil {
+	if c.sdkClients && c.rate > 0 && ctx.Err() == nil {
 		p := phase{Kind: "open", Concurrency: c.openClients, OfferedRate: c.rate}
 		callers, err := dial(c.openClients)
 		if err != nil {
@@ -434,10 +485,18 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		p.AddedP50, p.AddedP99 = p.Gateway.P50-p.Direct.P50, p.Gateway.P99-p.Direct.P99
 		rep.Phases = append(rep.Phases, p)
 	}
-	rep.Machine.LoadAfter = loadAvg()
 	if t, ok := scrapeTimes(ctx, gwURL); ok {
 		rep.HandlerTimes = &t
 	}
+	if c.auditWriterRows > 0 && ctx.Err() == nil {
+		logf("audit writer: %d events", c.auditWriterRows)
+		st, err := measureAuditWriter(ctx, dsn, c.auditWriterRows, c.auditWriterRate)
+		if err != nil {
+			return fmt.Errorf("audit writer: %w", err)
+		}
+		rep.AuditWriter = &st
+	}
+	rep.Machine.LoadAfter = loadAvg()
 	if c.blockprofile != "" {
 		for _, name := range []string{"block", "mutex"} {
 			f, err := os.Create(c.blockprofile + "." + name)
@@ -467,6 +526,49 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	return nil
 }
 
+// runAuditOnly is --audit-scale: the audit writer and the audit views at each
+// size, without the gateway.
+func runAuditOnly(ctx context.Context, c config, repo string, out io.Writer, logf func(string, ...any)) error {
+	admin, err := adminURL(ctx, repo)
+	if err != nil {
+		return err
+	}
+	var rep report
+	rep.Machine.CPUs, rep.Machine.GOOS, rep.Machine.GoVersion = runtime.NumCPU(), runtime.GOOS, runtime.Version()
+	rep.Machine.LoadBefore = loadAvg()
+	if c.auditWriterRows > 0 {
+		dsn, drop, err := freshDatabase(ctx, admin)
+		if err != nil {
+			return err
+		}
+		logf("audit writer: %d events", c.auditWriterRows)
+		st, err := measureAuditWriter(ctx, dsn, c.auditWriterRows, c.auditWriterRate)
+		drop()
+		if err != nil {
+			return fmt.Errorf("audit writer: %w", err)
+		}
+		rep.AuditWriter = &st
+	}
+	for _, n := range c.auditScale {
+		s, err := measureAuditScale(ctx, admin, n, logf)
+		if err != nil {
+			return fmt.Errorf("audit scale %d: %w", n, err)
+		}
+		rep.AuditScale = append(rep.AuditScale, s)
+	}
+	rep.Machine.LoadAfter = loadAvg()
+	if c.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(out, "mcpgate bench, audit log: %d CPUs, %s; load average before %.2f, after %.2f\n",
+		rep.Machine.CPUs, rep.Machine.GoVersion, rep.Machine.LoadBefore, rep.Machine.LoadAfter)
+	printAuditWriter(out, rep.AuditWriter)
+	printAuditScale(out, rep.AuditScale)
+	return nil
+}
+
 func closeAll(cs []caller) {
 	for _, c := range cs {
 		c.close()
@@ -485,9 +587,16 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprint(w, " (the machine was busy with other work: figures are pessimistic)")
 	}
 	fmt.Fprint(w, "\n\n")
-	fmt.Fprintf(w, "%-12s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %6s | %9s %9s | %s\n",
-		"phase", "calls/s", "gw p50", "gw p95", "gw p99", "dir p50", "dir p95", "dir p99", "added p50", "added p99",
-		"errors", "cpu s/1k", "peak RSS", "RSS start→end")
+	if rep.Compare != nil {
+		printComparison(w, rep.Compare)
+	}
+	// The go-sdk-client phases (--sdk-clients) have tables of their own.
+	phases := len(rep.Phases) > 0
+	if phases {
+		fmt.Fprintf(w, "%-12s %8s | %7s %7s %7s | %7s %7s %7s | %9s %9s | %6s | %9s %9s | %s\n",
+			"phase", "calls/s", "gw p50", "gw p95", "gw p99", "dir p50", "dir p95", "dir p99", "added p50", "added p99",
+			"errors", "cpu s/1k", "peak RSS", "RSS start→end")
+	}
 	for _, p := range rep.Phases {
 		name := fmt.Sprintf("C=%d", p.Concurrency)
 		if p.Kind == "open" {
@@ -498,8 +607,10 @@ func printTable(w io.Writer, rep report) {
 			p.AddedP50, p.AddedP99, p.Gateway.Errors+p.Direct.Errors, p.GatewayCPUPer1k, p.GatewayRSSMB.Peak,
 			p.GatewayRSSMB.Start, p.GatewayRSSMB.End)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-12s %12s %12s %12s\n", "CPU s/1k", "gateway", "e2bsim", "bench")
+	if phases {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "%-12s %12s %12s %12s\n", "CPU s/1k", "gateway", "e2bsim", "bench")
+	}
 	for _, p := range rep.Phases {
 		name := fmt.Sprintf("C=%d", p.Concurrency)
 		if p.Kind == "open" {
@@ -513,6 +624,7 @@ func printTable(w io.Writer, rep report) {
 		fmt.Fprintf(w, "database pool: %.0f connections, %.0f acquires, %.0f found the pool empty, %.3f ms mean wait for a connection\n",
 			t.DBMaxConns, t.DBAcquires, t.DBEmptyAcquires, t.DBAcquireWaitMeanMS)
 	}
+	printAuditWriter(w, rep.AuditWriter)
 	for _, p := range rep.Phases {
 		for _, s := range []struct {
 			who string

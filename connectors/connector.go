@@ -58,9 +58,19 @@ type Tool struct {
 	CostsMoney bool
 	// DefaultEnabled is the tool's state in a new workspace (kill: false).
 	DefaultEnabled bool
-	// DefaultNeedsConfirmation is whether a new workspace asks a human before
-	// the call runs.
+	// DefaultNeedsConfirmation is whether a new workspace asks for a
+	// confirmation before the call runs (approval model), unless
+	// DefaultApproval says otherwise.
 	DefaultNeedsConfirmation bool
+	// DefaultApproval, when set, is the approval a new workspace demands
+	// (it wins over DefaultNeedsConfirmation).
+	DefaultApproval mcpgate.Approval
+	// Guard, when set, inspects each call read-only before it runs; see
+	// Assessment. Follows names the tool whose policy Guard may make the
+	// call follow, so that the tool's schema can offer what that policy
+	// needs.
+	Guard   Guard
+	Follows string
 	// OutputSchema is the JSON schema of the tool's result, inferred from its
 	// output type, so that MCP clients can validate and type the structured
 	// content. Never mutate it.
@@ -87,6 +97,10 @@ type Spec struct {
 	CostsMoney               bool
 	DefaultEnabled           bool
 	DefaultNeedsConfirmation bool
+	DefaultApproval          mcpgate.Approval
+	// Guard and Follows: see Tool.
+	Guard   Guard
+	Follows string
 	// Timeout, when set, replaces the gateway's default call timeout.
 	Timeout time.Duration
 	// Schema, when set, adjusts the schema inferred from the input type:
@@ -138,6 +152,7 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 		Name: spec.Name, Title: spec.Title, Description: spec.Description,
 		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
 		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
+		DefaultApproval: spec.DefaultApproval, Guard: spec.Guard, Follows: spec.Follows,
 		InputSchema: schema, Timeout: spec.Timeout, resolved: resolved,
 		run: func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error) {
 			var in In
@@ -149,6 +164,17 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 			return run(ctx, credential, in)
 		},
 	}
+}
+
+// DefaultApprovalMode is the approval a new workspace demands for the tool.
+func (t *Tool) DefaultApprovalMode() mcpgate.Approval {
+	switch {
+	case t.DefaultApproval.Valid():
+		return t.DefaultApproval
+	case t.DefaultNeedsConfirmation:
+		return mcpgate.ApprovalModel
+	}
+	return mcpgate.ApprovalNone
 }
 
 // Decode applies the schema's defaults to raw arguments and validates them.

@@ -2,7 +2,11 @@
 // credential it can check and a set of tools that run with that credential.
 // The registry lists the connectors a gateway serves; the mcp package adapts
 // their tools to MCP, and the dashboard calls the same tools, so a tool has one
-// implementation whatever the caller.
+// implementation whatever the caller. Optional interfaces and hooks tell the
+// gateway what it needs without naming an upstream: a tool's Guard (what a
+// call asks for, and whether it does another tool's job), Describer (a
+// summary for the person approving a call), RunningCounter (for the
+// guardrail on how many run at once).
 //
 // A connector lives in its own sub-package (connectors/e2b) and imports only
 // this package, mcpgate and the standard library. This package imports

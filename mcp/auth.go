@@ -17,7 +17,8 @@ const reasonMissing = "missing"
 
 var (
 	errUnauthorized = mcpgate.Errorf(mcpgate.EUnauthorized,
-		"a valid MCP key is required: send Authorization: Bearer <key>, or use your connector URL")
+		"a valid MCP key or OAuth access token is required: sign in through your client's OAuth flow, "+
+			"send Authorization: Bearer <key>, or use your connector URL")
 	errAuthUnavailable = mcpgate.Errorf(mcpgate.EUnavailable,
 		"the gateway cannot check keys right now; try again in a few seconds")
 )
@@ -48,7 +49,11 @@ func retryAfter(err *mcpgate.Error, wait time.Duration) *mcpgate.Error {
 }
 
 // Handler returns the MCP endpoint for /mcp and the connector URL.
-func (g *Gateway) Handler() http.Handler {
+func (g *Gateway) Handler() http.Handler { return g.handler(true) }
+
+// handler is the endpoint, with or without the fast path (fastpath.go); the
+// differential test serves the same gateway both ways.
+func (g *Gateway) handler(fast bool) http.Handler {
 	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return serverFrom(r.Context())
 	}, &sdk.StreamableHTTPOptions{
@@ -58,9 +63,12 @@ func (g *Gateway) Handler() http.Handler {
 		// is the authentication, not the Host header.
 		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        1 << 20,
-		Logger:                     g.log,
+		Logger:                     g.sdkLog,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.checkOrigin(w, r) {
+			return
+		}
 		addr := httpx.ClientAddress(r)
 		now := g.now()
 		actor, reason, err := g.authenticate(r)
@@ -82,14 +90,16 @@ func (g *Gateway) Handler() http.Handler {
 			g.authFails.allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpgate", error="invalid_token"`)
+			w.Header().Set("WWW-Authenticate", g.challenge(reason))
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if ok, wait := g.limiters.allow(actor.KeyID, now); !ok {
-			g.metrics.RateLimited()
-			httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
-				"this key is sending too many requests; slow down"), wait))
+		if _, ok := g.checkBody(w, r); !ok {
+			return
+		}
+		// The per-key limit counts tool calls (limitCall), not every request.
+		r = r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor))
+		if fast && g.serveFast(w, r, actor) {
 			return
 		}
 		srv, err := g.server(r.Context(), actor)
@@ -100,8 +110,32 @@ func (g *Gateway) Handler() http.Handler {
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		streamable.ServeHTTP(w, r.WithContext(withServer(mcpgate.NewContextWithActor(r.Context(), actor), srv)))
+		streamable.ServeHTTP(w, r.WithContext(withServer(r.Context(), srv)))
 	})
+}
+
+// challenge is the WWW-Authenticate of a 401. With OAuth configured it
+// points to the protected-resource metadata (RFC 9728 §5.1), so that an
+// OAuth-capable client can start signing in; error="invalid_token" is added
+// only when a credential was presented (RFC 6750 §3.1). Every refused
+// credential, key or token, gets the same answer.
+func (g *Gateway) challenge(reason string) string {
+	if g.opts.Challenge == "" {
+		return `Bearer realm="mcpgate", error="invalid_token"`
+	}
+	if reason == reasonMissing {
+		return g.opts.Challenge
+	}
+	return g.opts.Challenge + `, error="invalid_token"`
+}
+
+// credentialID names the credential an actor presented (an MCP key or an
+// OAuth grant): the unit of rate limits and confirmation bindings.
+func credentialID(a *mcpgate.Actor) string {
+	if a.KeyID != "" {
+		return a.KeyID
+	}
+	return "grant:" + a.GrantID
 }
 
 // actorFrom returns the request's actor inside a tool handler.

@@ -8,6 +8,7 @@ package mcp
 // BenchmarkSeal and BenchmarkOpen.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -175,4 +176,66 @@ func (b benchBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.base.RoundTrip(r)
+}
+
+// benchWriter is a ResponseWriter that keeps only the status and size, so
+// that the raw benchmarks count the gateway's allocations and not a
+// recorder's.
+type benchWriter struct {
+	h      http.Header
+	status int
+	n      int
+	body   []byte
+}
+
+func (w *benchWriter) Header() http.Header { return w.h }
+func (w *benchWriter) WriteHeader(s int)   { w.status = s }
+func (w *benchWriter) Flush()              {}
+func (w *benchWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.n += len(b)
+	if len(w.body) < 512 {
+		w.body = append(w.body, b[:min(len(b), 512)]...)
+	}
+	return len(b), nil
+}
+
+// BenchmarkToolsCallRaw is one whole tools/call through the gateway's
+// handler, called in process with a prepared request and no client at all:
+// authentication, parsing, policy, the call, audit, metrics and the answer.
+// "fast" is the fast path, "sdk" the same gateway through go-sdk only; the
+// two B/op and ns/op figures are the ratio to read (absolute ones are noise
+// on a shared machine).
+func BenchmarkToolsCallRaw(b *testing.B) {
+	fx, key := newBenchGateway(b)
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"bench_get_sandbox","arguments":{"sandbox_id":"i0123456789abcdefghij"}}}`)
+	for _, mode := range []struct {
+		name string
+		fast bool
+	}{{"fast", true}, {"sdk", false}} {
+		b.Run(mode.name, func(b *testing.B) {
+			h := fx.Gateway.handler(mode.fast)
+			served := fx.Gateway.fastServed.n.Load()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				w := &benchWriter{h: http.Header{}}
+				for pb.Next() {
+					r, _ := http.NewRequest(http.MethodPost, "http://gateway.test/mcp", bytes.NewReader(body))
+					r.Header = http.Header{"Authorization": {"Bearer " + key}, "Content-Type": {"application/json"},
+						"Accept": {"application/json, text/event-stream"}, "Mcp-Protocol-Version": {"2025-11-25"}}
+					clear(w.h)
+					w.status, w.n, w.body = 0, 0, w.body[:0]
+					h.ServeHTTP(w, r)
+					if w.status != http.StatusOK || !bytes.Contains(w.body, []byte(`"structuredContent"`)) {
+						b.Fatalf("tools/call answered %d %s", w.status, w.body)
+					}
+				}
+			})
+			if fast := fx.Gateway.fastServed.n.Load() > served; fast != mode.fast {
+				b.Fatalf("fast path used = %v, want %v", fast, mode.fast)
+			}
+		})
+	}
 }

@@ -15,6 +15,9 @@ import (
 // mcpHandler adapts a connector tool to the SDK.
 func (g *Gateway) mcpHandler(t *connectors.Tool) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if err := g.limitCall(actorFrom(ctx)); err != nil {
+			return toolErrorResult(err), nil
+		}
 		return g.callTool(ctx, req, t.Name)
 	}
 }
@@ -31,8 +34,21 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	if err != nil {
 		return errorResult(mcpgate.ErrorMessage(err)), nil
 	}
-	call := mcpgate.ToolCall{Tool: tool, Arguments: raw}
+	raw, approvalID, err := splitArg(raw, approvalArg)
+	if err != nil {
+		return errorResult(mcpgate.ErrorMessage(err)), nil
+	}
+	if id, res, ok := g.approvalRetry(ctx, req, a, tool); ok {
+		if res != nil {
+			return res, nil
+		}
+		approvalID = id
+	}
+	call := mcpgate.ToolCall{Tool: tool, Arguments: raw, ApprovalID: approvalID}
 	out, err := g.opts.Tools.CallTool(ctx, a, call)
+	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
+		return g.askApproval(req, a, need), nil
+	}
 	if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 		if res := g.confirm(ctx, req, a, confirm, token); res != nil {
 			return res, nil
@@ -41,13 +57,19 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		out, err = g.opts.Tools.CallTool(ctx, a, call)
 	}
 	if err != nil {
-		res := errorResult(mcpgate.ErrorMessage(err))
-		if s := mcpgate.ErrorRetryAfter(err); s > 0 {
-			res.Meta = sdk.Meta{"retryAfterSeconds": s}
-		}
-		return res, nil
+		return toolErrorResult(err), nil
 	}
 	return structuredResult(out), nil
+}
+
+// toolErrorResult is a failed call as a result the model can read, with the
+// seconds to wait when there is one.
+func toolErrorResult(err error) *sdk.CallToolResult {
+	res := errorResult(mcpgate.ErrorMessage(err))
+	if s := mcpgate.ErrorRetryAfter(err); s > 0 {
+		res.Meta = sdk.Meta{"retryAfterSeconds": s}
+	}
+	return res
 }
 
 // structuredResult returns a tool's JSON output as structured content with
@@ -58,22 +80,28 @@ func structuredResult(out json.RawMessage) *sdk.CallToolResult {
 
 // splitConfirmation removes confirmation_token from the raw arguments.
 func splitConfirmation(raw json.RawMessage) (json.RawMessage, string, error) {
-	if !strings.Contains(string(raw), confirmationArg) {
+	return splitArg(raw, confirmationArg)
+}
+
+// splitArg removes one of the gateway's own string arguments
+// (confirmation_token, approval_id) from the raw arguments.
+func splitArg(raw json.RawMessage, name string) (json.RawMessage, string, error) {
+	if !strings.Contains(string(raw), name) {
 		return raw, "", nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
 	}
-	tokRaw, ok := m[confirmationArg]
+	tokRaw, ok := m[name]
 	if !ok {
 		return raw, "", nil
 	}
 	var tok string
 	if err := json.Unmarshal(tokRaw, &tok); err != nil {
-		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "confirmation_token must be a string")
+		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "%s must be a string", name)
 	}
-	delete(m, confirmationArg)
+	delete(m, name)
 	b, _ := json.Marshal(m)
 	return b, tok, nil
 }

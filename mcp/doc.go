@@ -7,10 +7,12 @@
 // It decides nothing itself: the tool service says which tools a caller may
 // see (a ToolSet, on which the built go-sdk server is cached until the
 // workspace's policy changes), runs every call under the policy, and says
-// when a call needs confirmation. This package adds only the MCP side of a
-// confirmation: a signed, single-use token for the two-step flow, or an
-// input request for 2026-07-28 clients. Server instructions and prompts come
-// from the connectors.
+// when a call needs confirmation or a person's approval. This package adds
+// only the MCP side: for a confirmation, a signed, single-use token for the
+// two-step flow, or a form input request for 2026-07-28 clients; for an
+// approval, words for the model with the dashboard URL and approval_id, or a
+// URL-mode input request for 2026-07-28 clients that declare it. Server
+// instructions and prompts come from the connectors.
 //
 // It imports mcpgate, connectors, internal/httpx and the go-sdk; never
 // internal/store, internal/service, vault, api or web.

@@ -32,6 +32,10 @@ type FixtureOptions struct {
 	// KeyRate and KeyBurst set the per-key limit (default: the gateway's).
 	KeyRate  rate.Limit
 	KeyBurst int
+	// UserRate, UserBurst, WorkspaceRate and WorkspaceBurst set the
+	// per-person and per-workspace limits (default: the gateway's).
+	UserRate, WorkspaceRate   rate.Limit
+	UserBurst, WorkspaceBurst int
 }
 
 // Fixture is one workspace with its owner, served over HTTP.
@@ -70,7 +74,8 @@ func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	f.Gateway = New(Options{Tools: f.Service, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
 		Tokens: env.DB, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
 		ConfirmationSecret: []byte("fixture-confirmation-secret-0123456789"), Now: o.Now,
-		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst})
+		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst,
+		UserRate: o.UserRate, UserBurst: o.UserBurst, WorkspaceRate: o.WorkspaceRate, WorkspaceBurst: o.WorkspaceBurst})
 	f.server = httptest.NewServer(f.Gateway.Handler())
 	tb.Cleanup(f.Close)
 	f.URL = f.server.URL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -52,12 +53,15 @@ type Options struct {
 	// Authenticators are asked in turn; the first that recognises the
 	// request's credential decides.
 	Authenticators []mcpgate.Authenticator
-	Tokens         TokenSpender
-	Audit          Auditor
-	Metrics        Metrics
-	Logger         *slog.Logger
-	PublicURL      string
-	Version        string
+	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
+	// authorization server's, naming its resource metadata).
+	Challenge string
+	Tokens    TokenSpender
+	Audit     Auditor
+	Metrics   Metrics
+	Logger    *slog.Logger
+	PublicURL string
+	Version   string
 	// ConfirmationSecret keys the HMAC of confirmation tokens and request
 	// states; at least 32 bytes.
 	ConfirmationSecret []byte
@@ -65,19 +69,40 @@ type Options struct {
 	// 40).
 	KeyRate  rate.Limit
 	KeyBurst int
+	// UserRate and UserBurst limit calls per person, all their keys
+	// together (default 40/s, burst 200); WorkspaceRate and WorkspaceBurst
+	// per workspace, all its people together (default 100/s, burst 400).
+	// The bursts are five times a key's, so that one busy client meets its
+	// key's limit first and a person's other clients keep working.
+	UserRate       rate.Limit
+	UserBurst      int
+	WorkspaceRate  rate.Limit
+	WorkspaceBurst int
+	// AllowedOrigins are browser origins allowed on the endpoint besides
+	// PublicURL's (ALLOWED_ORIGINS).
+	AllowedOrigins []string
 	// Now is the clock (tests).
 	Now func() time.Time
 }
 
 // Gateway serves MCP for workspaces.
 type Gateway struct {
-	opts      Options
-	log       *slog.Logger
-	metrics   Metrics
-	audit     Auditor
-	now       func() time.Time
-	limiters  limiterSet
-	authFails limiterSet
+	opts            Options
+	log             *slog.Logger
+	metrics         Metrics
+	audit           Auditor
+	now             func() time.Time
+	limiters        limiterSet
+	userLimits      limiterSet
+	workspaceLimits limiterSet
+	origins         map[string]bool
+	authFails       limiterSet
+	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
+	sdkLog *slog.Logger
+	// metas are _meta values the fast path has found valid (metaOK).
+	metas      sync.Map
+	metaCount  atomic.Int64
+	fastServed fastCounter
 
 	stop chan struct{}
 	done chan struct{}
@@ -98,13 +123,23 @@ func New(opts Options) *Gateway {
 	if opts.KeyRate == 0 {
 		opts.KeyRate, opts.KeyBurst = 20, 40
 	}
+	if opts.UserRate == 0 {
+		opts.UserRate, opts.UserBurst = 40, 200
+	}
+	if opts.WorkspaceRate == 0 {
+		opts.WorkspaceRate, opts.WorkspaceBurst = 100, 400
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, now: opts.Now,
-		limiters:  limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
-		authFails: limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
-		stop:      make(chan struct{}), done: make(chan struct{})}
+		limiters:        limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
+		userLimits:      limiterSet{rate: opts.UserRate, burst: opts.UserBurst},
+		workspaceLimits: limiterSet{rate: opts.WorkspaceRate, burst: opts.WorkspaceBurst},
+		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
+		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
+		stop:            make(chan struct{}), done: make(chan struct{})}
+	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g
 }
@@ -129,6 +164,8 @@ func (g *Gateway) loop() {
 			return
 		case <-t.C:
 			g.limiters.sweep(g.now())
+			g.userLimits.sweep(g.now())
+			g.workspaceLimits.sweep(g.now())
 			g.authFails.sweep(g.now())
 		}
 	}

@@ -23,11 +23,11 @@ same tool again with the same arguments plus that confirmation_token.`
 // first use. Servers are cached on the set because go-sdk calls getServer on
 // every HTTP request; a policy change makes a new set, so a new server.
 func (g *Gateway) server(ctx context.Context, a *mcpgate.Actor) (*sdk.Server, error) {
-	set, err := g.opts.Tools.ToolSet(ctx, a)
+	_, st, err := g.state(ctx, a)
 	if err != nil {
 		return nil, err
 	}
-	return set.Derived(func(set *mcpgate.ToolSet) any { return g.buildServer(set) }).(*sdk.Server), nil
+	return st.srv, nil
 }
 
 // serverText returns the server's title and instructions from the
@@ -45,13 +45,13 @@ func (g *Gateway) serverText() (title, instructions string) {
 	if len(titles) > 0 {
 		title += " (" + strings.Join(titles, ", ") + ")"
 	}
-	return title, strings.Join(append(parts, confirmationInstructions), "\n")
+	return title, strings.Join(append(parts, confirmationInstructions, approvalInstructions), "\n")
 }
 
 func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 	title, instructions := g.serverText()
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Logger: g.log})
+		&sdk.ServerOptions{Instructions: instructions, Logger: g.sdkLog})
 	callable := map[string]bool{}
 	for _, info := range set.Tools {
 		t, ok := g.opts.Registry.Tool(info.Name)
@@ -59,25 +59,39 @@ func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 			continue
 		}
 		callable[t.Name] = true
-		s.AddTool(sdkTool(t, info.NeedsConfirmation), g.mcpHandler(t))
+		own, follows := info.Approval, mcpgate.ApprovalNone
+		if f, ok := set.All[t.Follows]; ok && t.Follows != "" && f.Enabled {
+			// The call may have to meet the other tool's approval, so its
+			// schema offers what that approval needs.
+			follows = f.Approval
+		}
+		s.AddTool(sdkTool(t, own == mcpgate.ApprovalModel || follows == mcpgate.ApprovalModel,
+			own == mcpgate.ApprovalHuman || follows == mcpgate.ApprovalHuman), g.mcpHandler(t))
 	}
 	s.AddReceivingMiddleware(g.refuseHidden(set))
 	g.addPrompts(s, callable)
 	return s
 }
 
-// sdkTool publishes a tool. A tool that needs confirmation in this workspace
-// gets an extra optional confirmation_token argument in its schema, and no
-// output schema: its first call answers with the confirmation step, whose
-// shape is not the tool's output, and strict clients reject a result that
-// does not match a published schema.
-func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
+// sdkTool publishes a tool. A tool that may need confirmation in this
+// workspace gets an extra optional confirmation_token argument in its
+// schema, and one that may need a person's approval an approval_id. Either
+// gets no output schema: its first call answers with the confirmation or
+// approval step, whose shape is not the tool's output, and strict clients
+// reject a result that does not match a published schema.
+func sdkTool(t *connectors.Tool, needsConfirmation, needsApproval bool) *sdk.Tool {
 	schema := t.InputSchema
-	if needsConfirmation {
+	if needsConfirmation || needsApproval {
 		cp := *schema
 		cp.Properties = maps.Clone(schema.Properties)
-		cp.Properties[confirmationArg] = &jsonschema.Schema{Type: "string",
-			Description: "The confirmation_token returned by the first call, once the user has agreed. Omit it on the first call."}
+		if needsConfirmation {
+			cp.Properties[confirmationArg] = &jsonschema.Schema{Type: "string",
+				Description: "The confirmation_token returned by the first call, once the user has agreed. Omit it on the first call."}
+		}
+		if needsApproval {
+			cp.Properties[approvalArg] = &jsonschema.Schema{Type: "string",
+				Description: "The approval_id returned by the first call, once a person has approved it in the dashboard. Omit it on the first call."}
+		}
 		schema = &cp
 	}
 	destructive, openWorld := t.Annotations.Destructive, t.Annotations.OpenWorld
@@ -86,7 +100,7 @@ func sdkTool(t *connectors.Tool, needsConfirmation bool) *sdk.Tool {
 		Annotations: &sdk.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.Annotations.ReadOnly,
 			DestructiveHint: &destructive, IdempotentHint: t.Annotations.Idempotent, OpenWorldHint: &openWorld},
 	}
-	if !needsConfirmation && t.OutputSchema != nil {
+	if !needsConfirmation && !needsApproval && t.OutputSchema != nil {
 		tool.OutputSchema = t.OutputSchema
 	}
 	return tool

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -215,6 +214,8 @@ type keysPage struct {
 	Prompts    []string
 	MCPURL     string
 	Connection *mcpgate.Connection
+	// Grants are the OAuth apps connected to the workspace (connected_apps.html).
+	Grants []mcpgate.Grant
 }
 
 func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
@@ -240,8 +241,13 @@ func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
 		}
 		return b.CreatedAt.Compare(a.CreatedAt)
 	})
-	p := keysPage{Keys: keys, Clients: setupClients(h.opts.PublicURL), Prompts: examplePrompts,
-		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn}
+	grants, err := h.svc.Grants.Grants(ctx, actorFrom(ctx))
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p := keysPage{Keys: keys, Clients: withOAuthSetup(setupClients(h.opts.PublicURL), h.opts.PublicURL), Prompts: examplePrompts,
+		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn, Grants: grants}
 	for i := range keys {
 		if keys[i].Active(now) {
 			p.Active++
@@ -284,6 +290,8 @@ type settingsPage struct {
 	Invitations []mcpgate.Invitation
 	Tools       []mcpgate.ToolInfo
 	Kill        *mcpgate.ToolInfo
+	Approvals   []mcpgate.Approval
+	Guardrails  *mcpgate.Guardrails
 }
 
 func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
@@ -309,6 +317,11 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p.Tools, err = h.svc.Tools.Tools(ctx, actorFrom(ctx)); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	p.Approvals = mcpgate.Approvals
+	if p.Guardrails, err = h.svc.Guardrails.Guardrails(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return
 	}
@@ -338,6 +351,7 @@ type auditPage struct {
 	// NewestURL is the first page with the same filters.
 	NewestURL string
 	NextURL   string
+	auditLinks
 }
 
 type auditQuery struct {
@@ -353,8 +367,9 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	aq := auditQuery{Tool: q.Get("tool"), Outcome: q.Get("outcome"), Actor: q.Get("actor"), Since: q.Get("since"), Cursor: q.Get("cursor")}
 	p := auditPage{Admin: ws.Role.CanAdmin(), Filter: aq,
 		Outcomes: mcpgate.Outcomes}
-	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: mcpgate.Outcome(aq.Outcome), Limit: 50}
-	if _, err := strconv.ParseInt(aq.Cursor, 10, 64); err == nil {
+	choice, source := auditSource(q)
+	f := mcpgate.AuditFilter{Action: aq.Tool, Outcome: mcpgate.Outcome(aq.Outcome), Source: source, Limit: 50}
+	if validAuditCursor(aq.Cursor) {
 		f.Cursor = aq.Cursor
 	}
 	if d, ok := sinceChoices[aq.Since]; ok {
@@ -369,7 +384,7 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Members = members
 	}
-	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != ""
+	p.Filtered = aq.Tool != "" || aq.Outcome != "" || aq.Actor != "" || aq.Since != "" || q.Get("source") != ""
 	events, next, err := h.svc.Audit.Audit(ctx, actorFrom(ctx), f)
 	if err != nil {
 		h.serverError(w, r, err)
@@ -390,12 +405,13 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	qs := url.Values{}
-	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since} {
+	for k, v := range map[string]string{"tool": aq.Tool, "outcome": aq.Outcome, "actor": aq.Actor, "since": aq.Since, "source": q.Get("source")} {
 		if v != "" {
 			qs.Set(k, v)
 		}
 	}
 	base := "/app/w/" + ws.ID + "/audit"
+	p.auditLinks = newAuditLinks(ws.ID, base, q, choice, f, p.Admin)
 	p.NewestURL = base
 	if len(qs) > 0 {
 		p.NewestURL += "?" + qs.Encode()
@@ -407,8 +423,8 @@ func (h *handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 	now := h.opts.Now()
 	since := now.Truncate(time.Hour).Add(-23 * time.Hour)
 	// The chart follows the table: a member's own calls; an admin's whole
-	// workspace, or the member filtered on.
-	buckets, err := h.svc.Audit.CallsPerHour(ctx, actorFrom(ctx), f.ActorID, since)
+	// workspace, or the member filtered on; and the table's source.
+	buckets, err := h.auditCallsPerHour(ctx, &p.auditLinks, f.ActorID, f.Source, since)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

@@ -116,7 +116,8 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account", "forgot", "reset", "verify"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent",
+	"forgot", "reset", "verify"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -146,7 +147,8 @@ func (h *handler) parseTemplates() error {
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html",
+			"templates/connected_apps.html", "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("parse template %s: %w", name, err)
 		}
@@ -198,6 +200,8 @@ func (h *handler) routes() {
 				r.Get("/sandboxes/{id}", h.handleSandbox)
 				r.Get("/settings", h.handleSettings)
 				r.Get("/audit", h.handleAudit)
+				r.Get("/approvals", h.handleApprovals)
+				r.Get("/approvals/{id}", h.handleApproval)
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r) })
@@ -298,8 +302,11 @@ type view struct {
 	// Base is the current workspace's page prefix, /app/w/<id>.
 	Base string
 	// API is the current workspace's API prefix, /api/v1/workspaces/<id>.
-	API  string
-	Data any
+	API string
+	// PendingApprovals counts the requests waiting for this person to
+	// decide, for the navigation.
+	PendingApprovals int
+	Data             any
 }
 
 func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
@@ -310,6 +317,9 @@ func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
 		v.API = "/api/v1/workspaces/" + v.Workspace.ID
 		if wss, err := h.svc.Workspaces.Workspaces(r.Context(), v.User); err == nil {
 			v.Workspaces = wss
+		}
+		if a := actorFrom(r.Context()); a != nil && h.svc.Approvals != nil {
+			v.PendingApprovals, _ = h.svc.Approvals.PendingApprovals(r.Context(), a)
 		}
 	}
 	return v

@@ -52,10 +52,14 @@ type fakeData struct {
 	toolOut     map[string]string
 	toolErr     map[string]error
 	invitation  *mcpgate.Invitation
+	approvals   []mcpgate.ApprovalRequest // approvals_test.go
+	guardrails  mcpgate.Guardrails
+	grants      []mcpgate.Grant
 
-	lastAudit mcpgate.AuditFilter
-	lastChart string // the member CallsPerHour was asked for
-	calls     []string
+	lastAudit  mcpgate.AuditFilter
+	lastChart  string // the member CallsPerHour was asked for
+	lastSource string // and the source
+	calls      []string
 }
 
 func newFake(role mcpgate.Role) *fakeData {
@@ -90,7 +94,8 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 }
 
 func (f *fakeData) services() mcpgate.Services {
-	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f}
+	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
+		Approvals: f, Guardrails: f, Grants: f}
 }
 
 // e2bView is the real E2B connector's dashboard view, fed by the fake's
@@ -163,8 +168,11 @@ func (f *fakeData) Audit(_ context.Context, _ *mcpgate.Actor, flt mcpgate.AuditF
 	return f.audit, "", nil
 }
 
-func (f *fakeData) CallsPerHour(_ context.Context, _ *mcpgate.Actor, userID string, _ time.Time) ([]mcpgate.HourCount, error) {
-	f.lastChart = userID
+func (f *fakeData) CallsPerHour(_ context.Context, _ *mcpgate.Actor, userID string, source mcpgate.Source, _ time.Time) ([]mcpgate.HourCount, error) {
+	f.lastChart, f.lastSource = userID, string(source)
+	if source == mcpgate.SourceMCP {
+		return []mcpgate.HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 2}}, nil
+	}
 	return []mcpgate.HourCount{{Hour: testNow.Truncate(time.Hour), Calls: 5, Errors: 1}}, nil
 }
 
@@ -216,7 +224,7 @@ func get(t *testing.T, h http.Handler, path string, u *mcpgate.User) (*http.Resp
 }
 
 var appPages = []string{"/app/w/ws1", "/app/w/ws1/connections", "/app/w/ws1/keys", "/app/w/ws1/sandboxes",
-	"/app/w/ws1/sandboxes/sbx1", "/app/w/ws1/settings", "/app/w/ws1/audit"}
+	"/app/w/ws1/sandboxes/sbx1", "/app/w/ws1/settings", "/app/w/ws1/audit", "/app/w/ws1/approvals", "/app/w/ws1/approvals/ap1"}
 
 var publicPages = []string{"/", "/signup", "/login", "/invite/inv_token"}
 
@@ -393,8 +401,8 @@ func TestSettings_MemberSeesNoAdminSwitches(t *testing.T) {
 func TestAudit_AdminFilters(t *testing.T) {
 	f := newFake(mcpgate.RoleOwner)
 	h := mustHandler(t, f)
-	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=12&since=24h&tool=e2b_kill_sandbox", testUser)
-	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
+	get(t, h, "/app/w/ws1/audit?actor=u2&cursor=1756728000000000_12&since=24h&tool=e2b_kill_sandbox", testUser)
+	if f.lastAudit.ActorID != "u2" || f.lastAudit.Cursor != "1756728000000000_12" || f.lastAudit.Action != "e2b_kill_sandbox" ||
 		!f.lastAudit.Since.Equal(testNow.Add(-24*time.Hour)) {
 		t.Errorf("admin's audit filter = %+v", f.lastAudit)
 	}

@@ -20,7 +20,9 @@ import (
 	"unicode"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -60,6 +62,22 @@ type Config struct {
 		// stand in while the database cannot be reached.
 		OutageGrace string
 	}
+	Proxy struct {
+		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
+		Trusted string
+		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
+		AllowedOrigins string
+	}
+	// Caps are MAX_KEYS_PER_USER and MAX_WORKSPACES_PER_USER; see UserCaps.
+	Caps struct {
+		KeysPerUser       string
+		WorkspacesPerUser string
+	}
+	Audit struct {
+		// Retention is AUDIT_RETENTION as given ("90d", "720h"); empty keeps
+		// everything.
+		Retention string
+	}
 	LogFormat string
 	LogLevel  string
 }
@@ -83,6 +101,59 @@ func (c *Config) KeyRate() (float64, int) {
 	return r, b
 }
 
+// TrustedProxies returns the proxies whose forwarding headers give the
+// client address. Valid after LoadConfig.
+func (c *Config) TrustedProxies() *httpx.Proxies {
+	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
+	return p
+}
+
+// UserCaps returns the caps on keys and workspaces per person. Valid after
+// LoadConfig.
+func (c *Config) UserCaps() (keys, workspaces int) {
+	keys, _ = strconv.Atoi(c.Caps.KeysPerUser)
+	workspaces, _ = strconv.Atoi(c.Caps.WorkspacesPerUser)
+	return keys, workspaces
+}
+
+// Origins returns ALLOWED_ORIGINS as a list.
+func (c *Config) Origins() []string {
+	return strings.FieldsFunc(c.Proxy.AllowedOrigins, func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+// AuditRetention returns how long audit rows are kept, 0 for ever. Valid
+// after LoadConfig.
+func (c *Config) AuditRetention() time.Duration {
+	d, _ := parseRetention(c.Audit.Retention)
+	return d
+}
+
+// parseRetention reads a retention: whole days ("90d") or a Go duration
+// ("2160h"); empty is 0, keep everything. Less than a day is refused: the log
+// is dropped by day partitions, and a typo such as "90m" must not erase it.
+func parseRetention(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil || days < 0 || days > 100*365 {
+			return 0, errors.New("not a whole number of days")
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, errors.New("not a duration")
+		}
+	}
+	if d < 24*time.Hour {
+		return 0, errors.New("shorter than a day")
+	}
+	return d, nil
+}
+
 // Embedded reports whether serve runs its own PostgreSQL.
 func (c *Config) Embedded() bool { return c.DB.URL == "" }
 
@@ -92,7 +163,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
-		slog.Bool("smtp", c.Mail.SMTPURL.Reveal() != ""), slog.String("signup_verify", c.Mail.Verify))
+		slog.Bool("smtp", c.Mail.SMTPURL.Reveal() != ""), slog.String("signup_verify", c.Mail.Verify),
+		slog.String("trusted_proxies", c.Proxy.Trusted),
+		slog.String("audit_retention", c.Audit.Retention))
 }
 
 // Format prints the configuration with its secrets hidden: the Secret fields
@@ -136,9 +209,14 @@ func (c *Config) settings() []setting {
 		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, &c.Mail.Verify},
 		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
-		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP calls per second allowed per key", false, &c.MCP.KeyRate},
-		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
+		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
+		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
+		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
+		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
 		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
+		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, &c.Audit.Retention},
 		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
 		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
 	}
@@ -274,6 +352,23 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
 		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))
+	}
+	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
+		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	for _, cp := range []struct{ name, v string }{{"MAX_KEYS_PER_USER", c.Caps.KeysPerUser},
+		{"MAX_WORKSPACES_PER_USER", c.Caps.WorkspacesPerUser}} {
+		if n, err := strconv.Atoi(cp.v); err != nil || n < 1 || n > 1e6 {
+			p = append(p, fmt.Sprintf("%s must be a whole number of at least 1, not %q", cp.name, cp.v))
+		}
+	}
+	for _, o := range c.Origins() {
+		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			p = append(p, fmt.Sprintf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
+		}
+	}
+	if _, err := parseRetention(c.Audit.Retention); err != nil {
+		p = append(p, fmt.Sprintf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", c.Audit.Retention, err))
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		p = append(p, err.Error())

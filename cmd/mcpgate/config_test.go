@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -64,6 +65,7 @@ func wantConfig() *Config {
 	c.E2B.APIURL = "https://api.e2b.app"
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
 	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
+	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = "100", "20"
 	c.MCP.OutageGrace = "10m"
 	c.LogFormat = "json"
 	c.LogLevel = "info"
@@ -201,6 +203,17 @@ func TestLoadConfig_Problems(t *testing.T) {
 		{name: "encryption key not base64",
 			env:          mergeEnv(external, map[string]string{"ENCRYPTION_KEY": "!!" + key[2:]}),
 			wantProblems: []string{"ENCRYPTION_KEY must be 32 random bytes"}},
+		{name: "bad TRUSTED_PROXIES",
+			env:          mergeEnv(external, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8, proxy.internal"}),
+			wantProblems: []string{`TRUSTED_PROXIES: not a CIDR or IP address: "proxy.internal"`}},
+		{name: "good TRUSTED_PROXIES",
+			env: mergeEnv(external, map[string]string{"TRUSTED_PROXIES": "10.0.0.0/8,172.16.0.0/12 fd00::/8"})},
+		{name: "bad caps",
+			env:          mergeEnv(external, map[string]string{"MAX_KEYS_PER_USER": "0", "MAX_WORKSPACES_PER_USER": "many"}),
+			wantProblems: []string{"MAX_KEYS_PER_USER must be", "MAX_WORKSPACES_PER_USER must be"}},
+		{name: "bad ALLOWED_ORIGINS",
+			env:          mergeEnv(external, map[string]string{"ALLOWED_ORIGINS": "https://ok.example.com, https://x.example.com/path"}),
+			wantProblems: []string{`ALLOWED_ORIGINS: "https://x.example.com/path" is not an origin`}},
 		{name: "embedded, bad secrets still checked",
 			env:          map[string]string{"JWT_SECRET": "short", "ENCRYPTION_KEY": "changeme"},
 			wantProblems: []string{"ENCRYPTION_KEY looks like a placeholder", "JWT_SECRET must be at least 32 bytes"}},
@@ -427,6 +440,27 @@ func TestConfig_PrintingHidesSecrets(t *testing.T) {
 		}
 		if c.DB.URL != dsn {
 			t.Errorf("printing changed DB.URL to %q", c.DB.URL)
+		}
+	}
+}
+
+func TestLoadConfig_AuditRetention(t *testing.T) {
+	base := map[string]string{"DATA_DIR": t.TempDir()}
+	for v, want := range map[string]time.Duration{"": 0, "90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "720h": 720 * time.Hour} {
+		c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"AUDIT_RETENTION": v}))
+		if got := c.AuditRetention(); got != want {
+			t.Errorf("AuditRetention() with %q = %v, want %v", v, got, want)
+		}
+	}
+	if c := mustLoadConfig(t, []string{"--audit-retention", "7d"}, base); c.AuditRetention() != 7*24*time.Hour {
+		t.Errorf("--audit-retention 7d: AuditRetention() = %v", c.AuditRetention())
+	}
+	// Every bad value is reported with the others, not on its own.
+	for _, v := range []string{"90", "90m", "12h", "-3d", "1.5d", "d", "forever"} {
+		_, err := LoadConfig(nil, envOf(mergeEnv(base, map[string]string{"AUDIT_RETENTION": v, "LOG_FORMAT": "xml"})))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 2 || !strings.Contains(ce.Error(), "AUDIT_RETENTION") {
+			t.Errorf("AUDIT_RETENTION=%q: err = %v, want an AUDIT_RETENTION problem beside the LOG_FORMAT one", v, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -150,8 +151,11 @@ func TestMCPEndToEnd(t *testing.T) {
 			{"expired (set in the database)", expiredInDB.Key},
 		}
 		type answer struct{ body, challenge string }
-		var first *answer
-		check := func(t *testing.T, endpoint string, header http.Header) {
+		// Every refusal looks the same; a request with no credential at all
+		// differs only in its challenge, which then has no error (RFC 6750
+		// §3.1), and both point OAuth clients to the resource metadata.
+		first := map[bool]*answer{}
+		check := func(t *testing.T, endpoint string, header http.Header, presented bool) {
 			t.Helper()
 			nextSource++
 			for _, r := range e.replicas {
@@ -160,26 +164,27 @@ func TestMCPEndToEnd(t *testing.T) {
 					t.Fatalf("status = %d %s, want 401", resp.StatusCode, body)
 				}
 				got := answer{string(body), resp.Header.Get("WWW-Authenticate")}
-				if !strings.HasPrefix(got.challenge, "Bearer ") {
-					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge", got.challenge)
+				if !strings.HasPrefix(got.challenge, "Bearer ") || !strings.Contains(got.challenge, `resource_metadata="`+e2ePublicURL+"/.well-known/oauth-protected-resource/mcp\"") ||
+					strings.Contains(got.challenge, `error="invalid_token"`) != presented {
+					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge naming the resource metadata (error only when a credential was sent: %v)", got.challenge, presented)
 				}
-				if first == nil {
-					first = &got
-				} else if got != *first {
-					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first)
+				if first[presented] == nil {
+					first[presented] = &got
+				} else if got != *first[presented] {
+					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first[presented])
 				}
 			}
 		}
-		t.Run("missing", func(t *testing.T) { check(t, "/mcp", nil) })
-		t.Run("empty bearer", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Bearer "}}) })
-		t.Run("basic auth", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Basic " + keyA.Key}}) })
+		t.Run("missing", func(t *testing.T) { check(t, "/mcp", nil, false) })
+		t.Run("empty bearer", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Bearer "}}, false) })
+		t.Run("basic auth", func(t *testing.T) { check(t, "/mcp", http.Header{"Authorization": {"Basic " + keyA.Key}}, false) })
 		for _, c := range cases {
-			t.Run(c.name+"/bearer", func(t *testing.T) { check(t, "/mcp", e2eBearer(c.key)) })
-			t.Run(c.name+"/X-API-Key", func(t *testing.T) { check(t, "/mcp", http.Header{"X-Api-Key": {c.key}}) })
-			t.Run(c.name+"/connector URL", func(t *testing.T) { check(t, "/c/"+c.key+"/mcp", nil) })
+			t.Run(c.name+"/bearer", func(t *testing.T) { check(t, "/mcp", e2eBearer(c.key), true) })
+			t.Run(c.name+"/X-API-Key", func(t *testing.T) { check(t, "/mcp", http.Header{"X-Api-Key": {c.key}}, true) })
+			t.Run(c.name+"/connector URL", func(t *testing.T) { check(t, "/c/"+c.key+"/mcp", nil, true) })
 		}
-		if first != nil && (strings.Contains(first.body, "revoked") || strings.Contains(first.body, "expired")) {
-			t.Errorf("401 body %q hints at the reason", first.body)
+		if f := first[true]; f != nil && (strings.Contains(f.body, "revoked") || strings.Contains(f.body, "expired")) {
+			t.Errorf("401 body %q hints at the reason", f.body)
 		}
 		t.Run("go-sdk client", func(t *testing.T) {
 			for _, version := range []string{"", "2025-11-25"} {
@@ -302,8 +307,13 @@ func TestMCPEndToEnd(t *testing.T) {
 		// A member cannot enable it; an admin can, and that is audited.
 		carol.with(t).api(http.MethodPut, "/api/v1/workspaces/"+wsA+"/tools/"+toolKill, map[string]any{"enabled": true}, http.StatusForbidden)
 		info := alice.setTool(ws, toolKill, map[string]any{"enabled": true})
-		if info["enabled"] != true || info["needs_confirmation"] != true {
-			t.Fatalf("enable kill = %v, want enabled and needing confirmation", info)
+		if info["enabled"] != true || info["needs_confirmation"] != true || info["approval"] != "human" {
+			t.Fatalf("enable kill = %v, want enabled and needing a person's approval", info)
+		}
+		// This test is about the model mode (the two-step confirmation);
+		// TestApprovalEndToEnd covers human.
+		if info := alice.setTool(ws, toolKill, map[string]any{"approval": "model"}); info["approval"] != "model" {
+			t.Fatalf("set approval model = %v", info)
 		}
 		alice.auditUntil(ws, "kind=admin", func(items []e2eAuditItem) bool {
 			return slices.ContainsFunc(items, func(it e2eAuditItem) bool {
@@ -728,19 +738,10 @@ func TestMCPEndToEnd(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(strings.TrimSpace(tt.tool+" "+tt.variant), func(t *testing.T) {
 				mark := e.simLog.mark()
+				// Kill needs a person's approval (its default), and the
+				// approval's summary reads the sandbox first: another
+				// team's is not found before any request is stored.
 				res := e2eCall(t, csA, tt.tool, tt.args)
-				if tt.tool == toolKill { // the confirmation step comes first
-					out := e2eStructured(t, res)
-					tok, _ := out["confirmation_token"].(string)
-					if tok == "" {
-						t.Fatalf("kill = %v, want a confirmation token first", out)
-					}
-					args := map[string]any{"confirmation_token": tok}
-					for k, v := range tt.args {
-						args[k] = v
-					}
-					res = e2eCall(t, csA, tt.tool, args)
-				}
 				tt.check(t, res)
 				for _, r := range e.simLog.since(mark) {
 					if r.key != teamA {
@@ -865,13 +866,37 @@ func TestMCPEndToEnd(t *testing.T) {
 		alice, bob := alice.with(t), bob.with(t)
 		_, _ = alice, bob
 		k := alice.createKey(wsA, "busy", "full", nil)
-		// Workers send requests back to back until one is limited: far
+		// The limit counts tool calls only: a client's handshakes, lists
+		// and notifications never use it up.
+		for range 60 {
+			if resp, body := e.rawMCP(t, r1.url+"/mcp", e2eBearer(k.Key), ""); resp.StatusCode != http.StatusOK {
+				t.Fatalf("initialize answered %d %s; the per-key limit must not count it", resp.StatusCode, body)
+			}
+		}
+		// Workers send tool calls back to back until one is limited: far
 		// faster than the refill (20/s), however slow the machine.
+		call := func() string {
+			req, _ := http.NewRequest(http.MethodPost, r1.url+"/mcp", strings.NewReader(
+				`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+toolList+`","arguments":{}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+			resp, err := e.httpClient(e2eBearer(k.Key), "").Do(req)
+			if err != nil {
+				t.Errorf("tools/call: %v", err)
+				return ""
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("tools/call status = %d %s", resp.StatusCode, body)
+			}
+			return string(body)
+		}
 		var (
 			mu         sync.Mutex
 			ok         int
-			firstLimit *http.Response
-			firstBody  string
+			firstLimit string
 			stop       = make(chan struct{})
 			once       sync.Once
 			wg         sync.WaitGroup
@@ -886,35 +911,29 @@ func TestMCPEndToEnd(t *testing.T) {
 						return
 					default:
 					}
-					resp, body := e.rawMCP(t, r1.url+"/mcp", e2eBearer(k.Key), "")
+					body := call()
 					mu.Lock()
-					switch resp.StatusCode {
-					case http.StatusOK:
-						ok++
-					case http.StatusTooManyRequests:
-						if firstLimit == nil {
-							firstLimit, firstBody = resp, string(body)
+					if strings.Contains(body, "too many tool calls") {
+						if firstLimit == "" {
+							firstLimit = body
 						}
 						once.Do(func() { close(stop) })
-					default:
-						t.Errorf("status = %d %s", resp.StatusCode, body)
+					} else if strings.Contains(body, `"structuredContent"`) {
+						ok++
 					}
 					mu.Unlock()
 				}
 			}()
 		}
 		wg.Wait()
-		if firstLimit == nil {
-			t.Fatalf("%d requests of one key went through, none answered 429", ok)
+		if firstLimit == "" {
+			t.Fatalf("%d tool calls of one key went through, none was limited", ok)
 		}
 		if ok < 40 {
-			t.Errorf("%d requests went through, want at least the burst of 40", ok)
+			t.Errorf("%d tool calls went through, want at least the burst of 40", ok)
 		}
-		if ra := firstLimit.Header.Get("Retry-After"); ra == "" || ra == "0" {
-			t.Errorf("429 with Retry-After %q, want a positive number of seconds", ra)
-		}
-		if !strings.Contains(firstBody, "rate_limited") {
-			t.Errorf("429 body = %s", firstBody)
+		if !strings.Contains(firstLimit, `"isError":true`) || !strings.Contains(firstLimit, `"retryAfterSeconds":`) {
+			t.Errorf("limited call answered %s, want a tool error with retryAfterSeconds", firstLimit)
 		}
 		// Another key is not affected.
 		cs := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "", nil)

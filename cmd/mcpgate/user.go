@@ -27,11 +27,13 @@ Commands:
   list                     list every account, oldest first
   set-admin EMAIL          make an account an instance admin
   unset-admin EMAIL        withdraw instance admin
-  reset-password [--stdin] EMAIL
+  reset-password [--stdin] [--revoke-keys] EMAIL
                            set a new password and end every session of the
                            account. With --stdin the password is the first
                            line of standard input; otherwise one is generated
-                           and printed once.
+                           and printed once. With --revoke-keys every MCP key
+                           of the account is revoked too (on every replica
+                           within about 100 ms); without it they keep working.
 `
 
 // userPasswordParams are the argon2id costs of reset-password; tests lower
@@ -46,7 +48,7 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		return errors.New("user: no command given")
 	}
 	cmd, args := args[0], args[1:]
-	var fromStdin bool
+	var fromStdin, revokeKeys bool
 	var define func(fs *flag.FlagSet)
 	wantArgs := 1
 	switch cmd {
@@ -59,6 +61,7 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 	case "reset-password":
 		define = func(fs *flag.FlagSet) {
 			fs.BoolVar(&fromStdin, "stdin", false, "read the new password from the first line of standard input")
+			fs.BoolVar(&revokeKeys, "revoke-keys", false, "also revoke every MCP key of the account")
 		}
 	default:
 		fmt.Fprint(stdout, userUsage)
@@ -149,6 +152,16 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 			return userError(cmd, email, err)
 		}
 		fmt.Fprintf(stdout, "password of %s changed; every session of the account was ended\n", email)
+		if revokeKeys {
+			n, err := db.RevokeUserKeys(ctx, u.ID)
+			if err != nil {
+				return userError(cmd, email, err)
+			}
+			fmt.Fprintf(stdout, "%d MCP key(s) of the account revoked, in every workspace; connector URLs with them stop working too\n", n)
+		} else {
+			fmt.Fprintf(stdout, "the account's MCP keys (and connector URLs) still work; revoke them in the dashboard, "+
+				"or run again with --revoke-keys\n")
+		}
 		if generated {
 			fmt.Fprintf(stdout, "new password (shown only this once):\n%s\n", newPassword)
 		}

@@ -205,7 +205,7 @@ func TestUserCommand_Usage(t *testing.T) {
 	}{
 		{name: "no command", args: nil, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
 		{name: "unknown", args: []string{"delete", "a@example.com"}, wantErr: `unknown command "delete"`},
-		{name: "help", args: []string{"help"}, wantOut: "reset-password [--stdin] EMAIL"},
+		{name: "help", args: []string{"help"}, wantOut: "reset-password [--stdin] [--revoke-keys] EMAIL"},
 		{name: "flag help", args: []string{"list", "-h"}, wantOut: "Usage: mcpgate user"},
 		{name: "list takes no argument", args: []string{"list", "x"}, wantErr: "unexpected arguments"},
 	}
@@ -220,5 +220,55 @@ func TestUserCommand_Usage(t *testing.T) {
 				t.Fatalf("user %v output lacks %q:\n%s", tt.args, tt.wantOut, out.String())
 			}
 		})
+	}
+}
+
+// TestUserResetPassword_RevokeKeys (issue 15, item 9): reset-password says
+// the account's MCP keys still work, and with --revoke-keys revokes them
+// all (and no one else's).
+func TestUserResetPassword_RevokeKeys(t *testing.T) {
+	saved := userPasswordParams
+	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
+	t.Cleanup(func() { userPasswordParams = saved })
+	e := newUserEnv(t)
+	ctx := context.Background()
+	addKey := func(u *mcpgate.User) string {
+		t.Helper()
+		wss, err := e.db.WorkspacesOfUser(ctx, u.ID)
+		if err != nil || len(wss) == 0 {
+			t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
+		}
+		_, id, hash := mcpgate.NewMCPKey()
+		if err := e.db.CreateKey(ctx, &mcpgate.APIKey{ID: id, WorkspaceID: wss[0].ID, UserID: u.ID, Name: "k", Scope: mcpgate.ScopeFull}, hash); err != nil {
+			t.Fatalf("CreateKey() err = %v", err)
+		}
+		return id
+	}
+	revoked := func(id string) bool {
+		t.Helper()
+		k, _, err := e.db.FindKeyForAuth(ctx, id)
+		if err != nil {
+			t.Fatalf("FindKeyForAuth() err = %v", err)
+		}
+		return k.RevokedAt != nil
+	}
+	bob1, bob2, admin := addKey(e.other), addKey(e.other), addKey(e.admin)
+
+	out, err := e.user("correct horse battery\n", "reset-password", "--stdin", "bob@example.com")
+	if err != nil {
+		t.Fatalf("reset-password err = %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "MCP keys (and connector URLs) still work") || revoked(bob1) {
+		t.Fatalf("reset-password without --revoke-keys: output\n%s\nkey revoked = %v; want the key kept and the output saying so", out, revoked(bob1))
+	}
+	out, err = e.user("correct horse battery 2\n", "reset-password", "--stdin", "--revoke-keys", "bob@example.com")
+	if err != nil {
+		t.Fatalf("reset-password --revoke-keys err = %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "2 MCP key(s) of the account revoked") {
+		t.Errorf("reset-password --revoke-keys output:\n%s", out)
+	}
+	if !revoked(bob1) || !revoked(bob2) || revoked(admin) {
+		t.Errorf("revoked: bob's = %v, %v, admin's = %v; want bob's only", revoked(bob1), revoked(bob2), revoked(admin))
 	}
 }

@@ -74,6 +74,7 @@ func newCmdEnv(t *testing.T) *cmdEnv {
 		"ENCRYPTION_KEY": e.root,
 		"JWT_SECRET":     "test-jwt-0123456789abcdefghijklmnopqrstuv",
 		"LISTEN_ADDR":    "127.0.0.1:0",
+		"DATA_DIR":       t.TempDir(), // the audit spool goes there
 	}
 	e.keyring(t) // the first start of a gateway creates term 1
 	return e

@@ -14,8 +14,12 @@ const (
 	// idleConcurrency bounds the metrics calls in flight towards E2B for one
 	// e2b_find_idle_sandboxes call.
 	idleConcurrency = 8
-	// idleMaxSandboxes bounds how many running sandboxes one call inspects.
-	idleMaxSandboxes = 2000
+	// idleMaxSandboxes bounds how many running sandboxes one call inspects,
+	// and so its fan-out: one metrics call each, plus a list call per 100.
+	// At 2,000 one tools/call cost E2B 2,020 requests and a key's 40-call
+	// burst 80,000; 200 keeps a call near its own rate limit's scale, and
+	// Truncated tells the caller to narrow by template or metadata.
+	idleMaxSandboxes = 200
 )
 
 // FindIdleIn is e2b_find_idle_sandboxes's input.

@@ -62,6 +62,7 @@ func (c *Connector) createSandboxTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardCreate,
 		Output:         outputEdits,
 		Schema: edits(
 			withDefault("template_id", "base"), withPattern("template_id", templateRefPattern),
@@ -414,6 +415,8 @@ func (c *Connector) setSandboxTimeoutTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{Destructive: true, Idempotent: true},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardSetTimeout, // an earlier end is a kill (guard.go)
+		Follows:        ToolKillSandbox,
 		Output:         outputEdits,
 		// At least a minute, so the tool cannot stand in for e2b_kill_sandbox,
 		// which a workspace may have turned off.
@@ -521,6 +524,8 @@ func (c *Connector) resumeSandboxTool() *connectors.Tool {
 		Annotations:    connectors.Annotations{Idempotent: true},
 		CostsMoney:     true,
 		DefaultEnabled: true,
+		Guard:          c.guardResume, // guard.go
+		Follows:        ToolKillSandbox,
 		Output:         outputEdits,
 		Schema:         edits(sandboxIDEdit, withDefault("timeout", 300), withRange("timeout", 1, maxTimeout)),
 	}, func(ctx context.Context, key mcpgate.Secret, in ResumeIn) (ResumeOut, error) {
@@ -557,6 +562,7 @@ func (c *Connector) killSandboxTool() *connectors.Tool {
 		DefaultEnabled:           false,
 		Output:                   outputEdits,
 		DefaultNeedsConfirmation: true,
+		DefaultApproval:          mcpgate.ApprovalHuman,
 		Schema:                   edits(sandboxIDEdit),
 	}, func(ctx context.Context, key mcpgate.Secret, in SandboxIn) (KillOut, error) {
 		if err := c.client.KillSandbox(ctx, key, in.SandboxID); err != nil {

@@ -671,3 +671,18 @@ func TestTools_emptyResults(t *testing.T) {
 		}
 	}
 }
+
+// TestTools_findIdleFanOutBounded (issue 15, item 6): one call inspects at
+// most 200 sandboxes, so one tools/call cannot make thousands of upstream
+// calls; the answer says it was truncated.
+func TestTools_findIdleFanOutBounded(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{MaxRunning: 300})
+	for range 250 {
+		e.create(map[string]any{"timeout": 3600, "metadata": map[string]string{e2bsim.CPUMetadataKey: "1"}})
+	}
+	e.clock.Advance(15 * time.Minute)
+	out := e.mustCall(e2b.ToolFindIdleSandboxes, nil)
+	if out["checked"].(float64) != 200 || out["truncated"] != true {
+		t.Errorf("checked = %v, truncated = %v; want 200 and true", out["checked"], out["truncated"])
+	}
+}

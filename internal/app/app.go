@@ -23,8 +23,10 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -59,6 +61,20 @@ type Options struct {
 	// unreachable (default 10 minutes; negative: never).
 	OutageGrace time.Duration
 	Version     string
+	// MaxKeysPerUser and MaxWorkspacesPerUser cap what one person may
+	// create (0: the services' defaults).
+	MaxKeysPerUser, MaxWorkspacesPerUser int
+	// AllowedOrigins are browser origins allowed on /mcp besides PublicURL.
+	AllowedOrigins []string
+	// TrustedProxies give the client address behind a proxy (nil: none).
+	TrustedProxies *httpx.Proxies
+	// DataDir holds the audit spool (DATA_DIR); empty runs without one.
+	DataDir string
+	// AuditRetention is how long audit rows are kept; 0 keeps everything.
+	AuditRetention time.Duration
+	// OAuthCIMD configures fetching client ID metadata documents; only
+	// tests set it (to reach a local TLS server).
+	OAuthCIMD oauth.CIMDOptions
 }
 
 // Gateway is a wired, running instance: HTTP handler and background work.
@@ -68,6 +84,8 @@ type Gateway struct {
 	Keyring *vault.Keyring
 	Service *service.Service
 	Keys    *service.KeyAuthenticator
+	OAuth   *oauth.Server
+	Tokens  *oauth.TokenAuthenticator
 	MCP     *mcp.Gateway
 	API     *api.Server
 
@@ -76,6 +94,7 @@ type Gateway struct {
 	audit   *audit.Writer
 	mailer  *mail.Mailer
 	metrics *metrics.Registry
+	spool   *audit.Spool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -99,14 +118,21 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
-	gw.audit = audit.New(audit.Options{Sink: db, Logger: log})
+	spool, err := openSpool(ctx, o.DataDir, db, log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	gw.spool = spool
+	gw.audit = audit.New(audit.Options{Sink: db, Logger: log, Spool: spool})
 
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
 	// The metrics read the services' state at scrape time only.
 	var svc *service.Service
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
-		Listening: func() bool { return svc != nil && svc.Listening() }})
+		Listening:  func() bool { return svc != nil && svc.Listening() },
+		SpoolBytes: func() int64 { return spoolSize(spool) }})
 	var mailer service.Mailer
 	if o.Mail != nil {
 		mo := *o.Mail
@@ -121,30 +147,39 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
-		OutageGrace: o.OutageGrace, Mailer: mailer,
-		RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
+		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
+		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments"),
+		Mailer: mailer, RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
+	demo := &web.DemoProbe{}
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On})
+	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
+	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
-		Tools: services.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{gw.Keys}, Tokens: db,
+		Tools: services.Tools, Registry: registry, Tokens: db,
+		// Access tokens first: the key authenticator refuses any bearer
+		// that is not a key, and an access token is not one.
+		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
-		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst,
+		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
 	})
-	demo := &web.DemoProbe{}
 	gw.API = api.New(api.Options{
-		Services:  services,
-		Sessions:  db,
-		Logger:    log,
-		PublicURL: o.PublicURL,
-		JWTSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
-		Ready:     db.Ready,
-		MCP:       gw.MCP.Handler(),
-		Metrics:   gw.metrics.Handler(),
-		Web: web.New(web.Options{Services: services, Logger: log,
-			PublicURL: o.PublicURL, Version: version, Demo: demo.On}),
+		Services:       services,
+		Sessions:       db,
+		Logger:         log,
+		PublicURL:      o.PublicURL,
+		JWTSecret:      deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
+		Ready:          db.Ready,
+		TrustedProxies: o.TrustedProxies,
+		MCP:            gw.MCP.Handler(),
+		Metrics:        gw.metrics.Handler(),
+		Web:            dashboard,
+		OAuth:          gw.OAuth.Handler(),
 	})
 	// Is E2B the bundled simulator? Asked once in the background, so that no
 	// call waits for it; the dashboard says "demo mode" when it is.
@@ -153,10 +188,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
+			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
 		}, gw.Service.SetListening)
 	})
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
+	gw.goBackground(func() { db.RunAuditMaintenance(ctx, log, o.AuditRetention, time.Hour) })
 	gw.goBackground(func() {
 		_ = keyring.Maintain(ctx, func(err error) { log.Warn("vault maintenance", "err", err) })
 	})
@@ -172,6 +209,42 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 func (gw *Gateway) goBackground(fn func()) {
 	gw.wg.Add(1)
 	go func() { defer gw.wg.Done(); fn() }()
+}
+
+func spoolSize(s *audit.Spool) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.Size()
+}
+
+// spoolMaxBytes bounds the audit spool: about a million events.
+const spoolMaxBytes = 512 << 20
+
+// openSpool opens the audit spool under dir and writes what an earlier stop
+// left in it to the database, before the gateway serves: the log then holds
+// every event that was answered, in order of their times. Without a
+// writable dir (a read-only container) the gateway runs without a spool and
+// says what that costs.
+func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) (*audit.Spool, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	spool, err := audit.OpenSpool(dir, spoolMaxBytes)
+	if err != nil {
+		log.Warn("audit spool disabled: a stop during a database outage can lose the audit events still queued", "err", err)
+		return nil, nil
+	}
+	res, err := spool.Replay(ctx, db, 500)
+	if res.Replayed > 0 || res.Damaged > 0 {
+		log.Info("audit spool replayed", "count", res.Replayed, "damaged_records", res.Damaged, "path", spool.Path())
+	}
+	if err != nil {
+		_ = spool.Close()
+		return nil, fmt.Errorf("write the audit events spooled at the last stop (%d written so far; the rest stay in %s): %w",
+			res.Replayed, spool.Path(), err)
+	}
+	return spool, nil
 }
 
 // deriveKey gives each use of JWT_SECRET its own key, so that a session token
@@ -192,6 +265,7 @@ func (gw *Gateway) Close() {
 	gw.wg.Wait()
 	gw.MCP.Close()
 	gw.Keys.Close()
+	gw.Tokens.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if gw.mailer != nil {
@@ -199,6 +273,9 @@ func (gw *Gateway) Close() {
 	}
 	if err := gw.audit.Close(ctx); err != nil {
 		gw.log.Error("audit log not fully written at shutdown", "err", err)
+	}
+	if gw.spool != nil {
+		_ = gw.spool.Close()
 	}
 }
 
@@ -213,6 +290,12 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 		case <-t.C:
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
+			}
+			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("expire approval requests", "err", err)
+			}
+			if err := gw.OAuth.Prune(ctx); err != nil && ctx.Err() == nil {
+				gw.log.Warn("prune expired OAuth rows", "err", err)
 			}
 		}
 	}

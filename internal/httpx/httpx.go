@@ -3,7 +3,6 @@ package httpx
 import (
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 
@@ -68,13 +67,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// ClientAddress is the address per-address limits count against: the TCP
-// peer. Behind a proxy every client shares the proxy's address, so limits
-// per address are set high and the finer limits count emails and keys.
+// ClientAddress is the address per-address limits count against and logs
+// record: the one WithClientAddress computed for this request (which
+// believes forwarding headers from TRUSTED_PROXIES only), else the TCP peer.
 func ClientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+	if a, ok := r.Context().Value(addressKey{}).(string); ok {
+		return a
 	}
-	return host
+	return peerAddr(r.RemoteAddr)
 }

@@ -25,6 +25,9 @@ type Options struct {
 	AuditQueue func() int
 	// DBStats returns the database pool's statistics (pgxpool.Pool.Stat).
 	DBStats func() *pgxpool.Stat
+	// SpoolBytes returns the size of the audit spool file (0 when there is
+	// none): non-zero only between a stop during an outage and the replay.
+	SpoolBytes func() int64
 	// Listening reports whether the cross-replica invalidation listener is
 	// connected (while it is not, every call reloads from the database).
 	Listening func() bool
@@ -116,6 +119,12 @@ func New(opts Options) *Registry {
 	}
 	if opts.DBStats != nil {
 		m.reg.MustRegister(&poolCollector{stat: opts.DBStats})
+	}
+	if opts.SpoolBytes != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mcpgate_audit_spool_bytes",
+			Help: "Bytes of audit events in the local spool, waiting for the next start to be written.",
+		}, func() float64 { return float64(opts.SpoolBytes()) }))
 	}
 	if opts.Listening != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

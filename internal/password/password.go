@@ -1,10 +1,12 @@
 // Package password hashes and verifies dashboard passwords with argon2id,
 // stored in the PHC string format so that parameters can be raised later
-// without breaking old hashes. It imports only the standard library and
-// golang.org/x/crypto.
+// without breaking old hashes. Every hash and check runs within one memory
+// budget per process (DefaultLimiter). It imports only the standard library
+// and golang.org/x.
 package password
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -31,19 +33,38 @@ var ErrMismatch = errors.New("password does not match")
 
 var b64 = base64.RawStdEncoding
 
-// Hash returns the PHC string of password under p with a random salt.
+// Hash returns the PHC string of password under p with a random salt,
+// within DefaultLimiter's memory budget (ErrBusy when it cannot start in
+// time).
 func Hash(password string, p Params) (string, error) {
+	return HashContext(context.Background(), password, p)
+}
+
+// HashContext is Hash, giving up its wait for the budget when ctx ends.
+func HashContext(ctx context.Context, password string, p Params) (string, error) {
 	salt := make([]byte, 16)
 	if _, err := rand.Read(salt); err != nil {
 		return "", fmt.Errorf("read salt: %w", err)
 	}
-	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, 32)
+	var key []byte
+	if err := DefaultLimiter.do(ctx, p.Memory, func() {
+		key = argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, 32)
+	}); err != nil {
+		return "", err
+	}
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
 		argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
 }
 
-// Verify checks password against a PHC string from Hash in constant time.
+// Verify checks password against a PHC string from Hash in constant time,
+// within DefaultLimiter's memory budget: ErrMismatch for a wrong password
+// or unreadable hash, ErrBusy when the check could not start in time.
 func Verify(password, encoded string) error {
+	return VerifyContext(context.Background(), password, encoded)
+}
+
+// VerifyContext is Verify, giving up its wait for the budget when ctx ends.
+func VerifyContext(ctx context.Context, password, encoded string) error {
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return ErrMismatch
@@ -62,7 +83,12 @@ func Verify(password, encoded string) error {
 	if err1 != nil || err2 != nil || len(want) == 0 {
 		return ErrMismatch
 	}
-	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	var got []byte
+	if err := DefaultLimiter.do(ctx, p.Memory, func() {
+		got = argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	}); err != nil {
+		return err
+	}
 	if subtle.ConstantTimeCompare(got, want) != 1 {
 		return ErrMismatch
 	}

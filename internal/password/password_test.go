@@ -1,9 +1,12 @@
 package password_test
 
 import (
+	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/password"
 )
@@ -38,5 +41,33 @@ func TestHashVerify(t *testing.T) {
 				t.Fatalf("Verify() err = %v, want %v", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestLimiter (issue 15, item 1): hashes beyond the memory budget wait, and
+// give up with ErrBusy rather than run.
+func TestLimiter(t *testing.T) {
+	l := password.NewLimiter(2048, 50*time.Millisecond) // two cheap hashes
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			_ = password.LimiterDo(l, context.Background(), cheap.Memory, func() { started <- struct{}{}; <-release })
+		})
+	}
+	<-started
+	<-started
+	ran := false
+	if err := password.LimiterDo(l, context.Background(), cheap.Memory, func() { ran = true }); !errors.Is(err, password.ErrBusy) || ran {
+		t.Errorf("third hash over the budget: err = %v, ran = %v; want ErrBusy and not run", err, ran)
+	}
+	close(release)
+	wg.Wait()
+	if err := password.LimiterDo(l, context.Background(), cheap.Memory, func() { ran = true }); err != nil || !ran {
+		t.Errorf("hash after the others finished: err = %v, ran = %v", err, ran)
+	}
+	if password.DefaultLimiter.Budget() < 2*int64(password.Default.Memory)<<10 {
+		t.Errorf("default budget %d bytes holds fewer than two default hashes", password.DefaultLimiter.Budget())
 	}
 }

@@ -7,22 +7,59 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// Audit implements mcpgate.AuditService: admins see every event, members
-// only their own.
-func (s *Service) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
+// visible applies the audit log's one visibility rule: admins see every
+// event, members only their own.
+func visible(a *mcpgate.Actor, f mcpgate.AuditFilter) mcpgate.AuditFilter {
 	if !a.CanAdmin() {
 		f.ActorID = a.UserID
 	}
-	return s.db.ListAudit(ctx, a.WorkspaceID, f)
+	return f
+}
+
+// Audit implements mcpgate.AuditService.
+func (s *Service) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
+	return s.db.ListAudit(ctx, a.WorkspaceID, visible(a, f))
+}
+
+// Export implements mcpgate.AuditService: the rows stream from the
+// database to fn, and the export itself is audited with its filters and how
+// many rows it gave.
+func (s *Service) Export(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter, fn func(*mcpgate.AuditEvent) error) (int, error) {
+	f = visible(a, f)
+	rows := 0
+	err := s.db.StreamAudit(ctx, a.WorkspaceID, f, func(e *mcpgate.AuditEvent) error {
+		rows++
+		return fn(e)
+	})
+	if err != nil {
+		return rows, err
+	}
+	args := map[string]any{"rows": rows}
+	for k, v := range map[string]string{"tool": f.Action, "outcome": string(f.Outcome), "kind": string(f.Kind), "source": string(f.Source)} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	if !f.Since.IsZero() {
+		args["since"] = f.Since.UTC().Format(time.RFC3339)
+	}
+	if !f.Until.IsZero() {
+		args["until"] = f.Until.UTC().Format(time.RFC3339)
+	}
+	if a.CanAdmin() && f.ActorID != "" {
+		args["actor"] = f.ActorID
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionAuditExported, args))
+	return rows, nil
 }
 
 // CallsPerHour implements mcpgate.AuditService with Audit's visibility: a
-// member counts only their own calls.
-func (s *Service) CallsPerHour(ctx context.Context, a *mcpgate.Actor, userID string, since time.Time) ([]mcpgate.HourCount, error) {
+// member counts only their own calls. It reads the writer's hourly rollup.
+func (s *Service) CallsPerHour(ctx context.Context, a *mcpgate.Actor, userID string, source mcpgate.Source, since time.Time) ([]mcpgate.HourCount, error) {
 	if !a.CanAdmin() {
 		userID = a.UserID
 	}
-	buckets, err := s.db.AuditHourly(ctx, a.WorkspaceID, userID, since)
+	buckets, err := s.db.AuditHourlyFrom(ctx, a.WorkspaceID, userID, string(source), since)
 	if err != nil {
 		return nil, err
 	}

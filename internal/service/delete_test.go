@@ -17,11 +17,11 @@ func TestDeleteAccount(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	const pw = "a long password 1"
-	owner, err := svc.Signup(ctx, "owner@example.com", pw, "")
+	owner, err := svc.Signup(ctx, "owner@example.com", pw, "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leaver, err := svc.Signup(ctx, "leaver@example.com", pw, "")
+	leaver, err := svc.Signup(ctx, "leaver@example.com", pw, "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestDeleteAccount_AuditRowsStay(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws, _ := env.Service.CreateWorkspace(ctx, owner, "Shared")
-	u, err := env.Service.Signup(ctx, "gone@example.com", "a long password 1", "")
+	u, err := env.Service.Signup(ctx, "gone@example.com", "a long password 1", "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/mail"
-	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
@@ -22,21 +21,9 @@ func (s *Service) ChangeEmail(ctx context.Context, u *mcpgate.User, newEmail, cu
 	if err != nil {
 		return err
 	}
-	subjects := []string{"email:" + u.Email, "addr:" + addr}
-	if err := s.throttle.check(ctx, subjects); err != nil {
+	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
 		return err
 	}
-	_, hash, err := s.db.FindUserByEmail(ctx, u.Email)
-	if err != nil {
-		return err
-	}
-	if current == "" || password.Verify(current, hash) != nil {
-		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, subjects...); err != nil {
-			return err
-		}
-		return errWrongCurrentPassword
-	}
-	_ = s.db.ClearLoginFailures(ctx, subjects[0])
 	if newEmail == u.Email {
 		return mcpgate.Errorf(mcpgate.EInvalid, "this is already your email address")
 	}

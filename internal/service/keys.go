@@ -28,6 +28,10 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 	if err := s.requireVerified(ctx, a.UserID); err != nil {
 		return nil, "", err
 	}
+	if err := s.checkCap(ctx, s.opts.MaxKeysPerUser, a.UserID, s.db.CountLiveKeys,
+		"you hold %d working MCP keys, the most allowed; revoke one you no longer use first"); err != nil {
+		return nil, "", err
+	}
 	key, id, hash := mcpgate.NewMCPKey()
 	k := &mcpgate.APIKey{ID: id, WorkspaceID: a.WorkspaceID, UserID: a.UserID, OwnerEmail: a.Email, Name: name,
 		Scope: nk.Scope, ExpiresAt: nk.ExpiresAt}

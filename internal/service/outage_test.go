@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -214,5 +216,44 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 	var ae *mcpgate.AuthError
 	if _, err := keys.Authenticate(bearer(secret)); !errors.As(err, &ae) || ae.Reason != "revoked" {
 		t.Fatalf("revoked key while the listener is down = %v, want refused as revoked", err)
+	}
+}
+
+type awaySink struct{}
+
+func (awaySink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
+	return errors.New("database away")
+}
+
+// TestCall_FailsClosedOnAFullAuditQueue: with the real audit writer and a
+// small queue, once the database has been away long enough for the queue to
+// fill, tool calls are refused before they run (nothing unaudited happens),
+// with a message asking to try again.
+func TestCall_FailsClosedOnAFullAuditQueue(t *testing.T) {
+	w := audit.New(audit.Options{Sink: awaySink{}, QueueSize: 10, BatchSize: 1, FlushEvery: time.Hour})
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		_ = w.Close(ctx)
+	}()
+	conn := newNoteConnector()
+	env := servicetest.New(t, service.Options{Registry: connectors.NewRegistry(conn), Audit: w})
+	_, owner := env.NewUser(t, "owner@example.com")
+	if _, err := env.Service.PutConnection(context.Background(), owner, "notes", "notes-credential"); err != nil {
+		t.Fatal(err)
+	}
+	var refused error
+	for i := 0; i < 30 && refused == nil; i++ {
+		_, err := env.Service.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
+		if mcpgate.ErrorCode(err) == mcpgate.EUnavailable {
+			refused = err
+		}
+	}
+	if refused == nil || !strings.Contains(mcpgate.ErrorMessage(refused), "try again") {
+		t.Fatalf("calls with a full audit queue were never refused (last: %v)", refused)
+	}
+	before := len(conn.notes)
+	if _, err := env.Service.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"y"}`)}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable || len(conn.notes) != before {
+		t.Fatalf("a call with the queue still full = %v (notes %d -> %d), want refused before it ran", err, before, len(conn.notes))
 	}
 }

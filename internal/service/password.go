@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/password"
@@ -12,31 +13,38 @@ import (
 var errWrongCurrentPassword = mcpgate.Errorf(mcpgate.EInvalid, "the current password is not correct")
 
 // ChangePassword implements mcpgate.AccountService. Wrong current passwords
-// count against the same throttle as logins (per email and address), since
+// count against the same throttle as logins (see loginThrottle), since
 // they guess the same secret. The audit event names no password.
 func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, newPassword, addr string) error {
-	subjects := []string{"email:" + u.Email, "addr:" + addr}
-	if err := s.throttle.check(ctx, subjects); err != nil {
+	sub := s.throttle.subjects(u.Email, addr)
+	if err := s.throttle.check(ctx, sub); err != nil {
 		return err
 	}
 	_, hash, err := s.db.FindUserByEmail(ctx, u.Email)
 	if err != nil {
 		return err
 	}
-	if current == "" || password.Verify(current, hash) != nil {
-		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, subjects...); err != nil {
+	if current == "" {
+		err = password.ErrMismatch
+	} else {
+		err = s.verifyPassword(ctx, current, hash)
+	}
+	if err != nil && !errors.Is(err, password.ErrMismatch) {
+		return err // the hashing budget is taken: 503, not a failure
+	} else if err != nil {
+		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, sub.pair, sub.addr, sub.email); err != nil {
 			return err
 		}
 		return errWrongCurrentPassword
 	}
-	_ = s.db.ClearLoginFailures(ctx, subjects[0])
+	_ = s.db.ClearLoginFailures(ctx, sub.pair)
 	if err := mcpgate.ValidatePassword(newPassword); err != nil {
 		return err
 	}
 	if newPassword == current {
 		return mcpgate.Errorf(mcpgate.EInvalid, "the new password is the same as the current one")
 	}
-	newHash, err := password.Hash(newPassword, s.pwParams)
+	newHash, err := s.hashPassword(ctx, newPassword)
 	if err != nil {
 		return err
 	}
@@ -71,7 +79,7 @@ func (s *Service) accountEvent(ctx context.Context, u *mcpgate.User, action mcpg
 			break
 		}
 	}
-	ev := mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceAPI},
+	ev := mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceDashboard},
 		action, args)
 	return &ev
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/mail"
-	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
@@ -138,7 +137,7 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 	if err := mcpgate.ValidatePassword(newPassword); err != nil {
 		return err
 	}
-	hash, err := password.Hash(newPassword, s.pwParams)
+	hash, err := s.hashPassword(ctx, newPassword)
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func TestPasswordReset(t *testing.T) {
 	env, srv := mailEnv(t)
 	ctx := context.Background()
 	svc := env.Service
-	if _, err := svc.Signup(ctx, "ada@example.com", "old password 123", ""); err != nil {
+	if _, err := svc.Signup(ctx, "ada@example.com", "old password 123", "", "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
 	u, _, _ := env.DB.FindUserByEmail(ctx, "ada@example.com")

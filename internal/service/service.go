@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,14 @@ type Options struct {
 	// confirmed their address they cannot accept invitations or create
 	// keys. It needs a Mailer.
 	RequireVerifiedEmail bool
+	// MaxKeysPerUser caps the working MCP keys one person may hold across
+	// workspaces (default 100); MaxWorkspacesPerUser caps the shared
+	// workspaces one person may own (default 20). Negative means no cap.
+	MaxKeysPerUser       int
+	MaxWorkspacesPerUser int
+	// SignupsPerAddress bounds sign-up attempts per client address in 15
+	// minutes (default 10).
+	SignupsPerAddress int
 	// PasswordParams default to password.Default; tests lower them.
 	PasswordParams *password.Params
 	// CallTimeout bounds one tool call unless its tool sets its own
@@ -84,6 +93,10 @@ type Options struct {
 	OutageGrace time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// ApprovalKey keys the binding of approvals to their arguments; every
+	// replica needs the same one (the wiring derives it from JWT_SECRET).
+	// Unset, a random key is drawn: fine for one process (tests).
+	ApprovalKey []byte
 }
 
 // Service implements every mcpgate service on the store and the vault.
@@ -98,6 +111,7 @@ type Service struct {
 	throttle loginThrottle
 	creds    *store.CredentialCache
 	trust    *cacheTrust
+	argsKey  []byte
 
 	policies sync.Map // workspace id -> *workspacePolicy
 	// gen counts invalidations. A load that overlapped one may have read
@@ -133,6 +147,15 @@ func New(opts Options) *Service {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxKeysPerUser == 0 {
+		opts.MaxKeysPerUser = 100
+	}
+	if opts.MaxWorkspacesPerUser == 0 {
+		opts.MaxWorkspacesPerUser = 20
+	}
+	if opts.SignupsPerAddress == 0 {
+		opts.SignupsPerAddress = defaultSignupsPerAddress
+	}
 	if opts.Signup == "" {
 		opts.Signup = SignupOpen
 	}
@@ -142,16 +165,22 @@ func New(opts Options) *Service {
 	trust.listening.Store(true)
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
 		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust)}
+	s.argsKey = opts.ApprovalKey
+	if len(s.argsKey) == 0 {
+		s.argsKey = make([]byte, 32)
+		_, _ = rand.Read(s.argsKey)
+	}
 	if opts.PasswordParams != nil {
 		s.pwParams = *opts.PasswordParams
 	}
-	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perEmail: 5, perAddress: 30}
+	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
 	return s
 }
 
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
-	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s}
+	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
+		Approvals: s, Guardrails: s, Grants: s}
 }
 
 // The kinds of change Invalidate is told about.

@@ -236,11 +236,11 @@ func TestVisibility(t *testing.T) {
 	if got, _, _ := f.svc.Audit(ctx, f.outside, mcpgate.AuditFilter{}); len(got) != 0 {
 		t.Errorf("outsider sees %d rows", len(got))
 	}
-	hours, err := f.svc.CallsPerHour(ctx, f.member, "", time.Now().Add(-time.Hour))
+	hours, err := f.svc.CallsPerHour(ctx, f.member, "", "", time.Now().Add(-time.Hour))
 	if err != nil || len(hours) != 1 || hours[0].Calls != 1 {
 		t.Errorf("member's chart = %+v, %v; want their one call", hours, err)
 	}
-	hours, _ = f.svc.CallsPerHour(ctx, f.admin, "", time.Now().Add(-time.Hour))
+	hours, _ = f.svc.CallsPerHour(ctx, f.admin, "", "", time.Now().Add(-time.Hour))
 	if len(hours) != 1 || hours[0].Calls != 2 {
 		t.Errorf("admin's chart = %+v; want both calls", hours)
 	}

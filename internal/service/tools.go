@@ -18,11 +18,14 @@ import (
 // its tool sets (one per key scope). It is immutable once built, apart from
 // the sets, and replaced whole on invalidation.
 type workspacePolicy struct {
-	id      string
-	policy  map[string]mcpgate.ToolPolicy // every tool, defaults applied
-	fetched time.Time
-	mu      sync.Mutex
-	sets    map[mcpgate.Scope]*mcpgate.ToolSet
+	id     string
+	policy map[string]mcpgate.ToolPolicy // every tool, defaults applied
+	// guardrails are the workspace's limits, loaded and invalidated with
+	// the policy.
+	guardrails mcpgate.Guardrails
+	fetched    time.Time
+	mu         sync.Mutex
+	sets       map[mcpgate.Scope]*mcpgate.ToolSet
 }
 
 // effectivePolicy applies a workspace's stored settings over the tools'
@@ -32,7 +35,10 @@ func effectivePolicy(tools []*connectors.Tool, stored map[string]mcpgate.ToolPol
 	for _, t := range tools {
 		p, ok := stored[t.Name]
 		if !ok {
-			p = mcpgate.ToolPolicy{Tool: t.Name, Enabled: t.DefaultEnabled, NeedsConfirmation: t.DefaultNeedsConfirmation}
+			p = mcpgate.ToolPolicy{Tool: t.Name, Enabled: t.DefaultEnabled, Approval: t.DefaultApprovalMode()}
+		}
+		if !p.Approval.Valid() {
+			p.Approval = mcpgate.ApprovalNone
 		}
 		out[t.Name] = p
 	}
@@ -48,6 +54,10 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 	}
 	gen := s.gen.Load()
 	stored, err := s.db.ToolPolicies(ctx, workspaceID)
+	var guardrails mcpgate.Guardrails
+	if err == nil {
+		guardrails, err = s.db.Guardrails(ctx, workspaceID)
+	}
 	if err != nil {
 		s.trust.Failed()
 		if old != nil && s.trust.Stale(old.fetched) {
@@ -56,7 +66,7 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 		return nil, &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: fmt.Errorf("load tool policy: %w", err),
 			Message: "the gateway cannot read this workspace's settings right now; try again in a few seconds"}
 	}
-	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored),
+	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
 		fetched: s.now(), sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
 	s.storeIfCurrent(&s.policies, workspaceID, wp, gen)
 	return wp, nil
@@ -65,7 +75,7 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.ToolInfo {
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
-		Enabled: p.Enabled, NeedsConfirmation: p.NeedsConfirmation, CostsMoney: t.CostsMoney,
+		Enabled: p.Enabled, Approval: p.Approval, NeedsConfirmation: p.Approval != mcpgate.ApprovalNone, CostsMoney: t.CostsMoney,
 		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive, OffByDefault: !t.DefaultEnabled,
 		Annotations: map[string]any{"readOnlyHint": t.Annotations.ReadOnly, "destructiveHint": t.Annotations.Destructive,
 			"idempotentHint": t.Annotations.Idempotent, "openWorldHint": t.Annotations.OpenWorld, "title": t.Title}}
@@ -132,8 +142,21 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 	if u.Enabled != nil {
 		p.Enabled = *u.Enabled
 	}
-	if u.NeedsConfirmation != nil {
-		p.NeedsConfirmation = *u.NeedsConfirmation
+	switch {
+	case u.Approval != nil:
+		if !u.Approval.Valid() {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "approval must be none, model or human")
+		}
+		p.Approval = *u.Approval
+	case u.NeedsConfirmation != nil:
+		// The deprecated boolean, as it always meant: true is the two-step
+		// confirmation (model), false none. Only admins get here, and the
+		// audit event records the mode that results.
+		if *u.NeedsConfirmation {
+			p.Approval = mcpgate.ApprovalModel
+		} else {
+			p.Approval = mcpgate.ApprovalNone
+		}
 	}
 	if err := s.db.SetToolPolicy(ctx, a.WorkspaceID, a.UserID, p); err != nil {
 		return nil, err
@@ -146,7 +169,7 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 	case prev.Enabled && !p.Enabled:
 		action = mcpgate.ActionToolDisabled
 	}
-	s.record(ctx, mcpgate.NewAdminEvent(a, action, map[string]any{"tool": name, "enabled": p.Enabled, "needs_confirmation": p.NeedsConfirmation}))
+	s.record(ctx, mcpgate.NewAdminEvent(a, action, map[string]any{"tool": name, "enabled": p.Enabled, "approval": string(p.Approval)}))
 	info := s.toolInfo(t, p)
 	return &info, nil
 }
@@ -176,8 +199,50 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
 		return nil, err
 	}
-	if p.NeedsConfirmation && !call.Confirmed {
-		return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: describe(t, args)}
+	approval := p.Approval
+	var reason string
+	if t.Guard != nil {
+		as, err := s.assess(ctx, a, t, wp, args)
+		if err != nil {
+			return nil, err
+		}
+		if as.Follows != "" {
+			// The call does what another tool does (a timeout that ends a
+			// sandbox early is a kill): it needs that tool to be on, and
+			// meets the stricter of the two approvals.
+			fp := wp.policy[as.Follows]
+			if !fp.Enabled {
+				err := s.followRefusal(t, as, a)
+				s.deny(ctx, a, t, args, err)
+				return nil, err
+			}
+			approval = approval.Stricter(fp.Approval)
+			reason = as.Reason
+		}
+	}
+	switch approval {
+	case mcpgate.ApprovalModel:
+		if !call.Confirmed {
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), reason)}
+		}
+	case mcpgate.ApprovalHuman:
+		switch {
+		case call.ApprovalID != "":
+			if err := s.useApproval(ctx, a, t, args, call.ApprovalID); err != nil {
+				return nil, err
+			}
+		case a.IsPerson() && call.Confirmed:
+			// A person signed in to the dashboard confirmed it there: they
+			// are the human the policy asks for.
+		case a.IsPerson():
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), reason)}
+		default:
+			ap, err := s.requestApproval(ctx, a, t, args, reason)
+			if err != nil {
+				return nil, err
+			}
+			return nil, &mcpgate.ApprovalRequiredError{Tool: s.toolInfo(t, p), Approval: ap}
+		}
 	}
 	out, err := s.run(ctx, a, t, args)
 	if err != nil {
@@ -213,15 +278,8 @@ func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool,
 			"so nothing was done; try again shortly")
 	}
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
-	cred, err := s.creds.Open(ctx, s.opts.Keyring, a.WorkspaceID, c.Name())
+	cred, err := s.credential(ctx, a, c)
 	if err != nil {
-		if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
-			err = mcpgate.Errorf(mcpgate.EInvalid, "No %s API key is connected to this workspace yet. Ask a workspace owner "+
-				"or admin to connect one on the dashboard: %s/app/w/%s/connections", strings.ToUpper(c.Name()), s.opts.PublicURL, a.WorkspaceID)
-		} else {
-			err = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: err,
-				Message: "the gateway cannot read this workspace's credential right now; try again in a few seconds"}
-		}
 		s.auditCall(ctx, a, t, args, 0, start, err)
 		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
 		return nil, err
@@ -261,6 +319,37 @@ func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool,
 	total := time.Since(start)
 	s.metrics.ToolCall(t.Name, outcome, total-upstream, upstream)
 	return out, err
+}
+
+// credential opens the workspace's credential for a connector, with an
+// error that says what to do when there is none.
+func (s *Service) credential(ctx context.Context, a *mcpgate.Actor, c connectors.Connector) (mcpgate.Secret, error) {
+	cred, err := s.creds.Open(ctx, s.opts.Keyring, a.WorkspaceID, c.Name())
+	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+			return "", mcpgate.Errorf(mcpgate.EInvalid, "No %s API key is connected to this workspace yet. Ask a workspace owner "+
+				"or admin to connect one on the dashboard: %s/app/w/%s/connections", strings.ToUpper(c.Name()), s.opts.PublicURL, a.WorkspaceID)
+		}
+		return "", &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: err,
+			Message: "the gateway cannot read this workspace's credential right now; try again in a few seconds"}
+	}
+	return cred, nil
+}
+
+// deny audits and counts a call the gateway refused before it ran.
+func (s *Service) deny(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
+	ev := mcpgate.NewToolEvent(a, t.Name, args)
+	ev.Outcome, ev.Message = mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err)
+	s.record(ctx, ev)
+	s.metrics.ToolCall(t.Name, mcpgate.OutcomeDenied, 0, 0)
+}
+
+// withReason appends why a stricter policy applies to a summary.
+func withReason(summary, reason string) string {
+	if reason == "" {
+		return summary
+	}
+	return summary + " " + reason
 }
 
 // auditCall records one tool call.

@@ -42,7 +42,7 @@ func TestVerifyEmail_Required(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	owner, ownerActor := env.NewUser(t, "owner@example.com")
-	u, err := svc.Signup(ctx, "new@example.com", "a long password 1", "")
+	u, err := svc.Signup(ctx, "new@example.com", "a long password 1", "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestVerifyEmail_Required(t *testing.T) {
 func TestVerifyEmail_ResendThrottled(t *testing.T) {
 	env, srv := verifyEnv(t, true)
 	ctx := context.Background()
-	u, err := env.Service.Signup(ctx, "re@example.com", "a long password 1", "")
+	u, err := env.Service.Signup(ctx, "re@example.com", "a long password 1", "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestVerifyEmail_ResendThrottled(t *testing.T) {
 func TestVerifyEmail_Off(t *testing.T) {
 	env, srv := verifyEnv(t, false)
 	ctx := context.Background()
-	u, err := env.Service.Signup(ctx, "off@example.com", "a long password 1", "")
+	u, err := env.Service.Signup(ctx, "off@example.com", "a long password 1", "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestChangeEmail(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	const pw = "a long password 1"
-	u, err := svc.Signup(ctx, "old@example.com", pw, "")
+	u, err := svc.Signup(ctx, "old@example.com", pw, "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,10 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name str
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkCap(ctx, s.opts.MaxWorkspacesPerUser, u.ID, s.db.CountOwnedWorkspaces,
+		"you own %d workspaces, the most allowed; delete or hand over one first"); err != nil {
+		return nil, err
+	}
 	return s.db.CreateWorkspace(ctx, u.ID, name)
 }
 
@@ -102,6 +106,11 @@ func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, ro
 	if role != mcpgate.RoleMember && role != mcpgate.RoleAdmin {
 		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "role must be admin or member")
 	}
+	if s.opts.Signup == SignupInvite {
+		if err := s.mayInviteNewPeople(ctx, a, email); err != nil {
+			return nil, "", err
+		}
+	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	token := "inv_" + base64.RawURLEncoding.EncodeToString(b)
@@ -112,6 +121,36 @@ func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, ro
 	}
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionInvitationCreated, map[string]any{"email": email, "role": role}))
 	return inv, token, nil
+}
+
+// mayInviteNewPeople enforces invite-only sign-up: an invitation to an
+// email with no account creates an account, so in invite mode only the
+// owners and admins of a shared workspace, or the instance admin, may send
+// one. Everyone owns their personal workspace; without this rule any member
+// could mint accounts by inviting into it. Inviting someone who already has
+// an account creates none, so that stays open to every workspace admin.
+func (s *Service) mayInviteNewPeople(ctx context.Context, a *mcpgate.Actor, email string) error {
+	if _, _, err := s.db.FindUserByEmail(ctx, email); err == nil {
+		return nil
+	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		return err
+	}
+	ws, err := s.db.FindMembership(ctx, a.WorkspaceID, a.UserID)
+	if err != nil {
+		return err
+	}
+	if !ws.Personal {
+		return nil
+	}
+	u, err := s.db.FindUserByID(ctx, a.UserID)
+	if err != nil {
+		return err
+	}
+	if u.InstanceAdmin {
+		return nil
+	}
+	return mcpgate.Errorf(mcpgate.EForbidden, "sign-up on this instance is by invitation only: people without an account "+
+		"can be invited to a shared workspace, not to a personal one (or by the instance admin)")
 }
 
 // Invitations implements mcpgate.WorkspaceService.
@@ -149,6 +188,6 @@ func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token s
 		return nil, err
 	}
 	s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ws.ID, ActorID: u.ID, Kind: mcpgate.KindAdmin,
-		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceAPI})
+		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceDashboard})
 	return ws, nil
 }

@@ -65,7 +65,7 @@ func (e *Env) NewUser(tb testing.TB, email string) (*mcpgate.User, *mcpgate.Acto
 	if err != nil || len(wss) != 1 {
 		tb.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
 	}
-	a, _, err := e.Service.Enter(ctx, u, wss[0].ID, mcpgate.SourceAPI)
+	a, _, err := e.Service.Enter(ctx, u, wss[0].ID, mcpgate.SourceDashboard)
 	if err != nil {
 		tb.Fatalf("Enter() err = %v", err)
 	}

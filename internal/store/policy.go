@@ -12,13 +12,13 @@ import (
 // ToolPolicies returns a workspace's stored tool settings by tool name. Tools
 // without a row use their connector's defaults, which the caller applies.
 func (db *DB) ToolPolicies(ctx context.Context, workspaceID string) (map[string]mcpgate.ToolPolicy, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT tool, enabled, needs_confirmation FROM tool_policies WHERE workspace_id = $1`, workspaceID)
+	rows, err := db.Pool.Query(ctx, `SELECT tool, enabled, approval FROM tool_policies WHERE workspace_id = $1`, workspaceID)
 	if err != nil {
 		return nil, mapError(err, "")
 	}
 	out := map[string]mcpgate.ToolPolicy{}
 	var p mcpgate.ToolPolicy
-	_, err = pgx.ForEachRow(rows, []any{&p.Tool, &p.Enabled, &p.NeedsConfirmation}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&p.Tool, &p.Enabled, &p.Approval}, func() error {
 		out[p.Tool] = p
 		return nil
 	})
@@ -30,11 +30,11 @@ func (db *DB) ToolPolicies(ctx context.Context, workspaceID string) (map[string]
 func (db *DB) SetToolPolicy(ctx context.Context, workspaceID, userID string, p mcpgate.ToolPolicy) error {
 	return mapError(db.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO tool_policies (workspace_id, tool, enabled, needs_confirmation, updated_by, updated_at)
-			VALUES ($1, $2, $3, $4, $5, now())
-			ON CONFLICT (workspace_id, tool) DO UPDATE SET enabled = EXCLUDED.enabled,
+			INSERT INTO tool_policies (workspace_id, tool, enabled, approval, needs_confirmation, updated_by, updated_at)
+			VALUES ($1, $2, $3, $4, $4 <> 'none', $5, now())
+			ON CONFLICT (workspace_id, tool) DO UPDATE SET enabled = EXCLUDED.enabled, approval = EXCLUDED.approval,
 				needs_confirmation = EXCLUDED.needs_confirmation, updated_by = EXCLUDED.updated_by, updated_at = now()`,
-			workspaceID, p.Tool, p.Enabled, p.NeedsConfirmation, nullIfEmpty(userID))
+			workspaceID, p.Tool, p.Enabled, string(p.Approval), nullIfEmpty(userID))
 		if err != nil {
 			return err
 		}

@@ -107,8 +107,15 @@ type gateway struct {
 // /healthz answers.
 func startGateway(t *testing.T, cfg gwConfig, logs *testutil.LockedBuffer) *gateway {
 	t.Helper()
+	return startGatewayIn(t, cfg, logs, t.TempDir())
+}
+
+// startGatewayIn is startGateway with DATA_DIR at dataDir, so that a
+// restart finds what the last run left there.
+func startGatewayIn(t *testing.T, cfg gwConfig, logs *testutil.LockedBuffer, dataDir string) *gateway {
+	t.Helper()
 	cmd := exec.Command(bin.mcpgate, "serve")
-	cmd.Env = cfg.env(t.TempDir())
+	cmd.Env = cfg.env(dataDir)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start mcpgate: %v", err)

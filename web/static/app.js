@@ -21,7 +21,8 @@
   }
 
   // serialize turns a form into the JSON body. data-type on a field:
-  // number, bool, days (N days from now as RFC 3339); empty values of typed
+  // number, bool, list (comma-separated), days (N days from now as RFC
+  // 3339); empty values of typed
   // fields are left out.
   function serialize(form) {
     var body = {};
@@ -34,6 +35,7 @@
       else v = el.value;
       if (type === 'number') { if (v === '') return; v = Number(v); }
       else if (type === 'bool') v = v === true || v === 'true';
+      else if (type === 'list') v = String(v).split(/[\s,]+/).filter(Boolean);
       else if (type === 'days') { if (v === '') return; v = new Date(Date.now() + Number(v) * 86400000).toISOString(); }
       setPath(body, el.name, v);
     });

@@ -1,0 +1,852 @@
+package main
+
+// End-to-end tests of the OAuth 2.1 authorization server (issue 16): the
+// real program (two replicas of serve on one database, behind a front proxy
+// whose address is PUBLIC_URL), the E2B simulator, and independent OAuth
+// clients: go-sdk's AuthorizationCodeHandler (discovery, DCR or a client ID
+// metadata document, PKCE, resource) with headless Chromium signing in and
+// consenting, and golang.org/x/oauth2 with its PKCE helpers for the refusals.
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/netip"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+
+	"github.com/mcpgate/mcpgate/internal/oauth"
+)
+
+// oauthEnv is a deployment whose PUBLIC_URL is a front proxy in this
+// process, so that OAuth clients can check that the resource they reach is
+// the one the metadata names.
+type oauthEnv struct {
+	*e2eEnv
+	front string
+	// cimd is a local TLS server hosting client ID metadata documents;
+	// serve may reach it only through the test-only option.
+	cimd     *httptest.Server
+	cimdMu   sync.Mutex
+	cimdDocs map[string]string
+}
+
+func newOAuthEnv(t *testing.T) *oauthEnv {
+	t.Helper()
+	o := &oauthEnv{e2eEnv: newE2EEnv(t, 0), cimdDocs: map[string]string{}}
+	o.cimd = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.cimdMu.Lock()
+		doc, ok := o.cimdDocs[r.URL.Path]
+		o.cimdMu.Unlock()
+		switch {
+		case r.URL.Path == "/redirect.json":
+			http.Redirect(w, r, "/client.json", http.StatusFound)
+		case !ok:
+			http.NotFound(w, r)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, doc)
+		}
+	}))
+	t.Cleanup(o.cimd.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(o.cimd.Certificate())
+	testOAuthCIMD = oauth.CIMDOptions{AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }, RootCAs: pool}
+	t.Cleanup(func() { testOAuthCIMD = oauth.CIMDOptions{} })
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.front = "http://" + ln.Addr().String()
+	for range 2 {
+		env := map[string]string{
+			"DATABASE_URL": o.dsn, "ENCRYPTION_KEY": o.encKey, "JWT_SECRET": o.jwtSecret,
+			"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": o.front,
+			"E2B_API_URL": o.simURL, "E2B_DASHBOARD_API_URL": o.simURL, "LOG_FORMAT": "json", "LOG_LEVEL": "debug",
+		}
+		in := mustServe(t, env)
+		o.replicas = append(o.replicas, &e2eReplica{log: in.logs, url: in.base, stop: func() { _ = in.stop(t) }})
+	}
+	backend, _ := url.Parse(o.replicas[0].url)
+	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(backend), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return o
+}
+
+func (o *oauthEnv) setCIMD(path string, doc any) string {
+	b, _ := json.Marshal(doc)
+	o.cimdMu.Lock()
+	o.cimdDocs[path] = string(b)
+	o.cimdMu.Unlock()
+	return o.cimd.URL + path
+}
+
+// callback is a native client's loopback redirect listener.
+type callback struct {
+	url string
+	got chan url.Values
+}
+
+func newCallback(t *testing.T) *callback {
+	t.Helper()
+	c := &callback{got: make(chan url.Values, 4)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.got <- r.URL.Query()
+		_, _ = io.WriteString(w, "<!doctype html><title>done</title><p id=done>You can close this window.</p>")
+	}))
+	t.Cleanup(srv.Close)
+	c.url = srv.URL + "/callback"
+	return c
+}
+
+func (c *callback) wait(t *testing.T) url.Values {
+	t.Helper()
+	select {
+	case q := <-c.got:
+		return q
+	case <-time.After(30 * time.Second):
+		t.Fatal("the browser never came back to the redirect URI")
+		return nil
+	}
+}
+
+// register registers a client by DCR with oauthex, as MCP clients do.
+func (o *oauthEnv) register(t *testing.T, name string, redirects ...string) string {
+	t.Helper()
+	res, err := oauthex.RegisterClient(context.Background(), o.front+"/oauth/register",
+		&oauthex.ClientRegistrationMetadata{ClientName: name, RedirectURIs: redirects, TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"}}, nil)
+	if err != nil {
+		t.Fatalf("RegisterClient() err = %v", err)
+	}
+	return res.ClientID
+}
+
+func (o *oauthEnv) config(clientID, redirect string) *oauth2.Config {
+	return &oauth2.Config{ClientID: clientID, RedirectURL: redirect, Scopes: []string{"mcp:tools"},
+		Endpoint: oauth2.Endpoint{AuthURL: o.front + "/oauth/authorize", TokenURL: o.front + "/oauth/token",
+			AuthStyle: oauth2.AuthStyleInParams}}
+}
+
+var hiddenField = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+
+// consent opens an authorization URL as a signed-in dashboard user and
+// submits the consent form; it returns where the gateway sent the browser
+// (the client's redirect URI, or the status of a page shown instead).
+func (o *oauthEnv) consent(t *testing.T, u *e2eUser, authURL, ws, access, decision string) (*url.URL, int, string) {
+	t.Helper()
+	hc := &http.Client{Jar: u.client.Jar, Transport: u.client.Transport, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusSeeOther {
+		loc, _ := resp.Location()
+		return loc, resp.StatusCode, ""
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, string(body)
+	}
+	form := url.Values{"workspace": {ws}, "access": {access}, "decision": {decision}}
+	for _, m := range hiddenField.FindAllStringSubmatch(string(body), -1) {
+		form.Set(html.UnescapeString(m[1]), html.UnescapeString(m[2]))
+	}
+	if form.Get("csrf_token") == "" {
+		t.Fatalf("consent page has no CSRF field:\n%s", body)
+	}
+	resp, err = hc.PostForm(o.front+"/oauth/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		return nil, resp.StatusCode, string(body)
+	}
+	loc, _ := resp.Location()
+	return loc, resp.StatusCode, ""
+}
+
+// code runs the authorization step with PKCE and returns the code and
+// verifier.
+func (o *oauthEnv) code(t *testing.T, u *e2eUser, cfg *oauth2.Config, ws, access string, extra ...oauth2.AuthCodeOption) (string, string) {
+	t.Helper()
+	verifier := oauth2.GenerateVerifier()
+	opts := append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier),
+		oauth2.SetAuthURLParam("resource", o.front+"/mcp")}, extra...)
+	loc, status, body := o.consent(t, u, cfg.AuthCodeURL("st4te", opts...), ws, access, "allow")
+	if loc == nil {
+		t.Fatalf("consent = %d %s, want a redirect", status, body)
+	}
+	q := loc.Query()
+	if q.Get("code") == "" || q.Get("state") != "st4te" || q.Get("iss") != o.front {
+		t.Fatalf("redirect = %s, want a code, the state and the issuer", e2eRedactQuery(loc))
+	}
+	o.rec.secret(q.Get("code"), "authorization code")
+	return q.Get("code"), verifier
+}
+
+func (o *oauthEnv) exchange(cfg *oauth2.Config, code, verifier string) (*oauth2.Token, error) {
+	return cfg.Exchange(context.Background(), code, oauth2.VerifierOption(verifier),
+		oauth2.SetAuthURLParam("resource", o.front+"/mcp"))
+}
+
+func (o *oauthEnv) mustToken(t *testing.T, u *e2eUser, cfg *oauth2.Config, ws, access string) *oauth2.Token {
+	t.Helper()
+	code, verifier := o.code(t, u, cfg, ws, access)
+	tok, err := o.exchange(cfg, code, verifier)
+	if err != nil {
+		t.Fatalf("Exchange() err = %v", err)
+	}
+	o.rec.secret(tok.AccessToken, "access token")
+	o.rec.secret(tok.RefreshToken, "refresh token")
+	return tok
+}
+
+// mcpStatus is the status of an initialize on endpoint with the bearer.
+func (o *oauthEnv) mcpStatus(t *testing.T, endpoint, bearer string) int {
+	t.Helper()
+	resp, _ := o.rawMCP(t, endpoint, e2eBearer(bearer), "")
+	return resp.StatusCode
+}
+
+func e2eRedactQuery(u *url.URL) string {
+	c := *u
+	q := c.Query()
+	if q.Has("code") {
+		q.Set("code", "[redacted]")
+	}
+	c.RawQuery = q.Encode()
+	return c.String()
+}
+
+func wantOAuthError(t *testing.T, err error, code string) {
+	t.Helper()
+	var re *oauth2.RetrieveError
+	if !errors.As(err, &re) || re.ErrorCode != code {
+		t.Fatalf("err = %v, want OAuth error %q", err, code)
+	}
+}
+
+// TestOAuthEndToEnd proves issue 16 on the real program.
+func TestOAuthEndToEnd(t *testing.T) {
+	o := newOAuthEnv(t)
+	rA, rB := o.replicas[0], o.replicas[1]
+	alice := o.signup(o.front, "alice@example.com", "")
+	bob := o.signup(o.front, "bob@example.com", "")
+	teamA, teamB := o.teamKey(), o.teamKey()
+	alice.connectE2B(alice.personal, teamA)
+	bob.connectE2B(bob.personal, teamB)
+	wsA := alice.personal
+	o.simSandbox(teamA, map[string]any{"templateID": "base"})
+
+	t.Run("Discovery", func(t *testing.T) {
+		resp, _ := o.rawMCP(t, o.front+"/mcp", nil, "")
+		want := `Bearer resource_metadata="` + o.front + `/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
+		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
+			t.Fatalf("no credential: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
+		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), o.front+path, o.front+"/mcp", nil)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			if !slices.Equal(prm.AuthorizationServers, []string{o.front}) || !slices.Contains(prm.ScopesSupported, "mcp:tools") {
+				t.Errorf("%s = %+v", path, prm)
+			}
+		}
+		asm, err := auth.GetAuthServerMetadata(context.Background(), o.front, nil)
+		if err != nil || asm == nil {
+			t.Fatalf("GetAuthServerMetadata() = %v, %v", asm, err)
+		}
+		if !slices.Equal(asm.CodeChallengeMethodsSupported, []string{"S256"}) || !asm.ClientIDMetadataDocumentSupported ||
+			asm.RegistrationEndpoint != o.front+"/oauth/register" || asm.RevocationEndpoint != o.front+"/oauth/revoke" {
+			t.Errorf("server metadata = %+v", asm)
+		}
+	})
+
+	t.Run("KeysUntouched", func(t *testing.T) {
+		status, raw := alice.with(t).do(e2eNoRecord(context.Background()), http.MethodPost, "/api/v1/workspaces/"+wsA+"/keys",
+			map[string]any{"name": "header key"})
+		var key e2eKey
+		if status != http.StatusCreated || json.Unmarshal(raw, &key) != nil || !strings.HasPrefix(key.Key, "mcpg_") {
+			t.Fatalf("create key = %d", status)
+		}
+		o.rec.secret(key.Key, "MCP key")
+		for _, version := range []string{"", "2025-11-25"} {
+			cs := o.session(t, o.front+"/mcp", e2eBearer(key.Key), version, nil)
+			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+			cs = o.session(t, o.front+"/mcp", http.Header{"X-Api-Key": {key.Key}}, version, nil)
+			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+			cs = o.session(t, o.front+"/c/"+key.Key+"/mcp", nil, version, nil)
+			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+		}
+	})
+
+	t.Run("Browser", func(t *testing.T) {
+		if _, err := os.Stat(webChromiumPath); err != nil {
+			t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does)", webChromiumPath)
+		}
+		if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		bctx, cancel := webNewBrowser(t)
+		defer cancel()
+		// Chromium signs alice in on the first authorization and consents;
+		// the second finds her signed in.
+		signedIn := false
+		fetcher := func(cb *callback, access string) auth.AuthorizationCodeFetcher {
+			return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				webRun(t, bctx, "open the authorization URL", chromedp.Navigate(args.URL))
+				if !signedIn {
+					webRun(t, bctx, "sign in",
+						chromedp.WaitVisible(chromedp.ID("#email")),
+						chromedp.SendKeys(chromedp.ID("#email"), alice.email),
+						chromedp.SendKeys(chromedp.ID("#password"), e2ePassword),
+						chromedp.Click(chromedp.CSS(`button[type=submit]`)))
+					signedIn = true
+				}
+				webRun(t, bctx, "consent page", chromedp.WaitVisible(chromedp.ID("#consent-form")))
+				webShot(t, bctx, "oauth-consent-"+access)
+				webCheckPage(t, bctx, "oauth consent "+access) // accessibility and layout, as for every dashboard page
+				q, _ := json.Marshal(access)
+				webRun(t, bctx, "choose and allow", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := chromedp.Evaluate[bool](`(document.querySelector('input[name=access][value=' + `+string(q)+` + ']').checked = true, true)`)(ctx, tg)
+					return err
+				}), chromedp.Click(chromedp.ID("#consent-allow")), chromedp.WaitVisible(chromedp.ID("#done")))
+				v := cb.wait(t)
+				o.rec.secret(v.Get("code"), "authorization code")
+				return &auth.AuthorizationResult{Code: v.Get("code"), State: v.Get("state"), Iss: v.Get("iss")}, nil
+			}
+		}
+		connect := func(t *testing.T, h *auth.AuthorizationCodeHandler, version string) *mcp.ClientSession {
+			var so *mcp.ClientSessionOptions
+			if version != "" {
+				so = &mcp.ClientSessionOptions{ProtocolVersion: version}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth-e2e", Version: "v0"}, nil).Connect(ctx,
+				&mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1}, so)
+			if err != nil {
+				t.Fatalf("Connect() with OAuth err = %v", err)
+			}
+			t.Cleanup(func() { _ = cs.Close() })
+			return cs
+		}
+
+		t.Run("DCR", func(t *testing.T) {
+			cb := newCallback(t)
+			h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+				DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+					ClientName: "E2E native client", RedirectURIs: []string{cb.url}, TokenEndpointAuthMethod: "none"}},
+				AuthorizationCodeFetcher: fetcher(cb, "full"), RequestRefreshToken: true,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs := connect(t, h, "")
+			out := e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+			if data, _ := out["data"].([]any); len(data) != 1 {
+				t.Errorf("list_sandboxes through OAuth = %v, want alice's one sandbox", out)
+			}
+			// Both protocol generations take the same token.
+			ts, _ := h.TokenSource(context.Background())
+			tok, err := ts.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.rec.secret(tok.AccessToken, "access token")
+			legacy := o.session(t, o.front+"/mcp", e2eBearer(tok.AccessToken), "2025-11-25", nil)
+			e2eCallOK(t, legacy, "e2b_list_sandboxes", nil)
+			// The audit row names the grant and its client.
+			var grants struct {
+				Grants []struct {
+					ID         string `json:"id"`
+					ClientName string `json:"client_name"`
+					Scope      string `json:"scope"`
+				} `json:"grants"`
+			}
+			alice.with(t).decode(alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
+			if len(grants.Grants) != 1 || grants.Grants[0].Scope != "full" {
+				t.Fatalf("grants = %+v, want the one full grant", grants)
+			}
+			deadline := time.Now().Add(15 * time.Second)
+			for {
+				raw := alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/audit?tool=e2b_list_sandboxes", nil, http.StatusOK)
+				if strings.Contains(string(raw), `"grant_id":"`+grants.Grants[0].ID+`"`) &&
+					strings.Contains(string(raw), `"client_name":"E2E native client"`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no audit row names grant %s and its client: %s", grants.Grants[0].ID, raw)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+
+		var cimdHandler *auth.AuthorizationCodeHandler
+		t.Run("ClientIDMetadataDocument", func(t *testing.T) {
+			cb := newCallback(t)
+			id := o.cimd.URL + "/client.json"
+			o.setCIMD("/client.json", map[string]any{"client_id": id, "client_name": "E2E CIMD client",
+				"redirect_uris": []string{cb.url}, "token_endpoint_auth_method": "none"})
+			h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+				ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: id},
+				RedirectURL:                    cb.url,
+				AuthorizationCodeFetcher:       fetcher(cb, "read_only"),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cimdHandler = h
+			cs := connect(t, h, "2025-11-25")
+			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+			names := e2eToolNames(t, cs)
+			if slices.Contains(names, "e2b_create_sandbox") || slices.Contains(names, "e2b_pause_sandbox") {
+				t.Errorf("read-only grant lists %v, want read-only tools only", names)
+			}
+			if msg := e2eCallErr(t, cs, "e2b_create_sandbox", map[string]any{}); msg == "" {
+				t.Error("read-only grant created a sandbox")
+			}
+		})
+
+		// The Keys page lists both apps; revoking one there ends its
+		// access on every replica.
+		t.Run("ConnectedApps", func(t *testing.T) {
+			if cimdHandler == nil {
+				t.Skip("needs the metadata document client")
+			}
+			ts, _ := cimdHandler.TokenSource(context.Background())
+			tok, err := ts.Token()
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.rec.secret(tok.AccessToken, "access token")
+			var grants struct {
+				Grants []struct {
+					ID         string `json:"id"`
+					ClientName string `json:"client_name"`
+				} `json:"grants"`
+			}
+			alice.with(t).decode(alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
+			gid := ""
+			for _, g := range grants.Grants {
+				if g.ClientName == "E2E CIMD client" {
+					gid = g.ID
+				}
+			}
+			webRun(t, bctx, "keys page", chromedp.Navigate(o.front+"/app/w/"+wsA+"/keys"), chromedp.WaitVisible(chromedp.ID("#grants-table")))
+			for _, want := range []string{"E2E native client", "E2E CIMD client", "self-registered", "Read-only"} {
+				if got := webText(t, bctx, "#connected-apps"); !strings.Contains(got, want) {
+					t.Errorf("Connected apps lacks %q: %s", want, got)
+				}
+			}
+			webShot(t, bctx, "oauth-connected-apps")
+			webCheckPage(t, bctx, "connected apps")
+			webRun(t, bctx, "revoke", chromedp.Click(chromedp.CSS(`form[data-api-path$="/grants/`+gid+`"] button`)),
+				chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")))
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if o.mcpStatus(t, rA.url+"/mcp", tok.AccessToken) == http.StatusUnauthorized &&
+					o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken) == http.StatusUnauthorized {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the app revoked in the dashboard still works")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			webRun(t, bctx, "reloaded", chromedp.WaitVisible(chromedp.ID("#grants-table")))
+			if got := webText(t, bctx, "#connected-apps"); strings.Contains(got, "E2E CIMD client") {
+				t.Errorf("the revoked app is still listed: %s", got)
+			}
+		})
+	})
+
+	t.Run("Refusals", func(t *testing.T) {
+		alice := alice.with(t)
+		cb := newCallback(t)
+		id := o.register(t, "refusals", cb.url)
+		cfg := o.config(id, cb.url)
+
+		t.Run("PKCE missing or plain", func(t *testing.T) {
+			for name, opts := range map[string][]oauth2.AuthCodeOption{
+				"missing": nil,
+				"plain":   {oauth2.SetAuthURLParam("code_challenge", oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("code_challenge_method", "plain")},
+			} {
+				loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", opts...), wsA, "full", "allow")
+				if loc == nil || loc.Query().Get("error") != "invalid_request" || loc.Query().Get("code") != "" {
+					t.Errorf("%s: consent = %v %d %s, want a redirect with invalid_request", name, loc, status, body)
+				}
+			}
+		})
+		t.Run("wrong verifier", func(t *testing.T) {
+			code, _ := o.code(t, alice, cfg, wsA, "full")
+			_, err := o.exchange(cfg, code, oauth2.GenerateVerifier())
+			wantOAuthError(t, err, "invalid_grant")
+			_, err = cfg.Exchange(context.Background(), code) // no verifier at all
+			wantOAuthError(t, err, "invalid_request")
+		})
+		t.Run("code replayed", func(t *testing.T) {
+			code, verifier := o.code(t, alice, cfg, wsA, "full")
+			tok, err := o.exchange(cfg, code, verifier)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.rec.secret(tok.AccessToken, "access token")
+			if s := o.mcpStatus(t, o.front+"/mcp", tok.AccessToken); s != http.StatusOK {
+				t.Fatalf("fresh token = %d", s)
+			}
+			_, err = o.exchange(cfg, code, verifier)
+			wantOAuthError(t, err, "invalid_grant")
+			for _, r := range o.replicas {
+				if s := o.mcpStatus(t, r.url+"/mcp", tok.AccessToken); s != http.StatusUnauthorized {
+					t.Errorf("%s: token of a replayed code = %d, want 401 (its grant revoked)", r.url, s)
+				}
+			}
+		})
+		t.Run("code expired", func(t *testing.T) {
+			code, verifier := o.code(t, alice, cfg, wsA, "full")
+			db := o.dbConn(t)
+			if _, err := db.Exec(context.Background(), `UPDATE oauth_codes SET expires_at = now() - interval '1 second' WHERE used_at IS NULL`); err != nil {
+				t.Fatal(err)
+			}
+			_, err := o.exchange(cfg, code, verifier)
+			wantOAuthError(t, err, "invalid_grant")
+		})
+		t.Run("code lives 60 s", func(t *testing.T) {
+			o.code(t, alice, cfg, wsA, "full")
+			var secs float64
+			db := o.dbConn(t)
+			if err := db.QueryRow(context.Background(), `SELECT extract(epoch FROM max(expires_at) - now()) FROM oauth_codes WHERE used_at IS NULL`).Scan(&secs); err != nil {
+				t.Fatal(err)
+			}
+			if secs > 60 || secs < 50 {
+				t.Errorf("a new code expires in %.0f s, want 60", secs)
+			}
+		})
+		t.Run("redirect URI", func(t *testing.T) {
+			other := o.config(id, "http://127.0.0.1:1/elsewhere")
+			loc, status, body := o.consent(t, alice, other.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "Unexpected return address") {
+				t.Errorf("unregistered redirect = %v %d, want a 400 page and no redirect", loc, status)
+			}
+			// Loopback: any port is the same redirect (RFC 8252 §7.3)...
+			u, _ := url.Parse(cb.url)
+			anyPort := o.config(id, "http://127.0.0.1:1"+u.Path)
+			code, verifier := o.code(t, alice, anyPort, wsA, "full")
+			// ...but the token request must repeat the one used.
+			_, err := o.exchange(cfg, code, verifier)
+			wantOAuthError(t, err, "invalid_grant")
+			// https must match exactly.
+			web := o.register(t, "web client", "https://app.example.com/cb")
+			loc, status, _ = o.consent(t, alice, o.config(web, "https://app.example.com/cb/").AuthCodeURL("s",
+				oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest {
+				t.Errorf("https redirect with another path = %v %d, want a 400 page", loc, status)
+			}
+		})
+		t.Run("redirect_uri omitted", func(t *testing.T) {
+			// A client with one registered redirect URI may leave it out of
+			// both requests (RFC 6749 §4.1.1, §4.1.3); the answer goes there.
+			bare := o.config(id, "")
+			code, verifier := o.code(t, alice, bare, wsA, "full")
+			if _, err := o.exchange(bare, code, verifier); err != nil {
+				t.Fatalf("Exchange() without redirect_uri err = %v", err)
+			}
+			// Left out in one request and not the other, it does not match.
+			code, verifier = o.code(t, alice, bare, wsA, "full")
+			_, err := o.exchange(cfg, code, verifier)
+			wantOAuthError(t, err, "invalid_grant")
+		})
+		t.Run("wrong resource", func(t *testing.T) {
+			loc, _, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
+				oauth2.SetAuthURLParam("resource", "https://other.example.com/mcp")), wsA, "full", "allow")
+			if loc == nil || loc.Query().Get("error") != "invalid_target" {
+				t.Errorf("authorize for another resource = %v, want invalid_target", loc)
+			}
+			code, verifier := o.code(t, alice, cfg, wsA, "full")
+			_, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(verifier),
+				oauth2.SetAuthURLParam("resource", "https://other.example.com/mcp"))
+			wantOAuthError(t, err, "invalid_target")
+			// A token whose grant names another resource is refused by /mcp.
+			tok := o.mustToken(t, alice, cfg, wsA, "full")
+			db := o.dbConn(t)
+			if _, err := db.Exec(context.Background(), `UPDATE oauth_grants SET resource = 'https://other.example.com/mcp'
+				WHERE id = (SELECT grant_id FROM oauth_tokens WHERE hash = sha256($1::bytea))`, []byte(tok.AccessToken)); err != nil {
+				t.Fatal(err)
+			}
+			if s := o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken); s != http.StatusUnauthorized {
+				t.Errorf("token for another audience = %d, want 401", s)
+			}
+		})
+		t.Run("denied", func(t *testing.T) {
+			loc, _, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "deny")
+			if loc == nil || loc.Query().Get("error") != "access_denied" || loc.Query().Get("code") != "" {
+				t.Errorf("deny = %v, want access_denied", loc)
+			}
+		})
+		t.Run("consent without CSRF", func(t *testing.T) {
+			hc := &http.Client{Jar: alice.client.Jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			q, _ := url.Parse(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())))
+			form := q.Query()
+			form.Set("workspace", wsA)
+			form.Set("access", "full")
+			form.Set("decision", "allow")
+			resp, err := hc.PostForm(o.front+"/oauth/authorize", form)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden {
+				t.Errorf("consent POST without CSRF token = %d, want 403", resp.StatusCode)
+			}
+		})
+		t.Run("refresh rotation and reuse", func(t *testing.T) {
+			tok := o.mustToken(t, alice, cfg, wsA, "full")
+			if time.Until(tok.Expiry) > time.Hour+time.Minute || time.Until(tok.Expiry) < 59*time.Minute {
+				t.Errorf("access token expires at %v, want in one hour", tok.Expiry)
+			}
+			next, err := cfg.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+			if err != nil {
+				t.Fatalf("refresh err = %v", err)
+			}
+			o.rec.secret(next.AccessToken, "access token")
+			o.rec.secret(next.RefreshToken, "refresh token")
+			if next.RefreshToken == tok.RefreshToken || next.AccessToken == tok.AccessToken {
+				t.Fatal("refresh did not rotate the tokens")
+			}
+			if s := o.mcpStatus(t, o.front+"/mcp", next.AccessToken); s != http.StatusOK {
+				t.Fatalf("refreshed token = %d", s)
+			}
+			// The old refresh token again: reuse revokes the whole grant.
+			_, err = cfg.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+			wantOAuthError(t, err, "invalid_grant")
+			for _, r := range o.replicas {
+				if s := o.mcpStatus(t, r.url+"/mcp", next.AccessToken); s != http.StatusUnauthorized {
+					t.Errorf("%s: token of a grant whose refresh token was reused = %d, want 401", r.url, s)
+				}
+			}
+			_, err = cfg.TokenSource(context.Background(), &oauth2.Token{RefreshToken: next.RefreshToken}).Token()
+			wantOAuthError(t, err, "invalid_grant")
+		})
+		t.Run("revoke on one replica, refused on the other", func(t *testing.T) {
+			for _, how := range []string{"oauth/revoke", "dashboard API"} {
+				tok := o.mustToken(t, alice, cfg, wsA, "full")
+				if s := o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken); s != http.StatusOK { // now cached on B
+					t.Fatalf("token on replica B = %d", s)
+				}
+				if how == "oauth/revoke" {
+					resp, err := http.PostForm(rA.url+"/oauth/revoke", url.Values{"token": {tok.RefreshToken}, "client_id": {id}})
+					if err != nil || resp.StatusCode != http.StatusOK {
+						t.Fatalf("revoke = %v, %v", resp, err)
+					}
+					resp.Body.Close()
+				} else {
+					var grants struct {
+						Grants []struct {
+							ID         string `json:"id"`
+							ClientName string `json:"client_name"`
+						} `json:"grants"`
+					}
+					alice.decode(alice.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
+					gid := ""
+					for _, g := range grants.Grants {
+						if g.ClientName == "refusals" { // newest first: the one just made
+							gid = g.ID
+							break
+						}
+					}
+					if gid == "" {
+						t.Fatalf("grant not listed: %+v", grants)
+					}
+					alice.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/grants/"+gid, nil, http.StatusNoContent)
+				}
+				deadline := time.Now().Add(2 * time.Second)
+				for o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken) != http.StatusUnauthorized {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: replica B still accepts the revoked token after 2 s", how)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+		t.Run("workspaces", func(t *testing.T) {
+			// alice's token for her personal workspace reaches only its
+			// E2B team; bob's workspace and its grants stay out of reach.
+			tok := o.mustToken(t, alice, cfg, wsA, "full")
+			mark := o.simLog.mark()
+			cs := o.session(t, o.front+"/mcp", e2eBearer(tok.AccessToken), "", nil)
+			e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+			for _, req := range o.simLog.since(mark) {
+				if req.key != teamA {
+					t.Errorf("a call with alice's grant reached another team's E2B key")
+				}
+			}
+			loc, status, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), bob.personal, "full", "allow")
+			if loc != nil || status != http.StatusNotFound {
+				t.Errorf("consent for a workspace alice is not in = %v %d, want a 404 page", loc, status)
+			}
+			bob := bob.with(t)
+			bob.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusNotFound)
+			var grants struct {
+				Grants []struct{ ID string } `json:"grants"`
+			}
+			alice.decode(alice.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
+			if len(grants.Grants) == 0 {
+				t.Fatal("no grant listed")
+			}
+			bob.api(http.MethodDelete, "/api/v1/workspaces/"+bob.personal+"/grants/"+grants.Grants[0].ID, nil, http.StatusNotFound)
+			bob.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/grants/"+grants.Grants[0].ID, nil, http.StatusNotFound)
+			var bobs struct {
+				Grants []struct{ ID string } `json:"grants"`
+			}
+			bob.decode(bob.api(http.MethodGet, "/api/v1/workspaces/"+bob.personal+"/grants", nil, http.StatusOK), &bobs)
+			if len(bobs.Grants) != 0 {
+				t.Errorf("bob's workspace lists %d grants, want none", len(bobs.Grants))
+			}
+			if s := o.mcpStatus(t, o.front+"/mcp", tok.AccessToken); s != http.StatusOK {
+				t.Errorf("bob's attempts revoked alice's grant: %d", s)
+			}
+		})
+		t.Run("member removed", func(t *testing.T) {
+			var inv struct {
+				Token string `json:"token"`
+			}
+			alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/invitations",
+				map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
+			carol := o.signup(o.front, "carol@example.com", inv.Token).with(t)
+			tok := o.mustToken(t, carol, cfg, wsA, "read_only")
+			if s := o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken); s != http.StatusOK {
+				t.Fatalf("carol's token = %d", s)
+			}
+			var mine struct {
+				Grants []struct {
+					ID        string `json:"id"`
+					UserEmail string `json:"user_email"`
+				} `json:"grants"`
+			}
+			carol.decode(carol.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &mine)
+			if len(mine.Grants) != 1 || mine.Grants[0].UserEmail != "carol@example.com" {
+				t.Errorf("a member sees grants %+v, want only her own", mine.Grants)
+			}
+			alice.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/members/"+carol.id, nil, http.StatusNoContent)
+			deadline := time.Now().Add(2 * time.Second)
+			for o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken) != http.StatusUnauthorized {
+				if time.Now().After(deadline) {
+					t.Fatal("a removed member's token still works on replica B")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	})
+
+	t.Run("Registration", func(t *testing.T) {
+		for name, md := range map[string]map[string]any{
+			"no redirect":       {"client_name": "x"},
+			"http non-loopback": {"redirect_uris": []string{"http://evil.example.com/cb"}},
+			"javascript":        {"redirect_uris": []string{"javascript:alert(1)"}},
+			"implicit":          {"redirect_uris": []string{"https://a.example.com/cb"}, "grant_types": []string{"implicit"}},
+		} {
+			b, _ := json.Marshal(md)
+			resp, err := http.Post(o.front+"/oauth/register", "application/json", strings.NewReader(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("%s: register = %d, want 400", name, resp.StatusCode)
+			}
+		}
+		// Rate limit per address: 20, then 429.
+		got429 := false
+		for i := range 25 {
+			resp, err := http.Post(rB.url+"/oauth/register", "application/json",
+				strings.NewReader(fmt.Sprintf(`{"client_name":"spam %d","redirect_uris":["http://127.0.0.1/cb"]}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusTooManyRequests {
+				got429 = true
+				break
+			}
+		}
+		if !got429 {
+			t.Error("25 registrations from one address were all accepted, want a 429")
+		}
+	})
+
+	t.Run("MetadataDocumentRefused", func(t *testing.T) {
+		alice := alice.with(t)
+		cb := newCallback(t)
+		for name, id := range map[string]string{
+			"redirect":         o.cimd.URL + "/redirect.json",
+			"missing":          o.cimd.URL + "/missing.json",
+			"wrong client_id":  o.setCIMD("/liar.json", map[string]any{"client_id": "https://elsewhere.example.com/c.json", "redirect_uris": []string{cb.url}}),
+			"too large":        o.setCIMD("/large.json", map[string]any{"client_id": o.cimd.URL + "/large.json", "redirect_uris": []string{cb.url}, "pad": strings.Repeat("x", 70<<10)}),
+			"http is no CIMD":  strings.Replace(o.cimd.URL, "https", "http", 1) + "/client.json",
+			"private address":  "https://10.0.0.1/client.json",
+			"link-local range": "https://169.254.169.254/latest/meta-data.json",
+		} {
+			loc, status, body := o.consent(t, alice, o.config(id, cb.url).AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest {
+				t.Errorf("%s: authorize = %v %d, want a 400 page", name, loc, status)
+			}
+			// The page says why, but never what the gateway dialled.
+			// (The test server's own URL is in the page; it may contain 443.)
+			if strings.Contains(body, "dial tcp") || strings.Contains(body, "10.0.0.1:443") || strings.Contains(body, "169.254.169.254:443") {
+				t.Errorf("%s: the error page reveals network details:\n%s", name, body)
+			}
+		}
+	})
+
+	t.Run("NoSecretsInLogs", func(t *testing.T) {
+		for _, r := range o.replicas {
+			logs := r.log.String()
+			for _, prefix := range []string{"mcpat_", "mcprt_", "mcpac_"} {
+				if strings.Contains(logs, prefix) {
+					t.Errorf("replica log carries an OAuth secret (%s…)", prefix)
+				}
+			}
+		}
+		// Codes and tokens never appear in a response other than the token
+		// endpoint's (whose answers these clients do not record). The CSRF
+		// cookie is echoed by the consent form on purpose.
+		var bad []string
+		for _, l := range o.rec.leaks(nil) {
+			if !strings.Contains(l, "mcpgate_csrf") {
+				bad = append(bad, l)
+			}
+		}
+		if len(bad) > 0 {
+			t.Errorf("secrets in responses: %v", bad)
+		}
+	})
+}

@@ -1,0 +1,204 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/audit"
+)
+
+// sinkOf collects inserted events; failAfter, when positive, makes the
+// insert after that many batches fail once.
+type sinkOf struct {
+	mu        sync.Mutex
+	events    []mcpgate.AuditEvent
+	batches   int
+	failAfter int
+}
+
+func (s *sinkOf) InsertAudit(_ context.Context, evs []mcpgate.AuditEvent) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failAfter > 0 && s.batches == s.failAfter {
+		s.failAfter = 0
+		return errors.New("database away")
+	}
+	s.batches++
+	s.events = append(s.events, evs...)
+	return nil
+}
+
+func events(n int) []mcpgate.AuditEvent {
+	out := make([]mcpgate.AuditEvent, n)
+	for i := range out {
+		out[i] = mcpgate.AuditEvent{WorkspaceID: "ws", Kind: mcpgate.KindToolCall, Action: fmt.Sprintf("tool_%d", i),
+			Outcome: mcpgate.OutcomeOK, Arguments: map[string]any{"i": float64(i)}, CreatedAt: time.Unix(int64(i), 0).UTC()}
+	}
+	return out
+}
+
+func TestSpool_RoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sp.Append(events(25)); n != 25 || err != nil {
+		t.Fatalf("Append() = %d, %v", n, err)
+	}
+	if st, _ := os.Stat(sp.Path()); st.Mode().Perm() != 0o600 {
+		t.Errorf("spool mode = %v, want 0600", st.Mode().Perm())
+	}
+	_ = sp.Close()
+	// A new process opens it and replays.
+	sp, err = audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 10)
+	if err != nil || res.Replayed != 25 || res.Damaged != 0 || len(sink.events) != 25 || sink.batches != 3 {
+		t.Fatalf("Replay() = %+v, %v; sink has %d events in %d batches", res, err, len(sink.events), sink.batches)
+	}
+	if sink.events[24].Action != "tool_24" || !sink.events[24].CreatedAt.Equal(time.Unix(24, 0)) {
+		t.Errorf("replayed event = %+v", sink.events[24])
+	}
+	if sp.Size() != 0 {
+		t.Errorf("spool size after replay = %d, want 0", sp.Size())
+	}
+	if res, _ := sp.Replay(context.Background(), sink, 10); res.Replayed != 0 {
+		t.Errorf("second replay wrote %d events again", res.Replayed)
+	}
+}
+
+// A crash while appending leaves a torn last record: it is counted as
+// damaged and the records before it are all replayed.
+func TestSpool_TornTail(t *testing.T) {
+	dir := t.TempDir()
+	sp, _ := audit.OpenSpool(dir, 1<<20)
+	_, _ = sp.Append(events(5))
+	_ = sp.Close()
+	b, _ := os.ReadFile(filepath.Join(dir, audit.SpoolFile))
+	if err := os.WriteFile(filepath.Join(dir, audit.SpoolFile), b[:len(b)-7], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp, _ = audit.OpenSpool(dir, 1<<20)
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 100)
+	if err != nil || res.Replayed != 4 || res.Damaged != 1 {
+		t.Fatalf("Replay() = %+v, %v; want 4 replayed and 1 damaged", res, err)
+	}
+}
+
+// A replay interrupted by the database leaves what was inserted marked, so
+// the next replay inserts each event exactly once.
+func TestSpool_ReplayResumesWithoutDuplicates(t *testing.T) {
+	dir := t.TempDir()
+	sp, _ := audit.OpenSpool(dir, 1<<20)
+	_, _ = sp.Append(events(30))
+	sink := &sinkOf{failAfter: 2}
+	if _, err := sp.Replay(context.Background(), sink, 10); err == nil {
+		t.Fatal("Replay() with a failing database err = nil")
+	}
+	_ = sp.Close()
+	sp, _ = audit.OpenSpool(dir, 1<<20)
+	res, err := sp.Replay(context.Background(), sink, 10)
+	if err != nil || res.Replayed != 10 {
+		t.Fatalf("resumed Replay() = %+v, %v; want the last 10", res, err)
+	}
+	seen := map[string]int{}
+	for _, ev := range sink.events {
+		seen[ev.Action]++
+	}
+	if len(sink.events) != 30 || len(seen) != 30 {
+		t.Fatalf("database has %d events, %d distinct; want each of 30 once", len(sink.events), len(seen))
+	}
+}
+
+func TestSpool_Bounded(t *testing.T) {
+	sp, _ := audit.OpenSpool(t.TempDir(), 1000)
+	n, err := sp.Append(events(100))
+	if !errors.Is(err, audit.ErrSpoolFull) || n == 0 || n >= 100 || sp.Size() > 1000 {
+		t.Fatalf("Append() over the bound = %d, %v (size %d)", n, err, sp.Size())
+	}
+}
+
+func TestSpool_UnwritableDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o700)
+	if os.Geteuid() == 0 {
+		t.Log("running as root: permissions do not stop root; checking a path under a file instead")
+		f := filepath.Join(dir, "file")
+		_ = os.Chmod(dir, 0o700)
+		_ = os.WriteFile(f, nil, 0o600)
+		dir = filepath.Join(f, "sub")
+	}
+	if _, err := audit.OpenSpool(dir, 1<<20); err == nil {
+		t.Fatal("OpenSpool() in an unwritable place err = nil")
+	}
+}
+
+// downSink is a database that is away.
+type downSink struct{}
+
+func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
+	return errors.New("database away")
+}
+
+// TestWriter_CloseSpoolsWhatTheDatabaseRefuses: a clean stop while the
+// database is away puts every queued event in the spool, promptly, and the
+// next start's replay writes each one once.
+func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := audit.New(audit.Options{Sink: downSink{}, Spool: sp, FlushEvery: time.Hour, BatchSize: 50})
+	for _, ev := range events(325) {
+		w.Record(context.Background(), ev)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	if w.Spooled() != 325 {
+		t.Fatalf("Spooled() = %d, want 325", w.Spooled())
+	}
+	if took := time.Since(start); took > 12*time.Second {
+		t.Logf("Close took %s", took) // informative; the bound is Close's context
+	}
+	_ = sp.Close()
+	sp, err = audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 100)
+	if err != nil || res.Replayed != 325 || len(sink.events) != 325 {
+		t.Fatalf("Replay() = %+v, %v; want 325 events", res, err)
+	}
+}
+
+// Without a spool the same stop loses the events, and Close says so.
+func TestWriter_CloseWithoutSpoolReportsLoss(t *testing.T) {
+	w := audit.New(audit.Options{Sink: downSink{}, FlushEvery: time.Hour})
+	w.Record(context.Background(), events(1)[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err == nil {
+		t.Fatal("Close() with the database away and no spool err = nil, want the loss reported")
+	}
+}

@@ -1,0 +1,369 @@
+package oauth
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/store/storetest"
+)
+
+func TestMatchRedirect(t *testing.T) {
+	reg := []string{"https://app.example.com/cb", "http://127.0.0.1:8000/callback", "http://localhost/cb", "cursor://anysphere.cursor/oauth"}
+	tests := []struct {
+		uri  string
+		want bool
+	}{
+		{"https://app.example.com/cb", true},
+		{"https://app.example.com/cb/", false},
+		{"https://app.example.com/cb?x=1", false},
+		{"https://APP.example.com/cb", false},
+		{"http://app.example.com/cb", false},
+		{"http://127.0.0.1:51234/callback", true}, // RFC 8252 §7.3: any port
+		{"http://127.0.0.1/callback", true},
+		{"http://127.0.0.1:51234/other", false},
+		{"http://localhost:9999/cb", true},
+		{"http://localhost.evil.com:9999/cb", false},
+		{"http://127.0.0.2:8000/callback", false},
+		{"http://user@127.0.0.1:8000/callback", false},
+		{"https://127.0.0.1:8000/callback", false},
+		{"cursor://anysphere.cursor/oauth", true},
+		{"cursor://anysphere.cursor/oauth2", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := matchRedirect(reg, tt.uri); got != tt.want {
+			t.Errorf("matchRedirect(%q) = %v, want %v", tt.uri, got, tt.want)
+		}
+	}
+}
+
+func TestCheckRedirectURI(t *testing.T) {
+	ok := []string{"https://claude.ai/api/mcp/auth_callback", "http://127.0.0.1:33418/", "http://localhost:6274/oauth/callback",
+		"http://[::1]:8080/cb", "cursor://anysphere.cursor-retrieval/oauth/user-mcpgate/callback", "com.example.app:/oauth"}
+	bad := []string{"http://example.com/cb", "javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "/relative",
+		"https://app.example.com/cb#frag", "https:///nohost", "myapp:"}
+	for _, u := range ok {
+		if err := checkRedirectURI(u); err != nil {
+			t.Errorf("checkRedirectURI(%q) = %v, want nil", u, err)
+		}
+	}
+	for _, u := range bad {
+		if err := checkRedirectURI(u); err == nil {
+			t.Errorf("checkRedirectURI(%q) = nil, want an error", u)
+		}
+	}
+}
+
+func TestPublicAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"93.184.216.34": true, "2606:4700::1111": true,
+		"127.0.0.1": false, "::1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
+		"169.254.169.254": false, "fe80::1": false, "fc00::1": false, "100.64.0.1": false, "0.0.0.0": false,
+		"::ffff:127.0.0.1": false, "224.0.0.1": false,
+	} {
+		if got := publicAddr(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("publicAddr(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func TestIsCIMDClientID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"https://app.example.com/oauth/client.json": true, "https://app.example.com/": false, "https://app.example.com": false,
+		"http://app.example.com/client.json": false, "mcpc_abc": false, "https://u:p@app.example.com/c.json": false,
+	} {
+		if got := isCIMDClientID(id); got != want {
+			t.Errorf("isCIMDClientID(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
+// The fetcher refuses loopback without the test option, redirects, large
+// documents and documents that are not about themselves.
+func TestCIMDFetch(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		self := "https://" + r.Host + r.URL.Path
+		switch r.URL.Path {
+		case "/ok.json":
+			_ = json.NewEncoder(w).Encode(map[string]any{"client_id": self, "client_name": "OK", "redirect_uris": []string{"http://127.0.0.1/cb"}})
+		case "/secret.json":
+			_ = json.NewEncoder(w).Encode(map[string]any{"client_id": self, "client_secret": "x", "redirect_uris": []string{"http://127.0.0.1/cb"}})
+		case "/big.json":
+			_, _ = w.Write([]byte(`{"client_id":"` + self + `","pad":"` + strings.Repeat("x", 70<<10) + `"}`))
+		case "/redirect.json":
+			http.Redirect(w, r, "/ok.json", http.StatusFound)
+		case "/slow.json":
+			time.Sleep(300 * time.Millisecond)
+		}
+	}))
+	ts.Config.ErrorLog = log.New(io.Discard, "", 0) // the untrusted-certificate case fails its handshake on purpose
+	ts.StartTLS()
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	ctx := context.Background()
+
+	strict := newCIMDFetcher(CIMDOptions{RootCAs: pool})
+	if _, err := strict.fetch(ctx, ts.URL+"/ok.json"); !errors.Is(err, errAddrRefused) {
+		t.Errorf("fetch of a loopback document without the test option err = %v, want address not allowed", err)
+	}
+	f := newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }, Timeout: 200 * time.Millisecond})
+	md, err := f.fetch(ctx, ts.URL+"/ok.json")
+	if err != nil || md.ClientName != "OK" {
+		t.Fatalf("fetch(ok) = %+v, %v", md, err)
+	}
+	for _, path := range []string{"/secret.json", "/big.json", "/redirect.json", "/slow.json", "/missing.json"} {
+		if _, err := f.fetch(ctx, ts.URL+path); err == nil {
+			t.Errorf("fetch(%s) err = nil, want a refusal", path)
+		}
+	}
+	untrusted := newCIMDFetcher(CIMDOptions{AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	if _, err := untrusted.fetch(ctx, ts.URL+"/ok.json"); err == nil {
+		t.Error("fetch from a server with an untrusted certificate succeeded")
+	}
+}
+
+// The consent page's form-action lets the browser follow the redirect to
+// the client, and nothing else.
+func TestPageHeadersFormAction(t *testing.T) {
+	for uri, want := range map[string]string{
+		"http://127.0.0.1:5555/cb":        "form-action 'self' http://127.0.0.1:*;",
+		"http://localhost/cb":             "form-action 'self' http://localhost:* http://localhost;",
+		"https://claude.ai/api/mcp/cb":    "form-action 'self' https://claude.ai;",
+		"cursor://anysphere.cursor/oauth": "form-action 'self' cursor:;",
+		"":                                "form-action 'self';",
+	} {
+		w := httptest.NewRecorder()
+		pageHeaders(w, uri)
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, want) || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("pageHeaders(%q) CSP = %q, want %q", uri, csp, want)
+		}
+	}
+}
+
+// fixture is a server on a fresh database with one member and a client.
+type fixture struct {
+	db        *store.DB
+	srv       *Server
+	auth      *TokenAuthenticator
+	workspace string
+	user      string
+	client    string
+}
+
+func newFixture(t *testing.T, publicURL string) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	db := storetest.Open(t)
+	u, err := db.CreateUser(ctx, "owner@example.com", "hash", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wss, err := db.WorkspacesOfUser(ctx, u.ID)
+	if err != nil || len(wss) != 1 {
+		t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
+	}
+	srv := New(Options{DB: db, PublicURL: publicURL})
+	c := &mcpgate.OAuthClient{ID: "mcpc_test", Kind: mcpgate.ClientDCR, Name: "Test", RedirectURIs: []string{"http://127.0.0.1/cb"}}
+	if err := db.SaveOAuthClient(ctx, c, "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{db: db, srv: srv, auth: srv.NewAuthenticator(), workspace: wss[0].ID, user: u.ID, client: c.ID}
+	t.Cleanup(f.auth.Close)
+	return f
+}
+
+// grant redeems a fresh code for resource and returns the access and
+// refresh tokens.
+func (f *fixture) grant(t *testing.T, resource string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	code := newSecret(codePrefix)
+	verifier := strings.Repeat("v", 43)
+	if err := f.db.CreateOAuthCode(ctx, mcpgate.HashToken(code), store.OAuthCode{ClientID: f.client, WorkspaceID: f.workspace,
+		UserID: f.user, RedirectURI: "http://127.0.0.1/cb", Challenge: s256(verifier), Resource: resource,
+		Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	access, refresh, pair := f.srv.newPair()
+	if _, err := f.db.RedeemOAuthCode(ctx, mcpgate.HashToken(code), time.Now(), func(*store.OAuthCode) error { return nil }, pair); err != nil {
+		t.Fatalf("RedeemOAuthCode() err = %v", err)
+	}
+	return access, refresh
+}
+
+func bearerRequest(tok string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return r
+}
+
+func TestTokenAuthenticator(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	access, refresh := f.grant(t, "https://gw.example.com/mcp")
+
+	a, err := f.auth.Authenticate(bearerRequest(access))
+	if err != nil || a == nil || a.WorkspaceID != f.workspace || a.Scope != mcpgate.ScopeReadOnly || a.GrantID == "" ||
+		a.ClientName != "Test" || a.KeyID != "" || a.Source != mcpgate.SourceMCP {
+		t.Fatalf("Authenticate(access) = %+v, %v", a, err)
+	}
+	// Not its kind of credential: the next authenticator decides.
+	for _, r := range []*http.Request{bearerRequest("mcpg_abc"), bearerRequest(refresh), httptest.NewRequest(http.MethodPost, "/c/"+access+"/mcp", nil)} {
+		if a, err := f.auth.Authenticate(r); a != nil || err != nil {
+			t.Errorf("Authenticate(not an access token) = %v, %v, want nil, nil", a, err)
+		}
+	}
+	if _, err := f.auth.Authenticate(bearerRequest(accessPrefix + "unknown")); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(unknown) err = %v, want an OAuth refusal", err)
+	}
+
+	// A token bound to another resource is refused (RFC 8707).
+	other, _ := f.grant(t, "https://other.example.com/mcp")
+	if _, err := f.auth.Authenticate(bearerRequest(other)); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(token for another resource) err = %v, want a refusal", err)
+	}
+
+	// Revocation: the cached token goes with the invalidation.
+	if err := f.db.RevokeGrant(context.Background(), f.workspace, a.GrantID); err != nil {
+		t.Fatal(err)
+	}
+	f.auth.Invalidate(store.InvalidateGrants, f.workspace)
+	if _, err := f.auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(revoked) err = %v, want a refusal", err)
+	}
+}
+
+func isOAuthRefusal(err error) bool {
+	var ae *mcpgate.AuthError
+	return errors.As(err, &ae) && strings.HasPrefix(ae.Reason, "oauth_")
+}
+
+// A refresh token rotates once; the spent one revokes the grant.
+func TestRotateRefreshToken(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	_, refresh := f.grant(t, "https://gw.example.com/mcp")
+	ctx := context.Background()
+	_, _, next := f.srv.newPair()
+	g, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), "another client", time.Now(), next)
+	if mcpgate.ErrorCode(err) != mcpgate.ENotFound || g != nil {
+		t.Fatalf("rotate as another client = %v, %v, want not found", g, err)
+	}
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), next); err != nil {
+		t.Fatalf("rotate err = %v", err)
+	}
+	_, _, again := f.srv.newPair()
+	var reuse *store.ReuseError
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), again); !errors.As(err, &reuse) {
+		t.Fatalf("reuse err = %v, want a ReuseError", err)
+	}
+	if gs, _ := f.db.ListGrants(ctx, f.workspace, ""); len(gs) != 0 {
+		t.Errorf("live grants after reuse = %d, want 0", len(gs))
+	}
+}
+
+// Registrations that never got a grant expire; used ones and metadata
+// document clients stay.
+func TestPruneOAuth(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	ctx := context.Background()
+	f.grant(t, "https://gw.example.com/mcp") // uses f.client
+	for _, c := range []*mcpgate.OAuthClient{
+		{ID: "mcpc_unused", Kind: mcpgate.ClientDCR, Name: "old", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+		{ID: "mcpc_fresh", Kind: mcpgate.ClientDCR, Name: "new", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+		{ID: "https://app.example.com/c.json", Kind: mcpgate.ClientCIMD, Name: "doc", RedirectURIs: []string{"http://127.0.0.1/cb"}},
+	} {
+		if err := f.db.SaveOAuthClient(ctx, c, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.db.Pool.Exec(ctx, `UPDATE oauth_clients SET created_at = now() - interval '2 days' WHERE id <> 'mcpc_fresh'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"mcpc_unused": false, "mcpc_fresh": true, f.client: true, "https://app.example.com/c.json": true} {
+		_, _, err := f.db.FindOAuthClient(ctx, id)
+		if got := err == nil; got != want {
+			t.Errorf("client %s kept = %v, want %v (err %v)", id, got, want, err)
+		}
+	}
+}
+
+// notListening is the services' trust while the invalidation listener is
+// down: nothing cached is fresh.
+type notListening struct{}
+
+func (notListening) Fresh(time.Time) bool      { return false }
+func (notListening) Stale(time.Time) bool      { return true }
+func (notListening) Failed()                   {}
+func (notListening) SkipReload(time.Time) bool { return false }
+
+// With the listener down, a token is checked against the database on every
+// use, so a revocation made on another replica (whose notification this one
+// may never get) is honoured at once, as for keys.
+func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
+	f := newFixture(t, "https://gw.example.com")
+	f.srv.opts.Trust = notListening{}
+	auth := f.srv.NewAuthenticator()
+	defer auth.Close()
+	access, _ := f.grant(t, "https://gw.example.com/mcp")
+	a, err := auth.Authenticate(bearerRequest(access))
+	if err != nil || a == nil {
+		t.Fatalf("Authenticate() = %v, %v", a, err)
+	}
+	if err := f.db.RevokeGrant(context.Background(), f.workspace, a.GrantID); err != nil {
+		t.Fatal(err)
+	}
+	// No Invalidate: the notification is lost.
+	if _, err := auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(revoked, listener down) err = %v, want a refusal", err)
+	}
+}
+
+// A client ID metadata document is fetched once and then served from the
+// cache until it is older than the cache time.
+func TestCIMDCached(t *testing.T) {
+	var hits atomic.Int32
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc",
+			"redirect_uris": []string{"http://127.0.0.1/cb"}})
+	}))
+	ts.StartTLS()
+	defer ts.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	f := newFixture(t, "https://gw.example.com")
+	now := time.Now()
+	f.srv.now = func() time.Time { return now }
+	f.srv.cimd = newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	id := ts.URL + "/client.json"
+	r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
+	for range 3 {
+		c, err := f.srv.findClient(r, id)
+		if err != nil || c.Name != "Doc" || c.Kind != mcpgate.ClientCIMD {
+			t.Fatalf("findClient() = %+v, %v", c, err)
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("document fetched %d times for 3 uses, want 1", n)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := f.srv.findClient(r, id); err != nil || hits.Load() != 2 {
+		t.Errorf("after the cache time: err %v, fetches %d, want a second fetch", err, hits.Load())
+	}
+}

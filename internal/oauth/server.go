@@ -1,0 +1,322 @@
+package oauth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/store"
+)
+
+// Lifetimes (design §12 and issue 16).
+const (
+	codeTTL    = 60 * time.Second
+	accessTTL  = time.Hour
+	refreshTTL = 30 * 24 * time.Hour
+	// unusedClientTTL is how long a DCR registration that never got a
+	// grant is kept.
+	unusedClientTTL = 24 * time.Hour
+)
+
+// Token prefixes: they tell an access token from an MCP key at a glance (so
+// the right authenticator claims it) and make leaked ones easy to scan for.
+const (
+	accessPrefix  = "mcpat_"
+	refreshPrefix = "mcprt_"
+	codePrefix    = "mcpac_"
+	clientPrefix  = "mcpc_"
+)
+
+// ConsentRenderer shows the dashboard's pages for the authorization
+// endpoint: the consent form, and an error page for a request that cannot
+// be sent back to its client.
+type ConsentRenderer interface {
+	RenderConsent(w http.ResponseWriter, r *http.Request, p mcpgate.ConsentPage)
+	RenderError(w http.ResponseWriter, r *http.Request, status int, heading, message string)
+}
+
+// Auditor records grant events.
+type Auditor interface {
+	Record(ctx context.Context, ev mcpgate.AuditEvent)
+}
+
+type nopAuditor struct{}
+
+func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
+
+// Options configure the server.
+type Options struct {
+	DB *store.DB
+	// Workspaces decides which workspaces a person may grant access to.
+	Workspaces mcpgate.WorkspaceService
+	Consent    ConsentRenderer
+	Audit      Auditor
+	Logger     *slog.Logger
+	// PublicURL is the issuer; <PublicURL>/mcp is the one resource.
+	PublicURL string
+	// RegisterRate and RegisterBurst limit registrations per client address
+	// (default 20 an hour, burst 20).
+	RegisterRate  rate.Limit
+	RegisterBurst int
+	// Trust decides how long a cached access token may be used: the
+	// services' rule, so that tokens follow the same revocation and outage
+	// guarantees as keys. Nil (tests): fresh for CacheTTL.
+	Trust CacheTrust
+	// CacheTTL is the TTL of the default Trust (default 30 s).
+	CacheTTL time.Duration
+	CIMD     CIMDOptions
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Server is the authorization server.
+type Server struct {
+	opts     Options
+	db       *store.DB
+	log      *slog.Logger
+	audit    Auditor
+	now      func() time.Time
+	issuer   string
+	resource string
+	cimd     *cimdFetcher
+	// tokens is this replica's access-token authenticator, told at once
+	// of a revocation made here; the other replicas hear of it by NOTIFY.
+	tokens *TokenAuthenticator
+
+	regMu      sync.Mutex
+	registrars map[string]*rateEntry
+}
+
+type rateEntry struct {
+	lim  *rate.Limiter
+	last time.Time
+}
+
+// CacheTrust decides how long a cached entry may be used
+// (service.CacheTrust).
+type CacheTrust interface {
+	// Fresh: usable without a reload.
+	Fresh(fetched time.Time) bool
+	// Stale: may stand in when a reload cannot reach the database.
+	Stale(fetched time.Time) bool
+	// Failed records a reload that could not reach the database.
+	Failed()
+	// SkipReload: the database failed a moment ago; do not wait on it.
+	SkipReload(fetched time.Time) bool
+}
+
+// ttlTrust is the default CacheTrust: a TTL, and nothing stands in.
+type ttlTrust struct {
+	ttl time.Duration
+	now func() time.Time
+}
+
+func (t ttlTrust) Fresh(fetched time.Time) bool { return t.now().Sub(fetched) < t.ttl }
+func (ttlTrust) Stale(time.Time) bool           { return false }
+func (ttlTrust) Failed()                        {}
+func (ttlTrust) SkipReload(time.Time) bool      { return false }
+
+// New returns the server.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Audit == nil {
+		opts.Audit = nopAuditor{}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.RegisterRate == 0 {
+		opts.RegisterRate, opts.RegisterBurst = rate.Every(3*time.Minute), 20
+	}
+	if opts.CacheTTL == 0 {
+		opts.CacheTTL = 30 * time.Second
+	}
+	if opts.Trust == nil {
+		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
+	}
+	issuer := strings.TrimRight(opts.PublicURL, "/")
+	return &Server{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now,
+		issuer: issuer, resource: issuer + "/mcp", cimd: newCIMDFetcher(opts.CIMD), registrars: map[string]*rateEntry{}}
+}
+
+// Resource is the protected resource the server issues tokens for.
+func (s *Server) Resource() string { return s.resource }
+
+// ResourceMetadataURL is where the resource's metadata is (RFC 9728 §3.1,
+// with the resource's path appended).
+func (s *Server) ResourceMetadataURL() string {
+	return s.issuer + "/.well-known/oauth-protected-resource/mcp"
+}
+
+// Challenge is the WWW-Authenticate value of a 401 from the MCP endpoint:
+// it points OAuth clients to the resource metadata (RFC 9728 §5.1) and
+// names the scope to ask for.
+func (s *Server) Challenge() string {
+	return `Bearer resource_metadata="` + s.ResourceMetadataURL() + `", scope="` + mcpgate.OAuthScopeTools + `"`
+}
+
+// Handler serves the metadata documents and the /oauth/ endpoints. The
+// dashboard's session, if any, must already be in the request's context
+// (mcpgate.UserFromContext).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.handleResourceMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.handleResourceMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.handleServerMetadata)
+	mux.HandleFunc("POST /oauth/register", s.handleRegister)
+	mux.HandleFunc("GET /oauth/authorize", s.handleAuthorize)
+	mux.HandleFunc("POST /oauth/authorize", s.handleConsent)
+	mux.HandleFunc("POST /oauth/token", s.handleToken)
+	mux.HandleFunc("POST /oauth/revoke", s.handleRevoke)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Metadata, registration, token and revocation answer any origin:
+		// browser-based MCP clients call them, no cookie is read there,
+		// and the consent page is not among them.
+		if !strings.HasPrefix(r.URL.Path, "/oauth/authorize") {
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			if r.Method == http.MethodOptions {
+				w.Header().Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, MCP-Protocol-Version")
+				w.Header().Set("Access-Control-Max-Age", "86400")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"resource":                 s.resource,
+		"authorization_servers":    []string{s.issuer},
+		"scopes_supported":         []string{mcpgate.OAuthScopeTools, mcpgate.OAuthScopeRead},
+		"bearer_methods_supported": []string{"header"},
+		"resource_name":            "mcpgate MCP endpoint",
+	})
+}
+
+func (s *Server) handleServerMetadata(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                         s.issuer,
+		"authorization_endpoint":                         s.issuer + "/oauth/authorize",
+		"token_endpoint":                                 s.issuer + "/oauth/token",
+		"registration_endpoint":                          s.issuer + "/oauth/register",
+		"revocation_endpoint":                            s.issuer + "/oauth/revoke",
+		"scopes_supported":                               []string{mcpgate.OAuthScopeTools, mcpgate.OAuthScopeRead},
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"token_endpoint_auth_methods_supported":          []string{"none"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"client_id_metadata_document_supported":          true,
+		"authorization_response_iss_parameter_supported": true,
+		"service_documentation":                          s.issuer + "/",
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// oauthError is an error response of the token, registration and
+// revocation endpoints (RFC 6749 §5.2). Descriptions never carry a secret.
+type oauthError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description,omitempty"`
+	status      int
+}
+
+func (e *oauthError) Error() string { return e.Code + ": " + e.Description }
+
+func errInvalidRequest(desc string) *oauthError {
+	return &oauthError{Code: "invalid_request", Description: desc, status: http.StatusBadRequest}
+}
+
+func errInvalidGrant(desc string) *oauthError {
+	return &oauthError{Code: "invalid_grant", Description: desc, status: http.StatusBadRequest}
+}
+
+func (s *Server) writeOAuthError(w http.ResponseWriter, r *http.Request, e *oauthError) {
+	s.log.InfoContext(r.Context(), "oauth request refused", "path", r.URL.Path, "error", e.Code, "description", e.Description)
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, e.status, e)
+}
+
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.ErrorContext(r.Context(), "oauth endpoint", "path", r.URL.Path, "err", err)
+	if mcpgate.ErrorCode(err) == mcpgate.EUnavailable {
+		s.writeOAuthError(w, r, &oauthError{Code: "temporarily_unavailable", Description: "try again shortly",
+			status: http.StatusServiceUnavailable})
+		return
+	}
+	s.writeOAuthError(w, r, &oauthError{Code: "server_error", Description: "internal error", status: http.StatusInternalServerError})
+}
+
+// newSecret returns prefix + 32 random bytes, base64url.
+func newSecret(prefix string) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// s256 is the PKCE S256 transform (RFC 7636 §4.2).
+func s256(verifier string) string {
+	h := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// allowRegistration takes a token from the address's registration bucket.
+func (s *Server) allowRegistration(addr string) bool {
+	now := s.now()
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	for k, e := range s.registrars {
+		if now.Sub(e.last) > 24*time.Hour {
+			delete(s.registrars, k)
+		}
+	}
+	e, ok := s.registrars[addr]
+	if !ok {
+		e = &rateEntry{lim: rate.NewLimiter(s.opts.RegisterRate, s.opts.RegisterBurst)}
+		s.registrars[addr] = e
+	}
+	e.last = now
+	return e.lim.AllowN(now, 1)
+}
+
+// Prune deletes expired codes and tokens and registrations that were never
+// used; the wiring calls it periodically.
+func (s *Server) Prune(ctx context.Context) error { return s.db.PruneOAuth(ctx, unusedClientTTL) }
+
+// revoked drops this replica's cached tokens of a workspace at once, ahead
+// of the notification every replica (this one included) will get.
+func (s *Server) revoked(workspaceID string) {
+	if s.tokens != nil {
+		s.tokens.Invalidate(store.InvalidateGrants, workspaceID)
+	}
+}
+
+// grantActor is the actor of a grant's own events (created, revoked).
+func grantActor(g *mcpgate.Grant, source mcpgate.Source) *mcpgate.Actor {
+	return &mcpgate.Actor{UserID: g.UserID, Email: g.UserEmail, WorkspaceID: g.WorkspaceID, Scope: g.Scope,
+		GrantID: g.ID, ClientName: g.ClientName, Source: source}
+}

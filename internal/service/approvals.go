@@ -1,0 +1,303 @@
+package service
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/store"
+)
+
+// maxPendingApprovals bounds the open requests of one user in a workspace,
+// so that a looping client cannot flood the people who decide.
+const maxPendingApprovals = 50
+
+// argsHash binds an approval to a call's exact arguments (defaults
+// applied). json.Marshal sorts map keys, so equal arguments hash equally.
+// It is an HMAC under a key from the configuration, not a bare hash: the
+// arguments may hold secrets (env_vars), and a database dump must not let
+// anyone test guesses of them against the stored value.
+func (s *Service) argsHash(args map[string]any) string {
+	b, _ := json.Marshal(args)
+	m := hmac.New(sha256.New, s.argsKey)
+	m.Write(b)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+func (s *Service) approvalURL(ap *mcpgate.ApprovalRequest) string {
+	return s.opts.PublicURL + mcpgate.ApprovalPath(ap.WorkspaceID, ap.ID)
+}
+
+// present fills in what the stored row does not say: the page's URL and the
+// state as of now.
+func (s *Service) present(ap *mcpgate.ApprovalRequest) *mcpgate.ApprovalRequest {
+	ap.URL = s.approvalURL(ap)
+	ap.State = ap.EffectiveState(s.now())
+	if ap.Arguments == nil {
+		ap.Arguments = map[string]any{}
+	}
+	return ap
+}
+
+func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.ApprovalRequest) mcpgate.AuditEvent {
+	// "approval", not approval_id: RedactArguments drops the gateway's own
+	// approval_id argument from tool calls.
+	return mcpgate.NewAdminEvent(a, action, map[string]any{"approval": ap.ID, "tool": ap.Tool,
+		"requested_by": ap.RequestedBy, "arguments": ap.Arguments})
+}
+
+// requestApproval stores a pending approval for a call that the policy says
+// a person must approve, and audits the request. Nothing runs.
+func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, reason string) (*mcpgate.ApprovalRequest, error) {
+	if a.KeyID == "" {
+		// An approval is bound to the credential that asked for it, and
+		// only MCP keys are bound today; anything else is refused rather
+		// than bound loosely (to the user alone).
+		err := mcpgate.Errorf(mcpgate.EForbidden, "%s needs a person's approval in the dashboard, which this kind of credential "+
+			"cannot ask for yet. Use an MCP key, or run it from the dashboard.", t.Name)
+		s.deny(ctx, a, t, args, err)
+		return nil, err
+	}
+	now := s.now()
+	n, err := s.db.CountPendingApprovals(ctx, a.WorkspaceID, a.UserID, now)
+	if err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
+	}
+	if n >= maxPendingApprovals {
+		return nil, mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
+			"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
+	}
+	summary, err := s.summarize(ctx, a, t, args)
+	if err != nil {
+		s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), now, err)
+		return nil, err
+	}
+	ap := &mcpgate.ApprovalRequest{WorkspaceID: a.WorkspaceID, KeyID: a.KeyID, RequestedBy: a.UserID, RequesterEmail: a.Email,
+		Tool: t.Name, ToolTitle: t.Title, Arguments: mcpgate.RedactArguments(args), Summary: withReason(summary, reason),
+		ExpiresAt: now.Add(mcpgate.ApprovalTTL).Truncate(time.Second)}
+	if ap.Arguments == nil {
+		ap.Arguments = map[string]any{}
+	}
+	if err := s.db.CreateApproval(ctx, ap, s.argsHash(args)); err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
+	}
+	s.present(ap)
+	s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalRequested, ap))
+	return ap, nil
+}
+
+// summarize says what a call would do: in the connector's words, from the
+// upstream's current state, when it can; otherwise the generic summary. A
+// call on something that does not exist is refused here rather than sent to
+// a person.
+func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (string, error) {
+	generic := describe(t, args)
+	c, _ := s.opts.Registry.ConnectorOf(t.Name)
+	d, ok := c.(connectors.Describer)
+	if !ok {
+		return generic, nil
+	}
+	cred, err := s.credential(ctx, a, c)
+	if err != nil {
+		return "", err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	out, err := d.Describe(callCtx, cred, t.Name, args)
+	switch {
+	case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
+		return "", err
+	case err != nil:
+		return generic + " (The gateway could not read its current state: " + mcpgate.ErrorMessage(err) + ")", nil
+	case out == "":
+		return generic, nil
+	}
+	return out, nil
+}
+
+// useApproval spends the approval named by a call, which must be for
+// exactly this call. A refusal says which check failed: the caller already
+// holds the id, and each case needs a different next step.
+func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, id string) error {
+	hash := s.argsHash(args)
+	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, UserID: a.UserID,
+		Tool: t.Name, ArgsHash: hash, Now: s.now()})
+	if err != nil {
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
+	}
+	if ok {
+		ap, _, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
+		if err == nil {
+			s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalUsed, ap))
+		}
+		return nil
+	}
+	err = s.approvalRefusal(ctx, a, t, id, hash)
+	s.deny(ctx, a, t, args, err)
+	return err
+}
+
+func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id, hash string) error {
+	again := "Call " + t.Name + " again without approval_id to ask for a new approval."
+	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		if len(id) > 64 { // it is the caller's text: do not echo a megabyte of it
+			id = id[:64] + "…"
+		}
+		return mcpgate.Errorf(mcpgate.ENotFound, "There is no approval %q in this workspace. %s", id, again)
+	}
+	if err != nil {
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
+	}
+	if ap.KeyID != a.KeyID || ap.RequestedBy != a.UserID || ap.Tool != t.Name || stored != hash {
+		return mcpgate.Errorf(mcpgate.EForbidden, "This approval is for a different call: it allows only %s with exactly the arguments "+
+			"the person approved, from the MCP key that asked for it. Nothing was done. Call again with exactly those arguments, or %s",
+			ap.Tool, lowerFirst(again))
+	}
+	switch ap.EffectiveState(s.now()) {
+	case mcpgate.ApprovalPending:
+		return mcpgate.Errorf(mcpgate.EConflict, "Not done: nobody has approved this yet. Ask the user to open %s and approve it, "+
+			"then call %s again with the same arguments and approval_id.", s.approvalURL(ap), t.Name)
+	case mcpgate.ApprovalDenied:
+		who := "A person"
+		if ap.DecidedByEmail != "" {
+			who = ap.DecidedByEmail
+		}
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %s denied this call in the dashboard. Do not try again unless the user asks.", who)
+	case mcpgate.ApprovalExpired:
+		s.expire(ctx, a, ap)
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this approval expired (approvals last %d minutes from the request). %s",
+			int(mcpgate.ApprovalTTL/time.Minute), again)
+	case mcpgate.ApprovalUsed:
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this approval was already used; each approval allows one call. %s", again)
+	}
+	return mcpgate.Errorf(mcpgate.EConflict, "Not done: the approval changed while it was checked; try again.")
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return string(s[0]|0x20) + s[1:]
+}
+
+// expire marks an expired request so and audits that, once.
+func (s *Service) expire(ctx context.Context, a *mcpgate.Actor, ap *mcpgate.ApprovalRequest) {
+	if ok, err := s.db.ExpireApproval(ctx, ap.WorkspaceID, ap.ID, s.now()); err == nil && ok {
+		s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalExpired, ap))
+	}
+}
+
+// Approvals implements mcpgate.ApprovalService.
+func (s *Service) Approvals(ctx context.Context, a *mcpgate.Actor, state mcpgate.ApprovalState) ([]mcpgate.ApprovalRequest, error) {
+	if state != "" && !state.Valid() {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "state must be pending, approved, denied, expired or used")
+	}
+	f := store.ApprovalFilter{State: state, Now: s.now()}
+	if !a.CanAdmin() {
+		f.UserID = a.UserID
+	}
+	list, err := s.db.FindApprovals(ctx, a.WorkspaceID, f)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		s.present(&list[i])
+	}
+	return list, nil
+}
+
+var errNotYours = mcpgate.Errorf(mcpgate.EForbidden,
+	"only the person whose MCP key asked for this, or a workspace owner or admin, can see or decide it")
+
+// Approval implements mcpgate.ApprovalService.
+func (s *Service) Approval(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+	ap, _, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	if !a.CanAdmin() && ap.RequestedBy != a.UserID {
+		return nil, errNotYours
+	}
+	return s.present(ap), nil
+}
+
+// Approve implements mcpgate.ApprovalService.
+func (s *Service) Approve(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+	return s.decide(ctx, a, id, true)
+}
+
+// Deny implements mcpgate.ApprovalService.
+func (s *Service) Deny(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+	return s.decide(ctx, a, id, false)
+}
+
+func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, approve bool) (*mcpgate.ApprovalRequest, error) {
+	if !a.IsPerson() {
+		// The whole point: the credential that asked can never answer.
+		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a person signed in to the dashboard can approve or deny a call")
+	}
+	ap, err := s.Approval(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	switch ap.State {
+	case mcpgate.ApprovalExpired:
+		s.expire(ctx, a, ap)
+		return nil, mcpgate.Errorf(mcpgate.EConflict, "this request expired (requests last %d minutes); the AI client must ask again",
+			int(mcpgate.ApprovalTTL/time.Minute))
+	case mcpgate.ApprovalPending:
+	default:
+		return nil, mcpgate.Errorf(mcpgate.EConflict, "this request was already %s", ap.State)
+	}
+	ok, err := s.db.DecideApproval(ctx, a.WorkspaceID, id, a.UserID, approve, s.now())
+	if err != nil {
+		return nil, err
+	}
+	after, err := s.Approval(ctx, a, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		// Someone else decided first, or it expired just now.
+		return nil, mcpgate.Errorf(mcpgate.EConflict, "this request was already %s", after.State)
+	}
+	action := mcpgate.ActionApprovalDenied
+	if approve {
+		action = mcpgate.ActionApprovalApproved
+	}
+	s.record(ctx, approvalEvent(a, action, after))
+	return after, nil
+}
+
+// PendingApprovals implements mcpgate.ApprovalService.
+func (s *Service) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, error) {
+	userID := ""
+	if !a.CanAdmin() {
+		userID = a.UserID
+	}
+	return s.db.CountPendingApprovals(ctx, a.WorkspaceID, userID, s.now())
+}
+
+// ExpireApprovals marks the requests that expired unattended as such and
+// audits each once (the gateway's own action: no actor). The wiring runs it
+// periodically; a request touched after its expiry is audited at that
+// moment instead (see expire).
+func (s *Service) ExpireApprovals(ctx context.Context) error {
+	expired, err := s.db.ExpireApprovals(ctx, s.now())
+	if err != nil {
+		return err
+	}
+	for i := range expired {
+		ap := &expired[i]
+		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, KeyID: ap.KeyID, Kind: mcpgate.KindAdmin,
+			Action: string(mcpgate.ActionApprovalExpired), Outcome: mcpgate.OutcomeOK,
+			Arguments: map[string]any{"approval": ap.ID, "tool": ap.Tool, "requested_by": ap.RequestedBy, "arguments": ap.Arguments}})
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/connectors"
+)
+
+// Guardrails implements mcpgate.GuardrailService.
+func (s *Service) Guardrails(ctx context.Context, a *mcpgate.Actor) (*mcpgate.Guardrails, error) {
+	wp, err := s.workspace(ctx, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	g := wp.guardrails
+	g.AllowedTemplates = slices.Clone(g.AllowedTemplates)
+	if g.AllowedTemplates == nil {
+		g.AllowedTemplates = []string{}
+	}
+	return &g, nil
+}
+
+// SetGuardrails implements mcpgate.GuardrailService.
+func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate.Guardrails) (*mcpgate.Guardrails, error) {
+	if err := requireAdmin(a); err != nil {
+		return nil, err
+	}
+	g, err := g.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.SetGuardrails(ctx, a.WorkspaceID, a.UserID, g); err != nil {
+		return nil, err
+	}
+	s.Invalidate(InvalidatePolicy, a.WorkspaceID)
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionGuardrailsUpdated, map[string]any{
+		"max_timeout_seconds": g.MaxTimeoutSeconds, "max_running": g.MaxRunning, "allowed_templates": g.AllowedTemplates}))
+	return &g, nil
+}
+
+// assess runs a tool's guard (read-only, upstream) and enforces the
+// workspace's guardrails on what it found, before anything runs. A refusal
+// is audited here.
+func (s *Service) assess(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy, args map[string]any) (connectors.Assessment, error) {
+	c, _ := s.opts.Registry.ConnectorOf(t.Name)
+	cred, err := s.credential(ctx, a, c)
+	if err != nil {
+		s.auditCall(ctx, a, t, args, 0, s.now(), err)
+		return connectors.Assessment{}, err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+	defer cancel()
+	as, err := t.Guard(callCtx, cred, args)
+	if err != nil {
+		s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), s.now(), err)
+		return connectors.Assessment{}, err
+	}
+	if err := s.checkGuardrails(callCtx, a, t, c, cred, wp.guardrails, as); err != nil {
+		s.refuseGuardrail(ctx, a, t, args, err)
+		return connectors.Assessment{}, err
+	}
+	return as, nil
+}
+
+// settingsURL is where an owner or admin changes a workspace's settings.
+func (s *Service) settingsURL(workspaceID string) string {
+	return s.opts.PublicURL + "/app/w/" + workspaceID + "/settings"
+}
+
+// checkGuardrails compares what a call asks for with the workspace's
+// limits. The counter is asked last: it is the only check that calls the
+// upstream.
+func (s *Service) checkGuardrails(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, c connectors.Connector, cred mcpgate.Secret,
+	g mcpgate.Guardrails, as connectors.Assessment) error {
+	where := fmt.Sprintf("A workspace owner or admin can change this limit in the dashboard under Settings → Guardrails (%s).",
+		s.settingsURL(a.WorkspaceID))
+	if limit := time.Duration(g.MaxTimeoutSeconds) * time.Second; limit > 0 && as.Lifetime > limit {
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this workspace lets AI clients ask for at most %d seconds, and this call "+
+			"asked for %d. Ask for %d seconds or less. %s", g.MaxTimeoutSeconds, int(as.Lifetime/time.Second), g.MaxTimeoutSeconds, where)
+	}
+	if len(g.AllowedTemplates) > 0 && len(as.Templates) > 0 &&
+		!slices.ContainsFunc(as.Templates, func(n string) bool { return slices.Contains(g.AllowedTemplates, n) }) {
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this workspace allows only these templates: %s; %q is not one of them. %s",
+			strings.Join(g.AllowedTemplates, ", "), as.Templates[0], where)
+	}
+	if g.MaxRunning > 0 && as.Starts {
+		counter, ok := c.(connectors.RunningCounter)
+		if !ok {
+			return nil
+		}
+		n, err := counter.Running(ctx, cred)
+		if err != nil {
+			// Fail closed: the limit cannot be checked, so nothing starts.
+			return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not count what is running "+
+				"to check this workspace's limit; try again shortly")
+		}
+		if n >= g.MaxRunning {
+			return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %d are running and this workspace lets AI clients run at most %d at "+
+				"once. Pause or end one first. %s", n, g.MaxRunning, where)
+		}
+	}
+	return nil
+}
+
+// refuseGuardrail audits a guardrail refusal as its own action, so that
+// admins can filter for them, and counts it as a denied call.
+func (s *Service) refuseGuardrail(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
+	ev := mcpgate.NewAdminEvent(a, mcpgate.ActionGuardrailRefused, map[string]any{"tool": t.Name, "arguments": mcpgate.RedactArguments(args)})
+	ev.Outcome, ev.Message = mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err)
+	s.record(ctx, ev)
+	s.metrics.ToolCall(t.Name, mcpgate.OutcomeDenied, 0, 0)
+}
+
+// followRefusal says why a call that does what a disabled tool does is
+// refused, and who can change it.
+func (s *Service) followRefusal(t *connectors.Tool, as connectors.Assessment, a *mcpgate.Actor) error {
+	return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %s That is the same as %s, which is turned off in this workspace, so %s "+
+		"may not do it either. Ask for a later end time instead, or ask a workspace owner or admin to turn %s on in the "+
+		"dashboard under Settings → Tools (%s).", strings.TrimSpace(as.Reason), as.Follows, t.Name, as.Follows, s.settingsURL(a.WorkspaceID))
+}

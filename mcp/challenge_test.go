@@ -1,0 +1,56 @@
+package mcp
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+type refuseAll struct{ reason string }
+
+func (r refuseAll) Authenticate(req *http.Request) (*mcpgate.Actor, error) {
+	if req.Header.Get("Authorization") == "" {
+		return nil, nil
+	}
+	return nil, &mcpgate.AuthError{Reason: r.reason}
+}
+
+// With OAuth configured, every 401 names the resource metadata; only a
+// request that presented a credential gets error="invalid_token", and a
+// refused key and a refused token look the same.
+func TestChallenge(t *testing.T) {
+	const challenge = `Bearer resource_metadata="https://gw.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
+	for _, reason := range []string{"unknown", "oauth_expired"} {
+		g := New(Options{Authenticators: []mcpgate.Authenticator{refuseAll{reason}}, Challenge: challenge})
+		h := g.Handler()
+		for _, tt := range []struct {
+			auth, want string
+		}{
+			{"", challenge},
+			{"Bearer something", challenge + `, error="invalid_token"`},
+		} {
+			r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{}`))
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != tt.want {
+				t.Errorf("reason=%s auth=%q: %d %q, want 401 %q", reason, tt.auth, w.Code, w.Header().Get("WWW-Authenticate"), tt.want)
+			}
+		}
+		g.Close()
+	}
+}
+
+// Keys and grants have limits (and confirmation bindings) of their own.
+func TestCredentialID(t *testing.T) {
+	a, b := credentialID(&mcpgate.Actor{GrantID: "g1"}), credentialID(&mcpgate.Actor{GrantID: "g2"})
+	k := credentialID(&mcpgate.Actor{KeyID: "k1"})
+	if a == b || a == k || a == "" || k != "k1" {
+		t.Errorf("credentialID = %q, %q, %q: want distinct ids per grant and the key id", a, b, k)
+	}
+}

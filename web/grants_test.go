@@ -1,0 +1,82 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+func (f *fakeData) Grants(_ context.Context, a *mcpgate.Actor) ([]mcpgate.Grant, error) {
+	var out []mcpgate.Grant
+	for _, g := range f.grants {
+		if g.WorkspaceID == a.WorkspaceID && (a.CanAdmin() || g.UserID == a.UserID) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeData) RevokeGrant(context.Context, *mcpgate.Actor, string) error { return nil }
+
+// The Keys page lists connected apps with a Revoke form on the grants API,
+// the person column for admins only, and names self-registered clients.
+func TestKeys_ConnectedApps(t *testing.T) {
+	for _, role := range []mcpgate.Role{mcpgate.RoleOwner, mcpgate.RoleMember} {
+		f := newFake(role)
+		f.grants = []mcpgate.Grant{{ID: "g-1", WorkspaceID: "ws1", UserID: testUser.ID, UserEmail: "someone@example.com",
+			ClientName: "<b>Claude</b>", ClientKind: mcpgate.ClientDCR, Scope: mcpgate.ScopeReadOnly, CreatedAt: testNow}}
+		_, body := get(t, mustHandler(t, f), "/app/w/ws1/keys", testUser)
+		for _, want := range []string{`id="connected-apps"`, `data-api-path="/api/v1/workspaces/ws1/grants/g-1"`, "&lt;b&gt;Claude&lt;/b&gt;",
+			"self-registered", "Read-only"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: keys page lacks %q", role, want)
+			}
+		}
+		if got := strings.Contains(body, "someone@example.com"); got != (role == mcpgate.RoleOwner) {
+			t.Errorf("%s: person column shown = %v", role, got)
+		}
+		// OAuth comes first for the clients that sign in by themselves.
+		panel := body[strings.Index(body, `id="panel-claude-code"`):]
+		if i, j := strings.Index(panel, `claude mcp add --transport http --scope user mcpgate https://gw.example.com/mcp</code>`),
+			strings.Index(panel, "Or with an MCP key"); i < 0 || j < 0 || i > j {
+			t.Errorf("%s: Claude Code's OAuth snippet missing or not first (%d, %d)", role, i, j)
+		}
+	}
+}
+
+// The consent page names the client, warns about a self-registered one,
+// carries the request in hidden fields (escaped), and offers the user's
+// workspaces and both access levels.
+func TestRenderConsent(t *testing.T) {
+	h, err := newHandler(Options{Services: newFake(mcpgate.RoleOwner).services(), PublicURL: "https://gw.example.com", Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
+	r = r.WithContext(mcpgate.NewContextWithUser(r.Context(), testUser))
+	w := httptest.NewRecorder()
+	h.RenderConsent(w, r, mcpgate.ConsentPage{
+		Client:       mcpgate.OAuthClient{ID: "mcpc_x", Name: "Evil \"app\"", Kind: mcpgate.ClientDCR},
+		RedirectHost: "127.0.0.1:5555", SelfRegistered: true, ReadOnly: true, Action: "/oauth/authorize",
+		Workspaces: []mcpgate.Workspace{{ID: "ws1", Name: "Team", Role: mcpgate.RoleOwner}},
+		Fields:     map[string]string{"state": `"><script>`, "csrf_token": "tok"},
+	})
+	body := w.Body.String()
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d", w.Code)
+	}
+	for _, want := range []string{`id="consent-warning"`, "127.0.0.1:5555", `value="ws1"`, `name="csrf_token" value="tok"`,
+		`value="read_only" id="access-read" checked`, `&#34;&gt;&lt;script&gt;`, `method="post" action="/oauth/authorize"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("consent page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `"><script>`) {
+		t.Error("consent page did not escape a request field")
+	}
+}
