@@ -47,6 +47,24 @@ const (
 	ActionGrantRevoked       AdminAction = "grant.revoked"
 	// ActionPasswordChanged is recorded in the person's personal workspace.
 	ActionPasswordChanged AdminAction = "account.password_changed"
+	// ActionPasswordReset is a password set through an emailed reset link.
+	ActionPasswordReset AdminAction = "account.password_reset"
+	// ActionKeysRevokedAll is every MCP key of a person revoked at once
+	// (offered after a password reset).
+	ActionKeysRevokedAll AdminAction = "account.keys_revoked"
+	// ActionMailSent is an email the gateway sent (or gave up sending) to
+	// the person: its kind, never its link.
+	ActionMailSent AdminAction = "account.mail_sent"
+	// ActionEmailVerified is a person confirming their address by its link.
+	ActionEmailVerified AdminAction = "account.email_verified"
+	// ActionSessionsEnded is a person signing out one or all other of
+	// their dashboard sessions.
+	ActionSessionsEnded AdminAction = "account.sessions_ended"
+	// ActionEmailChanged is a new address confirmed and put in place.
+	ActionEmailChanged AdminAction = "account.email_changed"
+	// ActionAccountDeleted is recorded, without an actor, in each shared
+	// workspace a deleted person was in.
+	ActionAccountDeleted AdminAction = "account.deleted"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -57,6 +75,7 @@ var AdminActions = []AdminAction{
 	ActionApprovalRequested, ActionApprovalApproved, ActionApprovalDenied, ActionApprovalExpired, ActionApprovalUsed,
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
 	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
+	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
 	ActionAuditExported,
 }
 

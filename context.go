@@ -7,7 +7,21 @@ type ctxKey int
 const (
 	userKey ctxKey = iota
 	requestIDKey
+	sessionIDKey
 )
+
+// NewContextWithSessionID returns ctx carrying the id of the dashboard
+// session the request came with, so that a person's session list can mark
+// "this browser".
+func NewContextWithSessionID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, sessionIDKey, id)
+}
+
+// SessionIDFromContext returns the request's session id, or "".
+func SessionIDFromContext(ctx context.Context) string {
+	id, _ := ctx.Value(sessionIDKey).(string)
+	return id
+}
 
 // NewContextWithUser returns ctx carrying the authenticated dashboard user.
 func NewContextWithUser(ctx context.Context, u *User) context.Context {

@@ -32,6 +32,20 @@ type User struct {
 	CreatedAt     time.Time `json:"created_at"`
 }
 
+// Session is one dashboard sign-in of a person, as they see it in their
+// account settings.
+type Session struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Address is the client address at sign-in; UserAgent the browser's
+	// own description, cut to a bounded length.
+	Address   string `json:"address"`
+	UserAgent string `json:"user_agent"`
+	// Current marks the session of the request that listed them.
+	Current bool `json:"current"`
+}
+
 // Workspace is a tenant. Every credential, key, policy and audit row belongs
 // to exactly one.
 type Workspace struct {

@@ -26,6 +26,41 @@ type AccountService interface {
 	// given (wrong ones count against the login throttle) and ends every
 	// session of theirs; the caller starts a new one for this browser.
 	ChangePassword(ctx context.Context, u *User, current, newPassword, address string) error
+	// MailEnabled reports whether the instance can send email (SMTP_URL);
+	// without it, reset and verification links cannot be sent.
+	MailEnabled() bool
+	// RequestPasswordReset emails a single-use reset link to the address if
+	// it has an account, and answers the same either way; it is throttled
+	// per address and per client address.
+	RequestPasswordReset(ctx context.Context, email, address string) error
+	// ResetPassword sets a new password with a reset link's token, ending
+	// every session of the person and, with revokeKeys, revoking every MCP
+	// key they own.
+	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
+	// EmailVerified reports whether the person has confirmed their address.
+	EmailVerified(ctx context.Context, u *User) (bool, error)
+	// VerifyEmail confirms an address with the token of its emailed link.
+	VerifyEmail(ctx context.Context, token string) (*User, error)
+	// ResendVerification emails a new verification link (throttled).
+	ResendVerification(ctx context.Context, u *User) error
+	// ChangeEmail sends a confirmation link to a new address once the
+	// current password is given; the address changes only when the link is
+	// opened, and the old address is then told.
+	ChangeEmail(ctx context.Context, u *User, newEmail, currentPassword, address string) error
+	// DeleteAccount deletes the person once the current password is given;
+	// refused while they are the last owner of a workspace with other
+	// members. Their keys and sessions end; their audit rows in shared
+	// workspaces stay, the actor shown as deleted.
+	DeleteAccount(ctx context.Context, u *User, currentPassword, address string) error
+	// Sessions lists the person's live dashboard sessions, newest first,
+	// marking currentID; nobody sees another person's.
+	Sessions(ctx context.Context, u *User, currentID string) ([]Session, error)
+	// EndSession signs out one of the person's sessions; another person's
+	// is ENotFound.
+	EndSession(ctx context.Context, u *User, id string) error
+	// EndOtherSessions signs out every session of the person but currentID
+	// and returns how many ended.
+	EndOtherSessions(ctx context.Context, u *User, currentID string) (int, error)
 }
 
 // WorkspaceService manages workspaces, members and invitations.

@@ -22,6 +22,9 @@ type userJSON struct {
 	ID            string `json:"id"`
 	Email         string `json:"email"`
 	InstanceAdmin bool   `json:"instance_admin"`
+	EmailVerified bool   `json:"email_verified"`
+	// TOTPEnabled is always false until two-factor sign-in is built.
+	TOTPEnabled bool `json:"totp_enabled"`
 }
 
 func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
@@ -89,5 +92,11 @@ func (s *Server) writeMe(w http.ResponseWriter, r *http.Request, status int, u *
 		WriteError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, status, meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin}, Workspaces: ws})
+	verified, err := s.svc.Accounts.EmailVerified(r.Context(), u)
+	if err != nil {
+		WriteError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, status, meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin, EmailVerified: verified},
+		Workspaces: ws})
 }

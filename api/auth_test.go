@@ -364,7 +364,7 @@ func TestMe_Shape(t *testing.T) {
 	if diff := cmp.Diff([]string{"user", "workspaces"}, keys(got)); diff != "" {
 		t.Errorf("/me keys (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"email", "id", "instance_admin"}, keys(got["user"])); diff != "" {
+	if diff := cmp.Diff([]string{"email", "email_verified", "id", "instance_admin", "totp_enabled"}, keys(got["user"])); diff != "" {
 		t.Errorf("/me user keys (-want +got):\n%s", diff)
 	}
 	ws, ok := got["workspaces"].([]any)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -11,7 +12,14 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
 )
+
+// sessionDescriber is implemented by stores that record where a session was
+// made (*store.DB does).
+type sessionDescriber interface {
+	DescribeSession(ctx context.Context, sessionID, address, userAgent string) error
+}
 
 // Cookie names and the CSRF header.
 const (
@@ -45,6 +53,12 @@ func (s *Sessions) issue(w http.ResponseWriter, r *http.Request, u *mcpgate.User
 	sid, err := s.Store.CreateSession(r.Context(), u.ID, exp)
 	if err != nil {
 		return err
+	}
+	if d, ok := s.Store.(sessionDescriber); ok {
+		// Where the session was made, for the person's session list.
+		if err := d.DescribeSession(r.Context(), sid, httpx.ClientAddress(r), r.UserAgent()); err != nil {
+			return err
+		}
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
 		Issuer: jwtIssuer, Subject: u.ID, Audience: jwt.ClaimStrings{jwtAudience}, ID: sid,
@@ -168,12 +182,13 @@ func (s *Server) csrf(next http.Handler) http.Handler {
 // requireUser authenticates the session and puts the user in the context.
 func (s *Server) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, _, err := s.sessions.Authenticate(r)
+		u, sid, err := s.sessions.Authenticate(r)
 		if err != nil {
 			WriteError(w, r, s.log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithUser(r.Context(), u)))
+		ctx := mcpgate.NewContextWithSessionID(mcpgate.NewContextWithUser(r.Context(), u), sid)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -181,8 +196,8 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 // uses it to decide between its public and private pages.
 func (s *Server) OptionalUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, _, err := s.sessions.Authenticate(r); err == nil {
-			r = r.WithContext(mcpgate.NewContextWithUser(r.Context(), u))
+		if u, sid, err := s.sessions.Authenticate(r); err == nil {
+			r = r.WithContext(mcpgate.NewContextWithSessionID(mcpgate.NewContextWithUser(r.Context(), u), sid))
 		}
 		next.ServeHTTP(w, r)
 	})

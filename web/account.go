@@ -9,6 +9,12 @@ import (
 
 type accountPage struct {
 	Workspaces []mcpgate.Workspace
+	// EmailVerified and MailEnabled decide what the email section offers:
+	// a new confirmation link, or word that the operator has no email.
+	EmailVerified bool
+	MailEnabled   bool
+	// Sessions are the person's live sign-ins, this browser's marked.
+	Sessions []mcpgate.Session
 }
 
 // handleAccount is the person's own settings: password and workspaces. It
@@ -31,5 +37,16 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: &frame}))
 	}
-	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account", accountPage{Workspaces: wss}))
+	verified, err := h.svc.Accounts.EmailVerified(r.Context(), u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	sessions, err := h.svc.Accounts.Sessions(r.Context(), u, mcpgate.SessionIDFromContext(r.Context()))
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account",
+		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(), Sessions: sessions}))
 }

@@ -116,7 +116,8 @@ func (h *handler) loadAssets() error {
 // pageFiles are the pages; each is parsed together with layout.html, which
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
-	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent"}
+	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent",
+	"forgot", "reset", "verify"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -142,6 +143,7 @@ func (h *handler) parseTemplates() error {
 		"sub":      func(a, b float64) float64 { return a - b },
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
+		"browser":  browserName,
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
@@ -181,6 +183,9 @@ func (h *handler) routes() {
 		r.Get("/", h.handleLanding)
 		r.Get("/signup", h.handleSignup)
 		r.Get("/login", h.handleLogin)
+		r.Get("/forgot-password", h.handleForgot)
+		r.Get("/reset-password", h.handleReset)
+		r.Get("/verify-email", h.handleVerify)
 		r.Get("/invite/{token}", h.handleInvite)
 		r.Route("/app", func(r chi.Router) {
 			r.Use(h.requireUser)

@@ -21,6 +21,15 @@ const evil = `<script>alert("x")</script>`
 
 var testNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
+// EmailVerified and MailEnabled are what the account page asks.
+func (f *fakeData) EmailVerified(context.Context, *mcpgate.User) (bool, error) { return true, nil }
+func (f *fakeData) MailEnabled() bool                                          { return false }
+
+// Sessions is the account page's list: this browser only.
+func (f *fakeData) Sessions(context.Context, *mcpgate.User, string) ([]mcpgate.Session, error) {
+	return []mcpgate.Session{{ID: "s1", Current: true, UserAgent: evil, Address: "192.0.2.1", CreatedAt: testNow}}, nil
+}
+
 // fakeData is a hand-written fake of the services the pages read, with one
 // workspace, "ws1". The embedded interfaces stand for the methods the pages
 // never call (a call would panic).

@@ -24,7 +24,7 @@ func TestApprovalWebPage(t *testing.T) {
 	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base := webStartDashboard(t)
+	base := webStartDashboard(t, nil)
 	ctx, cancel := webNewBrowser(t)
 	defer cancel()
 	var problems webBrowserProblems

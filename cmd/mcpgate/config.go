@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
@@ -41,6 +43,13 @@ type Config struct {
 	Session struct {
 		JWTSecret mcpgate.Secret
 		Signup    string
+	}
+	// Mail is outgoing email; SMTPURL holds the SMTP password.
+	Mail struct {
+		SMTPURL mcpgate.Secret
+		From    string
+		// Verify is SIGNUP_VERIFY: required (the default with SMTP_URL) or off.
+		Verify string
 	}
 	E2B struct {
 		APIURL          string
@@ -154,6 +163,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
+		slog.Bool("smtp", c.Mail.SMTPURL.Reveal() != ""), slog.String("signup_verify", c.Mail.Verify),
 		slog.String("trusted_proxies", c.Proxy.Trusted),
 		slog.String("audit_retention", c.Audit.Retention))
 }
@@ -194,6 +204,9 @@ func (c *Config) settings() []setting {
 		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, (*string)(&c.Vault.EncryptionKey)},
 		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, (*string)(&c.Session.JWTSecret)},
 		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, &c.Session.Signup},
+		{"smtp-url", "SMTP_URL", "", "outgoing mail server: smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465; empty: no email", true, (*string)(&c.Mail.SMTPURL)},
+		{"mail-from", "MAIL_FROM", "", "sender of the gateway's email, e.g. mcpgate <noreply@example.com> (required with SMTP_URL)", false, &c.Mail.From},
+		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, &c.Mail.Verify},
 		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
@@ -327,6 +340,7 @@ func (c *Config) validate(needSecrets bool) []string {
 	if c.Session.Signup != "open" && c.Session.Signup != "invite" {
 		p = append(p, fmt.Sprintf("SIGNUP must be open or invite, not %q", c.Session.Signup))
 	}
+	p = append(p, c.validateMail()...)
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		p = append(p, fmt.Sprintf("LOG_FORMAT must be json or text, not %q", c.LogFormat))
 	}
@@ -457,4 +471,47 @@ func (c *Config) ensureGeneratedSecrets() ([]string, error) {
 		return nil, &ConfigError{Problems: p}
 	}
 	return generated, nil
+}
+
+// validateMail checks SMTP_URL, MAIL_FROM and SIGNUP_VERIFY and settles
+// SIGNUP_VERIFY's default. No message repeats SMTP_URL, which holds a
+// password.
+func (c *Config) validateMail() []string {
+	var p []string
+	raw := c.Mail.SMTPURL.Reveal()
+	if raw != "" {
+		if _, err := mail.ParseURL(raw); err != nil {
+			p = append(p, err.Error())
+		}
+		if c.Mail.From == "" {
+			p = append(p, "MAIL_FROM is required with SMTP_URL, e.g. mcpgate <noreply@example.com>")
+		} else if _, err := netmail.ParseAddress(c.Mail.From); err != nil {
+			p = append(p, fmt.Sprintf("MAIL_FROM %q is not an email address", c.Mail.From))
+		}
+	}
+	switch c.Mail.Verify {
+	case "":
+		c.Mail.Verify = "off"
+		if raw != "" {
+			c.Mail.Verify = "required"
+		}
+	case "off":
+	case "required":
+		if raw == "" {
+			p = append(p, "SIGNUP_VERIFY=required needs SMTP_URL: verification links are sent by email")
+		}
+	default:
+		p = append(p, fmt.Sprintf("SIGNUP_VERIFY must be required or off, not %q", c.Mail.Verify))
+	}
+	return p
+}
+
+// mailOptions returns the mailer's options, or nil without SMTP_URL. Valid
+// after LoadConfig.
+func (c *Config) mailOptions() *mail.Options {
+	srv, err := mail.ParseURL(c.Mail.SMTPURL.Reveal())
+	if c.Mail.SMTPURL.Reveal() == "" || err != nil {
+		return nil
+	}
+	return &mail.Options{Server: srv, From: c.Mail.From}
 }

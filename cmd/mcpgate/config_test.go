@@ -69,6 +69,7 @@ func wantConfig() *Config {
 	c.MCP.OutageGrace = "10m"
 	c.LogFormat = "json"
 	c.LogLevel = "info"
+	c.Mail.Verify = "off" // no SMTP_URL
 	return &c
 }
 
@@ -477,5 +478,63 @@ func TestLoadConfig_KeyRate(t *testing.T) {
 		if _, err := LoadConfig(args, envOf(base)); err == nil {
 			t.Errorf("LoadConfig(%q) err = nil, want a problem", args)
 		}
+	}
+}
+
+func TestLoadConfig_Mail(t *testing.T) {
+	const smtpPassword = "smtp-pass-Qx71"
+	smtpURL := "smtp://mailer:" + smtpPassword + "@mail.example.com:587"
+	t.Run("verify defaults to required with SMTP_URL", func(t *testing.T) {
+		c := mustLoadConfig(t, nil, map[string]string{"SMTP_URL": smtpURL, "MAIL_FROM": "mcpgate <noreply@example.com>"})
+		if c.Mail.Verify != "required" {
+			t.Fatalf("Mail.Verify = %q, want required", c.Mail.Verify)
+		}
+		o := c.mailOptions()
+		if o == nil || o.Server.Host != "mail.example.com:587" || o.From != "mcpgate <noreply@example.com>" {
+			t.Fatalf("mailOptions() = %+v", o)
+		}
+		var out bytes.Buffer
+		fmt.Fprintf(&out, "%v %+v %#v", c, *c, o.Server)
+		slog.New(slog.NewJSONHandler(&out, nil)).Info("config", "config", c, "server", o.Server)
+		if strings.Contains(out.String(), smtpPassword) {
+			t.Fatalf("printed config shows the SMTP password:\n%s", out.String())
+		}
+	})
+	t.Run("SMTP_URL_FILE", func(t *testing.T) {
+		c := mustLoadConfig(t, nil, map[string]string{"SMTP_URL_FILE": mustFile(t, smtpURL), "MAIL_FROM": "noreply@example.com", "SIGNUP_VERIFY": "off"})
+		if c.mailOptions() == nil || c.Mail.Verify != "off" {
+			t.Fatalf("mailOptions() = nil or verify %q", c.Mail.Verify)
+		}
+	})
+	t.Run("no mail", func(t *testing.T) {
+		if c := mustLoadConfig(t, nil, nil); c.mailOptions() != nil {
+			t.Fatal("mailOptions() without SMTP_URL")
+		}
+	})
+	tests := []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{name: "no MAIL_FROM", env: map[string]string{"SMTP_URL": smtpURL}, want: []string{"MAIL_FROM is required"}},
+		{name: "bad values", env: map[string]string{"SMTP_URL": "http://" + smtpPassword + "@x", "MAIL_FROM": "nope", "SIGNUP_VERIFY": "maybe"},
+			want: []string{"SMTP_URL must start with smtp://", "MAIL_FROM", "SIGNUP_VERIFY must be required or off"}},
+		{name: "required without SMTP", env: map[string]string{"SIGNUP_VERIFY": "required"}, want: []string{"SIGNUP_VERIFY=required needs SMTP_URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadConfig(nil, envOf(tt.env))
+			if err == nil {
+				t.Fatal("LoadConfig() err = nil")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("LoadConfig() err = %v, want it to say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), smtpPassword) {
+				t.Errorf("error repeats the SMTP password: %v", err)
+			}
+		})
 	}
 }

@@ -131,7 +131,7 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 	maxKeys, maxWorkspaces := cfg.UserCaps()
 	return app.New(ctx, app.Options{
 		DB: db, Logger: log, RootKey: cfg.Vault.EncryptionKey, JWTSecret: cfg.Session.JWTSecret,
-		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup,
+		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup, Mail: cfg.mailOptions(), SignupVerify: cfg.Mail.Verify,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
 		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, OutageGrace: cfg.OutageGrace(), Version: version,
 		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +50,7 @@ func TestWebJourney(t *testing.T) {
 	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base := webStartDashboard(t)
+	base := webStartDashboard(t, nil)
 
 	ctx, cancel := webNewBrowser(t)
 	defer cancel()
@@ -65,6 +66,13 @@ func TestWebJourney(t *testing.T) {
 	webCheckPage(t, ctx, "landing")
 	webRun(t, ctx, "login page", chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")))
 	webCheckPage(t, ctx, "login")
+	// Without SMTP_URL, "Forgot password?" says the operator must set up email.
+	webRun(t, ctx, "forgot password without mail",
+		chromedp.Click(chromedp.ID("#forgot-link")), chromedp.WaitVisible(chromedp.ID("#no-mail")))
+	if s := webText(t, ctx, "#no-mail"); !strings.Contains(s, "SMTP_URL") || !strings.Contains(s, "mcpgate user reset-password") {
+		t.Errorf("forgot-password page without mail = %q, want it to name SMTP_URL and the CLI", s)
+	}
+	webCheckPage(t, ctx, "forgot-no-mail")
 	webRun(t, ctx, "sign up",
 		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
 		chromedp.SendKeys(chromedp.ID("#email"), ownerEmail),
@@ -328,7 +336,7 @@ func TestWebJourney(t *testing.T) {
 // webStartDashboard starts serve on 127.0.0.1:0 behind a front proxy whose
 // address is PUBLIC_URL (known before serve starts, as in a real deployment),
 // and returns that URL.
-func webStartDashboard(t *testing.T) string {
+func webStartDashboard(t *testing.T, extraEnv map[string]string) string {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
 	sim := httptest.NewServer(e2bsim.New(e2bsim.Options{}))
@@ -343,6 +351,7 @@ func webStartDashboard(t *testing.T) string {
 		"E2B_API_URL": sim.URL, "E2B_DASHBOARD_API_URL": sim.URL,
 		"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": publicURL, "LOG_FORMAT": "text", "LOG_LEVEL": "warn",
 	}
+	maps.Copy(env, extraEnv)
 	in := mustServe(t, env)
 	backend, _ := url.Parse(in.base)
 	front := http.Handler(httputil.NewSingleHostReverseProxy(backend))

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/reseal"
@@ -42,9 +43,14 @@ type Options struct {
 	// RootKey is ENCRYPTION_KEY, base64.
 	RootKey mcpgate.Secret
 	// JWTSecret keys sessions and confirmation tokens (one derived key each).
-	JWTSecret       mcpgate.Secret
-	PublicURL       string
-	Signup          string
+	JWTSecret mcpgate.Secret
+	PublicURL string
+	Signup    string
+	// Mail, when set, sends the account emails (SMTP_URL and MAIL_FROM).
+	Mail *mail.Options
+	// SignupVerify is SIGNUP_VERIFY: "required" holds back invitations and
+	// keys until an address is confirmed (only with Mail).
+	SignupVerify    string
 	E2BAPIURL       string
 	E2BDashboardURL string
 	// E2BHTTPClient, when set, replaces the E2B connector's own client.
@@ -86,6 +92,7 @@ type Gateway struct {
 	db      *store.DB
 	log     *slog.Logger
 	audit   *audit.Writer
+	mailer  *mail.Mailer
 	metrics *metrics.Registry
 	spool   *audit.Spool
 	cancel  context.CancelFunc
@@ -126,10 +133,23 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
 		Listening:  func() bool { return svc != nil && svc.Listening() },
 		SpoolBytes: func() int64 { return spoolSize(spool) }})
+	var mailer service.Mailer
+	if o.Mail != nil {
+		mo := *o.Mail
+		mo.Logger = log
+		// The mailer reports each outcome to the services, which audit it.
+		mo.Done = func(r mail.Result) { svc.MailDone(r) }
+		if gw.mailer, err = mail.New(mo); err != nil {
+			cancel()
+			return nil, err
+		}
+		mailer = gw.mailer
+	}
 	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
 		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
-		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")})
+		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments"),
+		Mailer: mailer, RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
@@ -248,6 +268,9 @@ func (gw *Gateway) Close() {
 	gw.Tokens.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
+	if gw.mailer != nil {
+		gw.mailer.Close(ctx) // before the audit log, which records its outcomes
+	}
 	if err := gw.audit.Close(ctx); err != nil {
 		gw.log.Error("audit log not fully written at shutdown", "err", err)
 	}

@@ -41,7 +41,21 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 	if err != nil {
 		return nil, err
 	}
-	return s.db.CreateUser(ctx, email, hash, invHash)
+	if s.opts.RequireVerifiedEmail {
+		// Joining waits for the address to be confirmed: the person opens
+		// the invitation again afterwards (see verify.go).
+		invHash = nil
+	}
+	u, err := s.db.CreateUser(ctx, email, hash, invHash)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.Mailer != nil {
+		if err := s.sendVerification(ctx, u); err != nil {
+			s.log.WarnContext(ctx, "verification mail not sent at signup", "err", err)
+		}
+	}
+	return u, nil
 }
 
 var errBadLogin = mcpgate.Errorf(mcpgate.EUnauthorized, "wrong email or password")

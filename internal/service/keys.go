@@ -25,6 +25,9 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 		t := nk.ExpiresAt.UTC()
 		nk.ExpiresAt = &t
 	}
+	if err := s.requireVerified(ctx, a.UserID); err != nil {
+		return nil, "", err
+	}
 	if err := s.checkCap(ctx, s.opts.MaxKeysPerUser, a.UserID, s.db.CountLiveKeys,
 		"you hold %d working MCP keys, the most allowed; revoke one you no longer use first"); err != nil {
 		return nil, "", err

@@ -59,10 +59,18 @@ func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, 
 // recordAccount writes an account event, which belongs to no one workspace,
 // to the audit log of the person's personal workspace (else their first).
 func (s *Service) recordAccount(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction) {
+	if ev := s.accountEvent(ctx, u, action, nil); ev != nil {
+		s.record(ctx, *ev)
+	}
+}
+
+// accountEvent is an account event in the person's personal workspace
+// (else their first), or nil when they have none.
+func (s *Service) accountEvent(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction, args map[string]any) *mcpgate.AuditEvent {
 	wss, err := s.db.WorkspacesOfUser(ctx, u.ID)
 	if err != nil || len(wss) == 0 {
 		s.log.WarnContext(ctx, "account event not audited: no workspace", "action", action, "err", err)
-		return
+		return nil
 	}
 	ws := wss[0]
 	for _, w := range wss {
@@ -71,6 +79,7 @@ func (s *Service) recordAccount(ctx context.Context, u *mcpgate.User, action mcp
 			break
 		}
 	}
-	s.record(ctx, mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceDashboard},
-		action, nil))
+	ev := mcpgate.NewAdminEvent(&mcpgate.Actor{UserID: u.ID, Email: u.Email, WorkspaceID: ws.ID, Source: mcpgate.SourceDashboard},
+		action, args)
+	return &ev
 }

@@ -64,6 +64,13 @@ type Options struct {
 	// them to a dashboard page use it.
 	PublicURL string
 	Signup    SignupMode
+	// Mailer sends the account emails; nil means the instance has no
+	// SMTP_URL, and the features that need email say so.
+	Mailer Mailer
+	// RequireVerifiedEmail is SIGNUP_VERIFY=required: until a person has
+	// confirmed their address they cannot accept invitations or create
+	// keys. It needs a Mailer.
+	RequireVerifiedEmail bool
 	// MaxKeysPerUser caps the working MCP keys one person may hold across
 	// workspaces (default 100); MaxWorkspacesPerUser caps the shared
 	// workspaces one person may own (default 20). Negative means no cap.

@@ -180,6 +180,9 @@ func (s *Service) FindInvitation(ctx context.Context, token string) (*mcpgate.In
 
 // AcceptInvitation implements mcpgate.WorkspaceService.
 func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token string) (*mcpgate.Workspace, error) {
+	if err := s.requireVerified(ctx, u.ID); err != nil {
+		return nil, err
+	}
 	ws, err := s.db.AcceptInvitation(ctx, mcpgate.HashToken(token), u.ID, u.Email)
 	if err != nil {
 		return nil, err

@@ -282,7 +282,8 @@ func acceptInvitation(ctx context.Context, tx pgx.Tx, tokenHash []byte, userID, 
 func (db *DB) PruneExpired(ctx context.Context, loginWindow time.Duration) error {
 	_, err := db.Pool.Exec(ctx, `
 		WITH s AS (DELETE FROM sessions WHERE expires_at < now() - interval '1 day'),
-		     t AS (DELETE FROM spent_tokens WHERE expires_at < now())
+		     t AS (DELETE FROM spent_tokens WHERE expires_at < now()),
+		     a AS (DELETE FROM account_tokens WHERE expires_at < now() - interval '1 day')
 		DELETE FROM login_failures WHERE window_start < now() - make_interval(secs => $1)`, loginWindow.Seconds())
 	return mapError(err, "")
 }

@@ -131,7 +131,9 @@
     var method = (form.dataset.apiMethod || 'POST').toUpperCase();
     var opts = { method: method, credentials: 'same-origin',
       headers: { 'Accept': 'application/json', 'X-CSRF-Token': csrfToken() } };
-    if (method !== 'GET' && method !== 'DELETE') {
+    // A DELETE carries a body only when its form has fields (deleting the
+    // account needs the password).
+    if (method !== 'GET' && (method !== 'DELETE' || Object.keys(body || {}).length > 0)) {
       opts.headers['Content-Type'] = 'application/json';
       opts.body = JSON.stringify(body);
     }

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/mcpgate/mcpgate/internal/mail/mailtest"
+)
+
+// TestWebAccountVerifyAndReset drives email verification and a forgotten
+// password end to end in Chromium, with a real SMTP server receiving the
+// mail: sign up (keys are refused until the address is confirmed), confirm
+// the address from the emailed link, log out,
+// "Forgot password?", the link from the email, a new password (revoking the
+// MCP keys too), and a sign-in with it. Each new page is checked like the
+// journey's (axe, 390 px, console errors).
+func TestWebAccountVerifyAndReset(t *testing.T) {
+	if _, err := os.Stat(webChromiumPath); err != nil {
+		t.Fatalf("%s not found: run scripts/ensure-chromium.sh", webChromiumPath)
+	}
+	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	smtp := mailtest.New(t, mailtest.Options{Auth: true})
+	base := webStartDashboard(t, map[string]string{"SMTP_URL": smtp.URL(), "MAIL_FROM": "mcpgate <noreply@example.com>"})
+	ctx, cancel := webNewBrowser(t)
+	defer cancel()
+	var problems webBrowserProblems
+	problems.listen(ctx)
+
+	const email, oldPassword, newPassword = "forgetful@example.com", "the first password here", "a brand new passphrase"
+	webRun(t, ctx, "sign up",
+		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), email),
+		chromedp.SendKeys(chromedp.ID("#password"), oldPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	wsBase := webLocation(t, ctx)
+
+	// Unconfirmed: the account page says so, and a key is refused.
+	webRun(t, ctx, "account unconfirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#verify-resend-form")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "not confirmed") {
+		t.Errorf("email status = %q", s)
+	}
+	webCheckPage(t, ctx, "account-unconfirmed")
+	webRun(t, ctx, "key refused",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), "too early"),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		webUntil(`document.querySelector('#key-form [data-form-error]').textContent.includes('confirm your email')`))
+
+	verify := smtp.Wait(t, email, "Confirm your email").Link(t, "/verify-email?token=")
+	webRun(t, ctx, "verify page", chromedp.Navigate(verify), chromedp.WaitVisible(chromedp.ID("#verify-form")))
+	webCheckPage(t, ctx, "verify-email")
+	webRun(t, ctx, "confirm",
+		chromedp.Click(chromedp.CSS(`#verify-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Email address confirmed") {
+		t.Errorf("flash after confirming = %q", s)
+	}
+	webRun(t, ctx, "account confirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#email-status")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "is confirmed") {
+		t.Errorf("email status after confirming = %q", s)
+	}
+	webCheckPage(t, ctx, "account-confirmed")
+	webRun(t, ctx, "key created",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), "laptop"),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#new-key")))
+
+	webRun(t, ctx, "logout",
+		chromedp.Click(chromedp.CSS(".user-menu summary")),
+		chromedp.Click(chromedp.CSS(`.user-menu button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(".hero")))
+
+	webRun(t, ctx, "forgot password",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#forgot-link")),
+		chromedp.Click(chromedp.ID("#forgot-link")), chromedp.WaitVisible(chromedp.ID("#forgot-form")))
+	webCheckPage(t, ctx, "forgot-password")
+	webRun(t, ctx, "ask for a link",
+		chromedp.SendKeys(chromedp.ID("#email"), strings.ToUpper(email)),
+		chromedp.Click(chromedp.CSS(`#forgot-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#reset-sent")))
+	webShot(t, ctx, "40-forgot-sent")
+	webCheckPage(t, ctx, "forgot-password-sent")
+
+	msg := smtp.Wait(t, email, "Reset your password")
+	link := msg.Link(t, "/reset-password?token=")
+	if !strings.HasPrefix(link, base+"/reset-password?token=") {
+		t.Fatalf("reset link = %q, want it under PUBLIC_URL %s", link, base)
+	}
+	webRun(t, ctx, "reset page", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("#reset-form")))
+	webCheckPage(t, ctx, "reset-password")
+	webRun(t, ctx, "set the new password",
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.SendKeys(chromedp.ID("#password-again"), newPassword),
+		chromedp.Click(chromedp.ID("#revoke-keys")),
+		chromedp.Click(chromedp.CSS(`#reset-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if loc := webLocation(t, ctx); !strings.HasPrefix(loc, base+"/login") {
+		t.Errorf("after the reset at %q, want the login page", loc)
+	}
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Password changed") {
+		t.Errorf("flash = %q", s)
+	}
+	webShot(t, ctx, "41-reset-done")
+
+	// The link works once.
+	webRun(t, ctx, "reuse the link",
+		chromedp.Navigate(link), chromedp.WaitVisible(chromedp.ID("#reset-form")),
+		chromedp.SendKeys(chromedp.ID("#password"), "yet another passphrase"),
+		chromedp.SendKeys(chromedp.ID("#password-again"), "yet another passphrase"),
+		chromedp.Click(chromedp.CSS(`#reset-form button[type=submit]`)),
+		webUntil(`document.querySelector('#reset-form [data-form-error]').textContent.includes('already used')`))
+
+	webRun(t, ctx, "log in with the new password",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), email),
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+
+	// Another sign-in elsewhere (a second client), then sign it out from the
+	// account page.
+	jar, _ := cookiejar.New(nil)
+	elsewhere := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	res, err := elsewhere.Post(base+"/api/v1/auth/login", "application/json",
+		strings.NewReader(`{"email":"`+email+`","password":"`+newPassword+`"}`))
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("login elsewhere: %v %v", res, err)
+	}
+	res.Body.Close()
+	webRun(t, ctx, "sessions", chromedp.Navigate(base+"/app/account#sessions"), chromedp.WaitVisible(chromedp.ID("#sessions-end-others")))
+	if n := webCount(t, ctx, "#session-list li"); n != 2 {
+		t.Errorf("session list has %d entries, want 2", n)
+	}
+	if s := strings.ToLower(webText(t, ctx, "#session-list")); !strings.Contains(s, "this browser") || !strings.Contains(s, "headless chrome") || !strings.Contains(s, "a go program") {
+		t.Errorf("session list = %q, want this browser marked and named", s)
+	}
+	webShot(t, ctx, "42-account-sessions")
+	webCheckPage(t, ctx, "account-sessions")
+	webRun(t, ctx, "sign out others",
+		chromedp.Click(chromedp.CSS(`#sessions-end-others button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if n := webCount(t, ctx, "#session-list li"); n != 1 {
+		t.Errorf("session list after signing out the others has %d entries, want 1", n)
+	}
+	res, err = elsewhere.Get(base + "/api/v1/me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the other session answers %d after being signed out, want 401", res.StatusCode)
+	}
+
+	// Change the email: it takes effect when the new address's link is
+	// opened, and the old address is told.
+	const newEmail = "moved@example.com"
+	webRun(t, ctx, "change email",
+		chromedp.Navigate(base+"/app/account#change-email"), chromedp.WaitVisible(chromedp.ID("#email-form")),
+		chromedp.SendKeys(chromedp.ID("#new-email"), newEmail),
+		chromedp.SendKeys(chromedp.ID("#email-current-password"), newPassword),
+		chromedp.Click(chromedp.CSS(`#email-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#email-sent")))
+	webCheckPage(t, ctx, "account-email-sent")
+	change := smtp.Wait(t, newEmail, "Confirm your email").Link(t, "/verify-email?token=")
+	webRun(t, ctx, "confirm the new address",
+		chromedp.Navigate(change), chromedp.WaitVisible(chromedp.ID("#verify-form")),
+		chromedp.Click(chromedp.CSS(`#verify-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	webRun(t, ctx, "account moved", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#email-status")))
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, newEmail) || !strings.Contains(s, "is confirmed") {
+		t.Errorf("email status after the change = %q", s)
+	}
+	if n := smtp.Wait(t, email, "email address was changed"); !strings.Contains(n.Text, newEmail) {
+		t.Errorf("notice to the old address = %q", n.Text)
+	}
+
+	// Delete the account: a wrong password first, then the right one.
+	webRun(t, ctx, "delete: wrong password",
+		chromedp.Navigate(base+"/app/account#delete-account"), chromedp.WaitVisible(chromedp.ID("#delete-form")),
+		chromedp.SendKeys(chromedp.ID("#delete-password"), "not my password"),
+		chromedp.Click(chromedp.CSS(`#delete-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")),
+		webUntil(`document.querySelector('#delete-form [data-form-error]').textContent.includes('current password')`))
+	webCheckPage(t, ctx, "account-delete-error")
+	webRun(t, ctx, "delete the account",
+		webClear("#delete-password"), chromedp.SendKeys(chromedp.ID("#delete-password"), newPassword),
+		chromedp.Click(chromedp.CSS(`#delete-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS(".hero")))
+	webRun(t, ctx, "cannot log in",
+		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), newEmail),
+		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		webUntil(`document.querySelector('[data-form-error]').textContent.includes('wrong email or password')`))
+	problems.check(t)
+}

@@ -1,0 +1,42 @@
+package service
+
+import (
+	"context"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/store"
+)
+
+// ChangeEmail implements mcpgate.AccountService. Nothing changes until the
+// link sent to the new address is opened (VerifyEmail); then the old
+// address is told. The current password is checked under the login
+// throttle, as in ChangePassword.
+func (s *Service) ChangeEmail(ctx context.Context, u *mcpgate.User, newEmail, current, addr string) error {
+	if s.opts.Mailer == nil {
+		return mcpgate.Errorf(mcpgate.EUnavailable,
+			"this gateway cannot send email, so a new address cannot be confirmed: its operator has not configured SMTP_URL")
+	}
+	newEmail, err := mcpgate.NormalizeEmail(newEmail)
+	if err != nil {
+		return err
+	}
+	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
+		return err
+	}
+	if newEmail == u.Email {
+		return mcpgate.Errorf(mcpgate.EInvalid, "this is already your email address")
+	}
+	if _, _, err := s.db.FindUserByEmail(ctx, newEmail); err == nil {
+		return mcpgate.Errorf(mcpgate.EConflict, "an account with this email already exists")
+	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		return err
+	}
+	tok, tokHash := newAccountToken()
+	if err := s.db.CreateAccountToken(ctx, u.ID, store.TokenEmailChange, tokHash, newEmail, s.now().Add(verifyTTL)); err != nil {
+		return err
+	}
+	to := *u
+	to.Email = newEmail
+	return s.sendMail(ctx, &to, mail.KindVerify, "/verify-email?token="+tok)
+}

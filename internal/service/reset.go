@@ -1,0 +1,160 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"math"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/store"
+)
+
+// Mailer queues email; *mail.Mailer is one. Send must not wait for the mail
+// server, so that a request's timing says nothing about the address.
+type Mailer interface {
+	Send(*mail.Message) error
+}
+
+// resetTTL is how long a password-reset link works.
+const resetTTL = 30 * time.Minute
+
+// Reset requests allowed per window, per email and per client address: a
+// person who lost a message can ask again, but nobody can flood an inbox or
+// the mail server from one address.
+const (
+	resetPerEmail   = 3
+	resetPerAddress = 20
+	resetWindow     = 15 * time.Minute
+)
+
+var errNoMail = mcpgate.Errorf(mcpgate.EUnavailable,
+	"this gateway cannot send email: its operator has not configured SMTP_URL. Ask them to set it, "+
+		"or to reset your password with `mcpgate user reset-password`")
+
+// MailEnabled implements mcpgate.AccountService.
+func (s *Service) MailEnabled() bool { return s.opts.Mailer != nil }
+
+// newAccountToken returns a random token for an emailed link and the hash
+// that is stored. The token is 32 random bytes: unguessable, so it needs no
+// signature; the row says whose it is, what for and until when, and spending
+// it is one UPDATE.
+func newAccountToken() (string, []byte) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	return tok, mcpgate.HashToken(tok)
+}
+
+// RequestPasswordReset implements mcpgate.AccountService. An unknown address
+// gets the same answer as a known one; the mail goes out in the background.
+func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) error {
+	if s.opts.Mailer == nil {
+		return errNoMail
+	}
+	email, err := mcpgate.NormalizeEmail(email)
+	if err != nil {
+		return err
+	}
+	subjects := []string{"reset:email:" + email, "reset:addr:" + addr}
+	for i, sub := range subjects {
+		limit := resetPerEmail
+		if i > 0 {
+			limit = resetPerAddress
+		}
+		n, start, err := s.db.LoginFailures(ctx, sub, resetWindow)
+		if err != nil {
+			return err
+		}
+		if n >= limit {
+			wait := int(math.Ceil(time.Until(start.Add(resetWindow)).Seconds()))
+			return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1),
+				Message: "too many reset requests; wait a few minutes and check your inbox (and spam folder) first"}
+		}
+	}
+	// Every request counts, found or not, so the throttle says nothing
+	// about which addresses have accounts.
+	if err := s.db.RecordLoginFailure(ctx, resetWindow, subjects...); err != nil {
+		return err
+	}
+	u, _, err := s.db.FindUserByEmail(ctx, email)
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	tok, hash := newAccountToken()
+	if err := s.db.CreateAccountToken(ctx, u.ID, store.TokenReset, hash, u.Email, s.now().Add(resetTTL)); err != nil {
+		return err
+	}
+	return s.sendMail(ctx, u, mail.KindReset, "/reset-password?token="+tok)
+}
+
+// sendMail renders a message with a link to the dashboard and queues it.
+func (s *Service) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind, path string) error {
+	msg, err := mail.Render(kind, mail.Data{To: u.Email, Link: s.opts.PublicURL + path, PublicURL: s.opts.PublicURL})
+	if err != nil {
+		return err
+	}
+	msg.Ref = u.ID
+	if err := s.opts.Mailer.Send(msg); err != nil {
+		s.log.ErrorContext(ctx, "mail not queued", "kind", kind, "err", err)
+		return mcpgate.Errorf(mcpgate.EUnavailable, "the email could not be sent just now; try again in a few minutes")
+	}
+	return nil
+}
+
+// MailDone audits the outcome of one email (wire it as the mailer's Done).
+// The event names the kind of message and the attempts, never the link.
+func (s *Service) MailDone(r mail.Result) {
+	ctx := context.Background()
+	u, err := s.db.FindUserByID(ctx, r.Ref)
+	if err != nil {
+		s.log.Warn("mail outcome not audited", "kind", r.Kind, "err", err)
+		return
+	}
+	ev := s.accountEvent(ctx, u, mcpgate.ActionMailSent, map[string]any{"kind": string(r.Kind), "attempts": r.Attempts})
+	if ev == nil {
+		return
+	}
+	if r.Err != nil {
+		ev.Outcome = mcpgate.OutcomeError
+		ev.Message = "the mail server did not accept the message"
+	}
+	s.record(ctx, *ev)
+}
+
+// ResetPassword implements mcpgate.AccountService.
+func (s *Service) ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error {
+	if token == "" {
+		return mcpgate.Errorf(mcpgate.EInvalid, "the reset link is incomplete; open the link from the email again")
+	}
+	// The password is checked before the token is spent, so a refused
+	// password leaves the link usable.
+	if err := mcpgate.ValidatePassword(newPassword); err != nil {
+		return err
+	}
+	hash, err := s.hashPassword(ctx, newPassword)
+	if err != nil {
+		return err
+	}
+	u, err := s.db.ResetPassword(ctx, mcpgate.HashToken(token), hash)
+	if err != nil {
+		return err
+	}
+	_ = s.db.ClearLoginFailures(ctx, "email:"+u.Email)
+	s.recordAccount(ctx, u, mcpgate.ActionPasswordReset)
+	if revokeKeys {
+		n, err := s.db.RevokeKeysOfUser(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		if ev := s.accountEvent(ctx, u, mcpgate.ActionKeysRevokedAll, map[string]any{"keys": n}); ev != nil {
+			s.record(ctx, *ev)
+		}
+	}
+	return nil
+}
