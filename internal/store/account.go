@@ -205,6 +205,9 @@ func (db *DB) DeleteUser(ctx context.Context, userID string) ([]string, error) {
 			if err := notifyKeys(ctx, tx, ws); err != nil {
 				return err
 			}
+			if err := notify(ctx, tx, InvalidateGrants, ws); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
