@@ -2,10 +2,8 @@ package service
 
 import (
 	"context"
-	"errors"
 
 	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/internal/password"
 )
 
 // A wrong current password is EInvalid, not EUnauthorized or EForbidden:
@@ -16,28 +14,9 @@ var errWrongCurrentPassword = mcpgate.Errorf(mcpgate.EInvalid, "the current pass
 // count against the same throttle as logins (see loginThrottle), since
 // they guess the same secret. The audit event names no password.
 func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, newPassword, addr string) error {
-	sub := s.throttle.subjects(u.Email, addr)
-	if err := s.throttle.check(ctx, sub); err != nil {
+	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
 		return err
 	}
-	_, hash, err := s.db.FindUserByEmail(ctx, u.Email)
-	if err != nil {
-		return err
-	}
-	if current == "" {
-		err = password.ErrMismatch
-	} else {
-		err = s.verifyPassword(ctx, current, hash)
-	}
-	if err != nil && !errors.Is(err, password.ErrMismatch) {
-		return err // the hashing budget is taken: 503, not a failure
-	} else if err != nil {
-		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, sub.pair, sub.addr, sub.email); err != nil {
-			return err
-		}
-		return errWrongCurrentPassword
-	}
-	_ = s.db.ClearLoginFailures(ctx, sub.pair)
 	if err := mcpgate.ValidatePassword(newPassword); err != nil {
 		return err
 	}
