@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/lastused"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
@@ -27,11 +28,7 @@ type TokenAuthenticator struct {
 	tokens sync.Map // string(hash) -> *cachedToken
 	gen    atomic.Uint64
 
-	touchMu sync.Mutex
-	touched map[string]time.Time
-
-	stop chan struct{}
-	done chan struct{}
+	used *lastused.Recorder
 }
 
 type cachedToken struct {
@@ -42,10 +39,10 @@ type cachedToken struct {
 // NewAuthenticator returns the access-token authenticator for the server's
 // resource and starts its last-used flush; Close stops it.
 func (s *Server) NewAuthenticator() *TokenAuthenticator {
-	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, trust: s.opts.Trust, now: s.now,
-		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
+	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, trust: s.opts.Trust, now: s.now}
+	a.used = lastused.New(lastused.Options{Write: s.db.TouchGrants, Now: s.now, Tick: a.sweep,
+		OnError: func(err error, n int) { s.log.Warn("record grant last use", "err", err, "grants", n) }})
 	s.tokens = a
-	go a.loop()
 	return a
 }
 
@@ -77,9 +74,7 @@ func (a *TokenAuthenticator) Authenticate(r *http.Request) (*mcpgate.Actor, erro
 	if err != nil {
 		return nil, err
 	}
-	a.touchMu.Lock()
-	a.touched[actor.GrantID] = a.now()
-	a.touchMu.Unlock()
+	a.used.Mark(actor.GrantID)
 	return actor, nil
 }
 
@@ -146,31 +141,8 @@ func (a *TokenAuthenticator) Invalidate(kind, workspaceID string) {
 	})
 }
 
-// Close flushes last-used times and stops the flush loop.
-func (a *TokenAuthenticator) Close() {
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
-	}
-	<-a.done
-}
-
-func (a *TokenAuthenticator) loop() {
-	defer close(a.done)
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-a.stop:
-			a.flush()
-			return
-		case <-t.C:
-			a.flush()
-			a.sweep()
-		}
-	}
-}
+// Close writes last-used times and stops their flush.
+func (a *TokenAuthenticator) Close() { a.used.Close() }
 
 // sweep drops entries that can serve neither as fresh nor through an
 // outage, so the cache holds only tokens in use.
@@ -181,19 +153,4 @@ func (a *TokenAuthenticator) sweep() {
 		}
 		return true
 	})
-}
-
-func (a *TokenAuthenticator) flush() {
-	a.touchMu.Lock()
-	batch := a.touched
-	a.touched = map[string]time.Time{}
-	a.touchMu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := a.db.TouchGrants(ctx, batch); err != nil {
-		a.srv.log.Warn("record grant last use", "err", err, "grants", len(batch))
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/lastused"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
@@ -27,11 +28,7 @@ type KeyAuthenticator struct {
 	keys sync.Map // key id -> *cachedKey
 	gen  atomic.Uint64
 
-	touchMu sync.Mutex
-	touched map[string]time.Time
-
-	stop chan struct{}
-	done chan struct{}
+	used *lastused.Recorder
 
 	beforeCache func() // tests: see Service.beforeCache
 }
@@ -53,9 +50,9 @@ const (
 // NewKeyAuthenticator returns the key authenticator of the service's
 // database and starts its last-used flush; Close stops it.
 func (s *Service) NewKeyAuthenticator() *KeyAuthenticator {
-	a := &KeyAuthenticator{db: s.db, log: s.log, trust: s.trust, now: s.now, beforeCache: s.beforeCache,
-		touched: map[string]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	go a.loop()
+	a := &KeyAuthenticator{db: s.db, log: s.log, trust: s.trust, now: s.now, beforeCache: s.beforeCache}
+	a.used = lastused.New(lastused.Options{Write: s.db.TouchKeys, Now: s.now,
+		OnError: func(err error, n int) { s.log.Warn("record key last use", "err", err, "keys", n) }})
 	return a
 }
 
@@ -87,7 +84,7 @@ func (a *KeyAuthenticator) Authenticate(r *http.Request) (*mcpgate.Actor, error)
 	if err != nil {
 		return nil, err
 	}
-	a.touch(actor.KeyID)
+	a.used.Mark(actor.KeyID)
 	return actor, nil
 }
 
@@ -155,51 +152,5 @@ func (a *KeyAuthenticator) Invalidate(kind, workspaceID string) {
 	})
 }
 
-func (a *KeyAuthenticator) touch(keyID string) {
-	now := a.now()
-	a.touchMu.Lock()
-	a.touched[keyID] = now
-	a.touchMu.Unlock()
-}
-
-// Close flushes last-used times and stops the flush loop.
-func (a *KeyAuthenticator) Close() {
-	select {
-	case <-a.stop:
-	default:
-		close(a.stop)
-	}
-	<-a.done
-}
-
-func (a *KeyAuthenticator) loop() {
-	defer close(a.done)
-	t := time.NewTicker(2 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-a.stop:
-			a.flushTouched()
-			return
-		case <-t.C:
-			a.flushTouched()
-		}
-	}
-}
-
-// flushTouched writes the keys' last-used times in one statement, off the
-// call path.
-func (a *KeyAuthenticator) flushTouched() {
-	a.touchMu.Lock()
-	batch := a.touched
-	a.touched = map[string]time.Time{}
-	a.touchMu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := a.db.TouchKeys(ctx, batch); err != nil {
-		a.log.Warn("record key last use", "err", err, "keys", len(batch))
-	}
-}
+// Close writes last-used times and stops their flush.
+func (a *KeyAuthenticator) Close() { a.used.Close() }
