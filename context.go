@@ -8,6 +8,7 @@ const (
 	userKey ctxKey = iota
 	requestIDKey
 	sessionIDKey
+	workspaceKey
 )
 
 // NewContextWithSessionID returns ctx carrying the id of the dashboard
@@ -43,4 +44,18 @@ func NewContextWithRequestID(ctx context.Context, id string) context.Context {
 func RequestIDFromContext(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+// NewContextWithWorkspace returns ctx carrying the workspace a dashboard or
+// API route entered, as its user sees it (with their role), and that user as
+// the actor in it.
+func NewContextWithWorkspace(ctx context.Context, ws *Workspace, a *Actor) context.Context {
+	return NewContextWithActor(context.WithValue(ctx, workspaceKey, ws), a)
+}
+
+// WorkspaceFromContext returns the workspace NewContextWithWorkspace put in
+// ctx, or nil.
+func WorkspaceFromContext(ctx context.Context) *Workspace {
+	ws, _ := ctx.Value(workspaceKey).(*Workspace)
+	return ws
 }

@@ -12,61 +12,33 @@ import (
 // decide what; a session is the only way in (requireUser), so an MCP key or
 // OAuth token can never approve its own call here.
 
-func (s *Server) handleApprovalList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleApprovalList(r *http.Request) (reply, error) {
 	list, err := s.svc.Approvals.Approvals(r.Context(), actorFrom(r), mcpgate.ApprovalState(r.URL.Query().Get("state")))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	if list == nil {
-		list = []mcpgate.ApprovalRequest{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": list})
+	return ok(listOf("approvals", list)), err
 }
 
-func (s *Server) handleApprovalGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleApprovalGet(r *http.Request) (reply, error) {
 	ap, err := s.svc.Approvals.Approval(r.Context(), actorFrom(r), chi.URLParam(r, "id"))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ap)
+	return ok(ap), err
 }
 
-func (s *Server) handleApprovalDecide(approve bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		decide := s.svc.Approvals.Deny
-		if approve {
-			decide = s.svc.Approvals.Approve
-		}
+func (s *Server) handleApprovalDecide(approve bool) func(r *http.Request) (reply, error) {
+	decide := s.svc.Approvals.Deny
+	if approve {
+		decide = s.svc.Approvals.Approve
+	}
+	return func(r *http.Request) (reply, error) {
 		ap, err := decide(r.Context(), actorFrom(r), chi.URLParam(r, "id"))
-		if err != nil {
-			WriteError(w, r, s.log, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ap)
+		return ok(ap), err
 	}
 }
 
-func (s *Server) handleGuardrailsGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleGuardrailsGet(r *http.Request) (reply, error) {
 	g, err := s.svc.Guardrails.Guardrails(r.Context(), actorFrom(r))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, g)
+	return ok(g), err
 }
 
-func (s *Server) handleGuardrailsPut(w http.ResponseWriter, r *http.Request) {
-	var req mcpgate.Guardrails
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+func (s *Server) handleGuardrailsPut(r *http.Request, req mcpgate.Guardrails) (reply, error) {
 	g, err := s.svc.Guardrails.SetGuardrails(r.Context(), actorFrom(r), req)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, g)
+	return ok(g), err
 }

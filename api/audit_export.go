@@ -29,7 +29,7 @@ var auditCSVHeader = []string{"id", "created_at", "workspace_id", "kind", "actio
 // members their own. Filters: since, until (RFC 3339), tool or action, kind,
 // outcome, source, and actor for admins. The export is itself audited.
 func (s *Server) handleAuditExport(w http.ResponseWriter, r *http.Request) {
-	ws := WorkspaceFromContext(r.Context())
+	ws := mcpgate.WorkspaceFromContext(r.Context())
 	q := r.URL.Query()
 	format := q.Get("format")
 	if format == "" {
@@ -39,21 +39,13 @@ func (s *Server) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "format must be ndjson or csv"))
 		return
 	}
-	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: mcpgate.Outcome(q.Get("outcome")), Kind: mcpgate.AuditKind(q.Get("kind")),
-		Source: mcpgate.Source(q.Get("source")), ActorID: q.Get("actor")}
-	if f.Action == "" {
-		f.Action = q.Get("action")
+	f, err := auditFilter(q)
+	if err != nil {
+		WriteError(w, r, s.log, err)
+		return
 	}
-	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "%s must be an RFC 3339 time", name))
-				return
-			}
-			*dst = t
-		}
-	}
+	// An export is every matching row, not a page.
+	f.Cursor, f.Limit = "", 0
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), exportTimeout)
 	defer cancel()

@@ -27,34 +27,18 @@ type userJSON struct {
 	TOTPEnabled bool `json:"totp_enabled"`
 }
 
-func (s *Server) handleSignup(w http.ResponseWriter, r *http.Request) {
-	var req credentialsRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+func (s *Server) handleSignup(r *http.Request, req credentialsRequest) (reply, error) {
 	u, err := s.svc.Accounts.Signup(r.Context(), req.Email, req.Password, req.Invitation, httpx.ClientAddress(r))
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return reply{}, err
 	}
-	if err := s.sessions.issue(w, r, u); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	s.writeMe(w, r, http.StatusCreated, u)
+	return s.signedIn(r, http.StatusCreated, u)
 }
 
-func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	var req credentialsRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+func (s *Server) handleLogin(r *http.Request, req credentialsRequest) (reply, error) {
 	u, err := s.svc.Accounts.Login(r.Context(), req.Email, req.Password, httpx.ClientAddress(r))
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return reply{}, err
 	}
 	// Drop any session the browser already had: login always makes a new one.
 	if old, err := r.Cookie(SessionCookie); err == nil {
@@ -62,41 +46,43 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 			_ = s.opts.Sessions.RevokeSession(r.Context(), claims.ID)
 		}
 	}
-	if err := s.sessions.issue(w, r, u); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	s.writeMe(w, r, http.StatusOK, u)
+	return s.signedIn(r, http.StatusOK, u)
 }
 
-func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+// signedIn answers a sign-up or login: a new session and the person's /me.
+func (s *Server) signedIn(r *http.Request, status int, u *mcpgate.User) (reply, error) {
+	me, err := s.me(r, u)
+	return reply{status: status, body: me, cookie: s.sessions.issuer(r, u)}, err
+}
+
+func (s *Server) handleLogout(r *http.Request) (reply, error) {
 	if c, err := r.Cookie(SessionCookie); err == nil {
 		if claims, err := s.sessions.parse(c.Value); err == nil {
 			if err := s.opts.Sessions.RevokeSession(r.Context(), claims.ID); err != nil {
-				WriteError(w, r, s.log, err)
-				return
+				return reply{}, err
 			}
 		}
 	}
-	s.sessions.clear(w)
-	w.WriteHeader(http.StatusNoContent)
+	return reply{status: http.StatusNoContent, cookie: s.sessions.clearer}, nil
 }
 
-func (s *Server) handleMe(w http.ResponseWriter, r *http.Request) {
-	s.writeMe(w, r, http.StatusOK, mcpgate.UserFromContext(r.Context()))
+func (s *Server) handleMe(r *http.Request) (reply, error) {
+	me, err := s.me(r, mcpgate.UserFromContext(r.Context()))
+	return ok(me), err
 }
 
-func (s *Server) writeMe(w http.ResponseWriter, r *http.Request, status int, u *mcpgate.User) {
+func (s *Server) me(r *http.Request, u *mcpgate.User) (meResponse, error) {
 	ws, err := s.svc.Workspaces.Workspaces(r.Context(), u)
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return meResponse{}, err
 	}
 	verified, err := s.svc.Accounts.EmailVerified(r.Context(), u)
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return meResponse{}, err
 	}
-	writeJSON(w, status, meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin, EmailVerified: verified},
-		Workspaces: ws})
+	if ws == nil {
+		ws = []mcpgate.Workspace{}
+	}
+	return meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin, EmailVerified: verified},
+		Workspaces: ws}, nil
 }

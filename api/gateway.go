@@ -3,7 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,105 +11,75 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-func (s *Server) handleConnectionGet(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleConnectionGet(r *http.Request) (reply, error) {
 	c, err := s.svc.Connections.Connection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
+	return ok(c), err
 }
 
-func (s *Server) handleConnectionPut(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		APIKey mcpgate.Secret `json:"api_key"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	if strings.TrimSpace(req.APIKey.Reveal()) == "" {
-		WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "api_key is required"))
-		return
-	}
-	c, err := s.svc.Connections.PutConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"),
-		mcpgate.Secret(strings.TrimSpace(req.APIKey.Reveal())))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
+type connectionPut struct {
+	APIKey mcpgate.Secret `json:"api_key"`
 }
 
-func (s *Server) handleConnectionDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Connections.DeleteConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector")); err != nil {
-		WriteError(w, r, s.log, err)
-		return
+func (s *Server) handleConnectionPut(r *http.Request, req connectionPut) (reply, error) {
+	key := strings.TrimSpace(req.APIKey.Reveal())
+	if key == "" {
+		return reply{}, mcpgate.Errorf(mcpgate.EInvalid, "api_key is required")
 	}
-	w.WriteHeader(http.StatusNoContent)
+	c, err := s.svc.Connections.PutConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"), mcpgate.Secret(key))
+	return ok(c), err
 }
 
-func (s *Server) handleToolList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleConnectionDelete(r *http.Request) (reply, error) {
+	return noContent, s.svc.Connections.DeleteConnection(r.Context(), actorFrom(r), chi.URLParam(r, "connector"))
+}
+
+func (s *Server) handleToolList(r *http.Request) (reply, error) {
 	tools, err := s.svc.Tools.Tools(r.Context(), actorFrom(r))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tools": tools})
+	return ok(listOf("tools", tools)), err
 }
 
-func (s *Server) handleToolUpdate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Enabled  *bool   `json:"enabled"`
-		Approval *string `json:"approval"`
-		// NeedsConfirmation is the deprecated alias of approval (true:
-		// model, false: none), still accepted from older clients.
-		NeedsConfirmation *bool `json:"needs_confirmation"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+type toolUpdate struct {
+	Enabled  *bool   `json:"enabled"`
+	Approval *string `json:"approval"`
+	// NeedsConfirmation is the deprecated alias of approval (true:
+	// model, false: none), still accepted from older clients.
+	NeedsConfirmation *bool `json:"needs_confirmation"`
+}
+
+func (s *Server) handleToolUpdate(r *http.Request, req toolUpdate) (reply, error) {
 	u := mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation}
 	if req.Approval != nil {
 		a, err := mcpgate.ParseApproval(*req.Approval)
 		if err != nil {
-			WriteError(w, r, s.log, err)
-			return
+			return reply{}, err
 		}
 		u.Approval = &a
 	}
 	t, err := s.svc.Tools.UpdateTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), u)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, t)
+	return ok(t), err
+}
+
+type toolCall struct {
+	Arguments json.RawMessage `json:"arguments"`
+	Confirmed bool            `json:"confirmed"`
 }
 
 // handleToolCall runs a tool from the dashboard: the same policy, credential
 // and audit path as an MCP call. A tool that needs confirmation runs only
-// with "confirmed": true, which the dashboard sends after its dialog.
-func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Arguments json.RawMessage `json:"arguments"`
-		Confirmed bool            `json:"confirmed"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+// with "confirmed": true, which the dashboard sends after its dialog. The
+// tool's result is already JSON and is answered as it is.
+func (s *Server) handleToolCall(r *http.Request, req toolCall) (reply, error) {
 	a := *actorFrom(r)
 	a.Source = mcpgate.SourceDashboard
 	out, err := s.svc.Tools.CallTool(r.Context(), &a, mcpgate.ToolCall{Tool: chi.URLParam(r, "name"),
 		Arguments: req.Arguments, Confirmed: req.Confirmed})
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(out)
+	return ok(json.RawMessage(out)), err
+}
+
+type keyCreate struct {
+	Name      string        `json:"name"`
+	Scope     mcpgate.Scope `json:"scope"`
+	ExpiresAt *time.Time    `json:"expires_at"`
 }
 
 type keyCreated struct {
@@ -119,85 +88,42 @@ type keyCreated struct {
 	ConnectorURL string `json:"connector_url"`
 }
 
-func (s *Server) handleKeyCreate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name      string        `json:"name"`
-		Scope     mcpgate.Scope `json:"scope"`
-		ExpiresAt *time.Time    `json:"expires_at"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+func (s *Server) handleKeyCreate(r *http.Request, req keyCreate) (reply, error) {
 	k, key, err := s.svc.Keys.CreateKey(r.Context(), actorFrom(r), mcpgate.NewKey{Name: req.Name, Scope: req.Scope, ExpiresAt: req.ExpiresAt})
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return reply{}, err
 	}
-	writeJSON(w, http.StatusCreated, keyCreated{APIKey: *k, Key: key, ConnectorURL: mcpgate.ConnectorURL(s.opts.PublicURL, key)})
+	return created(keyCreated{APIKey: *k, Key: key, ConnectorURL: mcpgate.ConnectorURL(s.opts.PublicURL, key)}), nil
 }
 
-func (s *Server) handleKeyList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleKeyList(r *http.Request) (reply, error) {
 	keys, err := s.svc.Keys.Keys(r.Context(), actorFrom(r))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	return ok(listOf("keys", keys)), err
 }
 
-func (s *Server) handleKeyRevoke(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Keys.RevokeKey(r.Context(), actorFrom(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (s *Server) handleKeyRevoke(r *http.Request) (reply, error) {
+	return noContent, s.svc.Keys.RevokeKey(r.Context(), actorFrom(r), chi.URLParam(r, "id"))
+}
+
+type auditPage struct {
+	Items      []mcpgate.AuditEvent `json:"items"`
+	NextCursor *string              `json:"next_cursor"`
 }
 
 // handleAuditList pages the audit log (the service decides whose events the
 // caller sees).
-func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := mcpgate.AuditFilter{Action: q.Get("tool"), Outcome: mcpgate.Outcome(q.Get("outcome")), Kind: mcpgate.AuditKind(q.Get("kind")),
-		Source: mcpgate.Source(q.Get("source")), Cursor: q.Get("cursor"), ActorID: q.Get("actor")}
-	if f.Action == "" {
-		f.Action = q.Get("action")
-	}
-	for name, dst := range map[string]*time.Time{"since": &f.Since, "until": &f.Until} {
-		if v := q.Get(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "%s must be an RFC 3339 time", name))
-				return
-			}
-			*dst = t
-		}
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 200 {
-			WriteError(w, r, s.log, mcpgate.Errorf(mcpgate.EInvalid, "limit must be 1 to 200"))
-			return
-		}
-		f.Limit = n
+func (s *Server) handleAuditList(r *http.Request) (reply, error) {
+	f, err := auditFilter(r.URL.Query())
+	if err != nil {
+		return reply{}, err
 	}
 	items, next, err := s.svc.Audit.Audit(r.Context(), actorFrom(r), f)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
 	if items == nil {
 		items = []mcpgate.AuditEvent{}
 	}
-	writeJSON(w, http.StatusOK, struct {
-		Items      []mcpgate.AuditEvent `json:"items"`
-		NextCursor *string              `json:"next_cursor"`
-	}{items, optional(next)})
-}
-
-func optional(s string) *string {
-	if s == "" {
-		return nil
+	page := auditPage{Items: items}
+	if next != "" {
+		page.NextCursor = &next
 	}
-	return &s
+	return ok(page), err
 }

@@ -95,6 +95,17 @@ func (s *Sessions) EnsureCSRF(w http.ResponseWriter, r *http.Request) string {
 	return s.setCSRF(w, time.Now().Add(s.TTL))
 }
 
+// issuer is issue as a reply's cookie step.
+func (s *Sessions) issuer(r *http.Request, u *mcpgate.User) func(http.ResponseWriter) error {
+	return func(w http.ResponseWriter) error { return s.issue(w, r, u) }
+}
+
+// clearer is clear as a reply's cookie step.
+func (s *Sessions) clearer(w http.ResponseWriter) error {
+	s.clear(w)
+	return nil
+}
+
 func (s *Sessions) clear(w http.ResponseWriter) {
 	for _, name := range []string{SessionCookie, CSRFCookie} {
 		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1,

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -9,25 +8,8 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-type wsCtxKey struct{}
-
-type wsEntry struct {
-	ws    *mcpgate.Workspace
-	actor *mcpgate.Actor
-}
-
-// WorkspaceFromContext returns the workspace of a /workspaces/{ws} route as
-// the requesting user sees it (with their role).
-func WorkspaceFromContext(ctx context.Context) *mcpgate.Workspace {
-	e, _ := ctx.Value(wsCtxKey{}).(wsEntry)
-	return e.ws
-}
-
 // actorFrom returns the actor of a /workspaces/{ws} route.
-func actorFrom(r *http.Request) *mcpgate.Actor {
-	e, _ := r.Context().Value(wsCtxKey{}).(wsEntry)
-	return e.actor
-}
+func actorFrom(r *http.Request) *mcpgate.Actor { return mcpgate.ActorFromContext(r.Context()) }
 
 // requireMember enters the {ws} workspace as the session's user. A
 // workspace they do not belong to answers 404, as if it did not exist.
@@ -39,70 +21,49 @@ func (s *Server) requireMember(next http.Handler) http.Handler {
 			WriteError(w, r, s.log, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), wsCtxKey{}, wsEntry{ws: ws, actor: a})))
+		next.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithWorkspace(r.Context(), ws, a)))
 	})
 }
 
-func (s *Server) handleWorkspaceList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleWorkspaceList(r *http.Request) (reply, error) {
 	ws, err := s.svc.Workspaces.Workspaces(r.Context(), mcpgate.UserFromContext(r.Context()))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"workspaces": ws})
+	return ok(listOf("workspaces", ws)), err
 }
 
-func (s *Server) handleWorkspaceCreate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Name string `json:"name"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+type workspaceCreate struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) handleWorkspaceCreate(r *http.Request, req workspaceCreate) (reply, error) {
 	ws, err := s.svc.Workspaces.CreateWorkspace(r.Context(), mcpgate.UserFromContext(r.Context()), req.Name)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusCreated, ws)
+	return created(ws), err
 }
 
-func (s *Server) handleWorkspaceGet(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, WorkspaceFromContext(r.Context()))
+func (s *Server) handleWorkspaceGet(r *http.Request) (reply, error) {
+	return ok(mcpgate.WorkspaceFromContext(r.Context())), nil
 }
 
-func (s *Server) handleMemberList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleMemberList(r *http.Request) (reply, error) {
 	ms, err := s.svc.Workspaces.Members(r.Context(), actorFrom(r))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"members": ms})
+	return ok(listOf("members", ms)), err
 }
 
-func (s *Server) handleMemberUpdate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Role mcpgate.Role `json:"role"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+type memberUpdate struct {
+	Role mcpgate.Role `json:"role"`
+}
+
+func (s *Server) handleMemberUpdate(r *http.Request, req memberUpdate) (reply, error) {
 	m, err := s.svc.Workspaces.SetMemberRole(r.Context(), actorFrom(r), chi.URLParam(r, "user"), req.Role)
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, m)
+	return ok(m), err
 }
 
-func (s *Server) handleMemberRemove(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Workspaces.RemoveMember(r.Context(), actorFrom(r), chi.URLParam(r, "user")); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (s *Server) handleMemberRemove(r *http.Request) (reply, error) {
+	return noContent, s.svc.Workspaces.RemoveMember(r.Context(), actorFrom(r), chi.URLParam(r, "user"))
+}
+
+type invitationCreate struct {
+	Email string       `json:"email"`
+	Role  mcpgate.Role `json:"role"`
 }
 
 type invitationResponse struct {
@@ -111,46 +72,24 @@ type invitationResponse struct {
 	AcceptURL string `json:"accept_url"`
 }
 
-func (s *Server) handleInvitationCreate(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Email string       `json:"email"`
-		Role  mcpgate.Role `json:"role"`
-	}
-	if err := decodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
+func (s *Server) handleInvitationCreate(r *http.Request, req invitationCreate) (reply, error) {
 	inv, token, err := s.svc.Workspaces.Invite(r.Context(), actorFrom(r), req.Email, req.Role)
 	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
+		return reply{}, err
 	}
-	writeJSON(w, http.StatusCreated, invitationResponse{Invitation: *inv, Token: token,
-		AcceptURL: s.opts.PublicURL + "/invite/" + token})
+	return created(invitationResponse{Invitation: *inv, Token: token, AcceptURL: s.opts.PublicURL + "/invite/" + token}), nil
 }
 
-func (s *Server) handleInvitationList(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleInvitationList(r *http.Request) (reply, error) {
 	invs, err := s.svc.Workspaces.Invitations(r.Context(), actorFrom(r))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"invitations": invs})
+	return ok(listOf("invitations", invs)), err
 }
 
-func (s *Server) handleInvitationDelete(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Workspaces.DeleteInvitation(r.Context(), actorFrom(r), chi.URLParam(r, "id")); err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+func (s *Server) handleInvitationDelete(r *http.Request) (reply, error) {
+	return noContent, s.svc.Workspaces.DeleteInvitation(r.Context(), actorFrom(r), chi.URLParam(r, "id"))
 }
 
-func (s *Server) handleInvitationAccept(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleInvitationAccept(r *http.Request) (reply, error) {
 	ws, err := s.svc.Workspaces.AcceptInvitation(r.Context(), mcpgate.UserFromContext(r.Context()), chi.URLParam(r, "token"))
-	if err != nil {
-		WriteError(w, r, s.log, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, ws)
+	return ok(ws), err
 }

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"net/http"
 
 	"github.com/mcpgate/mcpgate"
@@ -35,7 +34,7 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 				break
 			}
 		}
-		r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: &frame}))
+		r = r.WithContext(mcpgate.NewContextWithWorkspace(r.Context(), &frame, nil))
 	}
 	verified, err := h.svc.Accounts.EmailVerified(r.Context(), u)
 	if err != nil {

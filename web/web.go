@@ -243,8 +243,6 @@ func (h *handler) pageHeaders(next http.Handler) http.Handler {
 	})
 }
 
-type wsKey struct{}
-
 // requireUser sends a logged-out visitor to the login page, with a way back.
 func (h *handler) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -270,25 +268,14 @@ func (h *handler) requireMember(next http.Handler) http.Handler {
 			h.serverError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{ws: ws, actor: a})))
+		next.ServeHTTP(w, r.WithContext(mcpgate.NewContextWithWorkspace(r.Context(), ws, a)))
 	})
 }
 
-type wsEntry struct {
-	ws    *mcpgate.Workspace
-	actor *mcpgate.Actor
-}
-
-func workspaceFrom(ctx context.Context) *mcpgate.Workspace {
-	e, _ := ctx.Value(wsKey{}).(wsEntry)
-	return e.ws
-}
+func workspaceFrom(ctx context.Context) *mcpgate.Workspace { return mcpgate.WorkspaceFromContext(ctx) }
 
 // actorFrom returns the person as the actor of the page's workspace.
-func actorFrom(ctx context.Context) *mcpgate.Actor {
-	e, _ := ctx.Value(wsKey{}).(wsEntry)
-	return e.actor
-}
+func actorFrom(ctx context.Context) *mcpgate.Actor { return mcpgate.ActorFromContext(ctx) }
 
 // view is what every page template gets.
 type view struct {
@@ -362,7 +349,7 @@ func (h *handler) renderError(w http.ResponseWriter, r *http.Request, status int
 func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	// A workspace the user is not in must look like one that does not
 	// exist: drop any workspace from the frame.
-	r = r.WithContext(context.WithValue(r.Context(), wsKey{}, wsEntry{}))
+	r = r.WithContext(mcpgate.NewContextWithWorkspace(r.Context(), nil, nil))
 	h.renderError(w, r, http.StatusNotFound, "Page not found",
 		"There is nothing here, or you do not have access to it. Check the address, or go back to your dashboard.")
 }
