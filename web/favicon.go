@@ -6,15 +6,7 @@ import "net/http"
 // (pages also name the hashed SVG with <link rel=icon>), with the same SVG
 // icon, so that no page logs a 404.
 func (h *handler) serveFavicon(w http.ResponseWriter, r *http.Request) {
-	a, ok := h.assets[assetName(h.urls["favicon.svg"])]
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", a.ct)
-	w.Header().Set("Cache-Control", "public, max-age=86400")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	_, _ = w.Write(a.body)
+	h.writeAsset(w, r, assetName(h.urls["favicon.svg"]), "public, max-age=86400")
 }
 
 // assetName is the hashed file name of a /static/ URL.

@@ -23,21 +23,22 @@ type authPage struct {
 }
 
 func (h *handler) handleSignup(w http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.URL.Query().Get("next"))
-	if mcpgate.UserFromContext(r.Context()) != nil {
-		http.Redirect(w, r, orDefault(next, "/app"), http.StatusSeeOther)
-		return
-	}
-	h.render(w, r, http.StatusOK, "signup", h.newView(r, "Create your account", "", authPage{Next: orDefault(next, "/app")}))
+	h.authForm(w, r, "signup", "Create your account")
 }
 
 func (h *handler) handleLogin(w http.ResponseWriter, r *http.Request) {
-	next := safeNext(r.URL.Query().Get("next"))
+	h.authForm(w, r, "login", "Log in")
+}
+
+// authForm renders the sign-up or login page, or sends someone already
+// signed in on to where they were going.
+func (h *handler) authForm(w http.ResponseWriter, r *http.Request, page, title string) {
+	next := orDefault(safeNext(r.URL.Query().Get("next")), "/app")
 	if mcpgate.UserFromContext(r.Context()) != nil {
-		http.Redirect(w, r, orDefault(next, "/app"), http.StatusSeeOther)
+		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login", h.newView(r, "Log in", "", authPage{Next: orDefault(next, "/app")}))
+	h.render(w, r, http.StatusOK, page, h.newView(r, title, "", authPage{Next: next}))
 }
 
 func orDefault(s, d string) string {

@@ -214,13 +214,18 @@ func (h *handler) routes() {
 }
 
 func (h *handler) serveStatic(w http.ResponseWriter, r *http.Request) {
-	a, ok := h.assets[chi.URLParam(r, "name")]
+	// The name holds the content's hash, so the file never changes.
+	h.writeAsset(w, r, chi.URLParam(r, "name"), "public, max-age=31536000, immutable")
+}
+
+func (h *handler) writeAsset(w http.ResponseWriter, r *http.Request, name, cacheControl string) {
+	a, ok := h.assets[name]
 	if !ok {
 		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", a.ct)
-	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	w.Header().Set("Cache-Control", cacheControl)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	_, _ = w.Write(a.body)
 }
