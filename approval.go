@@ -93,9 +93,12 @@ func (s ApprovalState) Valid() bool {
 type ApprovalRequest struct {
 	ID          string `json:"id"`
 	WorkspaceID string `json:"workspace_id"`
-	// KeyID is the MCP key that asked; only a call with the same key may
+	// KeyID is the MCP key that asked, or GrantID the OAuth grant (the
+	// connected app, ClientName); only a call with the same credential may
 	// use the approval.
 	KeyID       string `json:"key_id,omitempty"`
+	GrantID     string `json:"grant_id,omitempty"`
+	ClientName  string `json:"client_name,omitempty"`
 	RequestedBy string `json:"requested_by"`
 	// RequesterEmail is the requesting user's address, where it was read.
 	RequesterEmail string         `json:"requested_by_email,omitempty"`
@@ -166,5 +169,5 @@ func (e *ApprovalRequiredError) Unwrap() error {
 // OAuth token. Only WorkspaceService.Enter sets a role, and never with a
 // key, so all three conditions hold only for a session.
 func (a *Actor) IsPerson() bool {
-	return a != nil && a.Source != SourceMCP && a.KeyID == "" && a.Role.Valid()
+	return a != nil && a.Source != SourceMCP && a.KeyID == "" && a.GrantID == "" && a.Role.Valid()
 }

@@ -767,6 +767,47 @@ func TestOAuthEndToEnd(t *testing.T) {
 		})
 	})
 
+	// A connected app asks for a person's approval as an MCP key does; the
+	// approval is bound to its grant, and another grant of the same person
+	// cannot spend it.
+	t.Run("HumanApproval", func(t *testing.T) {
+		alice := alice.with(t)
+		cb := newCallback(t)
+		cfg := o.config(o.register(t, "approver", cb.url), cb.url)
+		alice.setTool(wsA, toolKill, map[string]any{"enabled": true, "approval": "human"})
+		t.Cleanup(func() { alice.setTool(wsA, toolKill, map[string]any{"enabled": false}) })
+		app := o.session(t, rA.url+"/mcp", e2eBearer(o.mustToken(t, alice, cfg, wsA, "full").AccessToken), "2025-11-25", nil)
+		other := o.session(t, rB.url+"/mcp", e2eBearer(o.mustToken(t, alice, cfg, wsA, "full").AccessToken), "2025-11-25", nil)
+		sb := o.simSandbox(teamA, map[string]any{"templateID": "base"})
+		args := map[string]any{"sandbox_id": sb}
+
+		out := e2eStructured(t, e2eCall(t, app, toolKill, args))
+		id, _ := out["approval_id"].(string)
+		if out["status"] != "approval_required" || id == "" {
+			t.Fatalf("kill through OAuth = %v, want approval_required", out)
+		}
+		var got struct {
+			State      string `json:"state"`
+			GrantID    string `json:"grant_id"`
+			ClientName string `json:"client_name"`
+		}
+		alice.decode(alice.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/approvals/"+id, nil, http.StatusOK), &got)
+		if got.State != "pending" || got.GrantID == "" || got.ClientName != "approver" {
+			t.Fatalf("approval = %+v, want pending, bound to the app's grant", got)
+		}
+		alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/approvals/"+id+"/approve", nil, http.StatusOK)
+		if msg := e2eCallErr(t, other, toolKill, withArg(args, "approval_id", id)); !strings.Contains(msg, "different call") {
+			t.Errorf("another grant spending the approval = %q, want refused", msg)
+		}
+		if state, _ := o.simSandboxState(teamA, sb); state != "running" {
+			t.Fatalf("sandbox = %q after a mismatched use, want running", state)
+		}
+		e2eCallOK(t, app, toolKill, withArg(args, "approval_id", id))
+		if state, _ := o.simSandboxState(teamA, sb); state != "" {
+			t.Errorf("sandbox = %q after the approved kill, want gone", state)
+		}
+	})
+
 	t.Run("Registration", func(t *testing.T) {
 		for name, md := range map[string]map[string]any{
 			"no redirect":       {"client_name": "x"},

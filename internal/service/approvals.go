@@ -54,12 +54,12 @@ func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.App
 // requestApproval stores a pending approval for a call that the policy says
 // a person must approve, and audits the request. Nothing runs.
 func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, reason string) (*mcpgate.ApprovalRequest, error) {
-	if a.KeyID == "" {
-		// An approval is bound to the credential that asked for it, and
-		// only MCP keys are bound today; anything else is refused rather
-		// than bound loosely (to the user alone).
+	if a.KeyID == "" && a.GrantID == "" {
+		// An approval is bound to the credential that asked for it (an MCP
+		// key or an OAuth grant); anything else is refused rather than
+		// bound loosely (to the user alone).
 		err := mcpgate.Errorf(mcpgate.EForbidden, "%s needs a person's approval in the dashboard, which this kind of credential "+
-			"cannot ask for yet. Use an MCP key, or run it from the dashboard.", t.Name)
+			"cannot ask for. Use an MCP key or a connected app, or run it from the dashboard.", t.Name)
 		s.deny(ctx, a, t, args, err)
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 		s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), now, err)
 		return nil, err
 	}
-	ap := &mcpgate.ApprovalRequest{WorkspaceID: a.WorkspaceID, KeyID: a.KeyID, RequestedBy: a.UserID, RequesterEmail: a.Email,
+	ap := &mcpgate.ApprovalRequest{WorkspaceID: a.WorkspaceID, KeyID: a.KeyID, GrantID: a.GrantID, ClientName: a.ClientName, RequestedBy: a.UserID, RequesterEmail: a.Email,
 		Tool: t.Name, ToolTitle: t.Title, Arguments: mcpgate.RedactArguments(args), Summary: withReason(summary, reason),
 		ExpiresAt: now.Add(mcpgate.ApprovalTTL).Truncate(time.Second)}
 	if ap.Arguments == nil {
@@ -125,7 +125,7 @@ func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors
 // holds the id, and each case needs a different next step.
 func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, id string) error {
 	hash := s.argsHash(args)
-	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, UserID: a.UserID,
+	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, GrantID: a.GrantID, UserID: a.UserID,
 		Tool: t.Name, ArgsHash: hash, Now: s.now()})
 	if err != nil {
 		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
@@ -154,9 +154,9 @@ func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *conn
 	if err != nil {
 		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
 	}
-	if ap.KeyID != a.KeyID || ap.RequestedBy != a.UserID || ap.Tool != t.Name || stored != hash {
+	if ap.KeyID != a.KeyID || ap.GrantID != a.GrantID || ap.RequestedBy != a.UserID || ap.Tool != t.Name || stored != hash {
 		return mcpgate.Errorf(mcpgate.EForbidden, "This approval is for a different call: it allows only %s with exactly the arguments "+
-			"the person approved, from the MCP key that asked for it. Nothing was done. Call again with exactly those arguments, or %s",
+			"the person approved, from the MCP key or connected app that asked for it. Nothing was done. Call again with exactly those arguments, or %s",
 			ap.Tool, lowerFirst(again))
 	}
 	switch ap.EffectiveState(s.now()) {
@@ -295,7 +295,7 @@ func (s *Service) ExpireApprovals(ctx context.Context) error {
 	}
 	for i := range expired {
 		ap := &expired[i]
-		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, KeyID: ap.KeyID, Kind: mcpgate.KindAdmin,
+		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, KeyID: ap.KeyID, GrantID: ap.GrantID, Kind: mcpgate.KindAdmin,
 			Action: string(mcpgate.ActionApprovalExpired), Outcome: mcpgate.OutcomeOK,
 			Arguments: map[string]any{"approval": ap.ID, "tool": ap.Tool, "requested_by": ap.RequestedBy, "arguments": ap.Arguments}})
 	}

@@ -21,23 +21,24 @@ func (db *DB) CreateApproval(ctx context.Context, ap *mcpgate.ApprovalRequest, a
 		return err
 	}
 	err = db.Pool.QueryRow(ctx, `
-		INSERT INTO approvals (workspace_id, key_id, user_id, tool, tool_title, arguments, args_hash, summary, state, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9) RETURNING id, created_at`,
-		ap.WorkspaceID, ap.KeyID, ap.RequestedBy, ap.Tool, ap.ToolTitle, args, argsHash, ap.Summary, ap.ExpiresAt,
+		INSERT INTO approvals (workspace_id, key_id, grant_id, user_id, tool, tool_title, arguments, args_hash, summary, state, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10) RETURNING id, created_at`,
+		ap.WorkspaceID, ap.KeyID, ap.GrantID, ap.RequestedBy, ap.Tool, ap.ToolTitle, args, argsHash, ap.Summary, ap.ExpiresAt,
 	).Scan(&ap.ID, &ap.CreatedAt)
 	ap.State = mcpgate.ApprovalPending
 	return mapError(err, wsNotFound)
 }
 
-const approvalColumns = `a.id, a.workspace_id, a.key_id, a.user_id, coalesce(u.email, ''), a.tool, a.tool_title, a.arguments,
+const approvalColumns = `a.id, a.workspace_id, a.key_id, a.grant_id, coalesce(c.name, ''), a.user_id, coalesce(u.email, ''), a.tool, a.tool_title, a.arguments,
 	a.summary, a.state, a.created_at, a.expires_at, coalesce(a.decided_by::text, ''), coalesce(d.email, ''), a.decided_at, a.used_at`
 
-const approvalFrom = ` FROM approvals a LEFT JOIN users u ON u.id = a.user_id LEFT JOIN users d ON d.id = a.decided_by`
+const approvalFrom = ` FROM approvals a LEFT JOIN users u ON u.id = a.user_id LEFT JOIN users d ON d.id = a.decided_by
+	LEFT JOIN oauth_grants g ON a.grant_id <> '' AND g.id::text = a.grant_id LEFT JOIN oauth_clients c ON c.id = g.client_id`
 
 func scanApproval(r pgx.Row) (*mcpgate.ApprovalRequest, error) {
 	var ap mcpgate.ApprovalRequest
 	var args []byte
-	if err := r.Scan(&ap.ID, &ap.WorkspaceID, &ap.KeyID, &ap.RequestedBy, &ap.RequesterEmail, &ap.Tool, &ap.ToolTitle, &args,
+	if err := r.Scan(&ap.ID, &ap.WorkspaceID, &ap.KeyID, &ap.GrantID, &ap.ClientName, &ap.RequestedBy, &ap.RequesterEmail, &ap.Tool, &ap.ToolTitle, &args,
 		&ap.Summary, &ap.State, &ap.CreatedAt, &ap.ExpiresAt, &ap.DecidedBy, &ap.DecidedByEmail, &ap.DecidedAt, &ap.UsedAt); err != nil {
 		return nil, err
 	}
@@ -159,12 +160,12 @@ func (db *DB) ExpireApproval(ctx context.Context, workspaceID, id string, now ti
 
 // ApprovalUse is the call that wants to use an approval.
 type ApprovalUse struct {
-	WorkspaceID, ID, KeyID, UserID, Tool, ArgsHash string
-	Now                                            time.Time
+	WorkspaceID, ID, KeyID, GrantID, UserID, Tool, ArgsHash string
+	Now                                                     time.Time
 }
 
 // UseApproval spends an approved, unexpired request for exactly this call
-// (workspace, key, user, tool and arguments) in one UPDATE: of any number of
+// (workspace, key or grant, user, tool and arguments) in one UPDATE: of any number of
 // concurrent calls on any replicas, exactly one gets true.
 func (db *DB) UseApproval(ctx context.Context, u ApprovalUse) (bool, error) {
 	if !isUUID(u.ID) {
@@ -172,8 +173,8 @@ func (db *DB) UseApproval(ctx context.Context, u ApprovalUse) (bool, error) {
 	}
 	tag, err := db.Pool.Exec(ctx, `UPDATE approvals SET state = 'used', used_at = $7
 		WHERE workspace_id = $1 AND id = $2 AND state = 'approved' AND expires_at > $7
-		  AND key_id = $3 AND user_id::text = $4 AND tool = $5 AND args_hash = $6`,
-		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHash, u.Now)
+		  AND key_id = $3 AND grant_id = $8 AND user_id::text = $4 AND tool = $5 AND args_hash = $6`,
+		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHash, u.Now, u.GrantID)
 	if err != nil {
 		return false, mapError(err, "")
 	}
@@ -223,14 +224,14 @@ func (db *DB) ExpireApprovals(ctx context.Context, now time.Time) ([]mcpgate.App
 	}
 	rows, err := db.Pool.Query(ctx, `UPDATE approvals SET state = 'expired'
 		WHERE state IN ('pending', 'approved') AND expires_at <= $1
-		RETURNING id, workspace_id, key_id, user_id, tool, arguments`, now)
+		RETURNING id, workspace_id, key_id, grant_id, user_id, tool, arguments`, now)
 	if err != nil {
 		return nil, mapError(err, "")
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.ApprovalRequest, error) {
 		var ap mcpgate.ApprovalRequest
 		var args []byte
-		if err := r.Scan(&ap.ID, &ap.WorkspaceID, &ap.KeyID, &ap.RequestedBy, &ap.Tool, &args); err != nil {
+		if err := r.Scan(&ap.ID, &ap.WorkspaceID, &ap.KeyID, &ap.GrantID, &ap.RequestedBy, &ap.Tool, &args); err != nil {
 			return ap, err
 		}
 		ap.State = mcpgate.ApprovalExpired
