@@ -84,8 +84,13 @@ func TestAudit_SourceDefaultToggleAndExport(t *testing.T) {
 func TestAudit_SourceLabels(t *testing.T) {
 	f := newFake(mcpgate.RoleOwner)
 	f.audit = append(f.audit, mcpgate.AuditEvent{ID: 2, Kind: "admin", Action: "tool.enabled", Outcome: mcpgate.OutcomeOK,
-		Source: "dashboard", CreatedAt: testNow})
+		Source: "dashboard", CreatedAt: testNow},
+		mcpgate.AuditEvent{ID: 3, Kind: mcpgate.KindToolCall, Action: "e2b_list_sandboxes", Outcome: mcpgate.OutcomeOK,
+			Source: "mcp", GrantID: "g1", ClientName: "Claude", CreatedAt: testNow})
 	_, body := get(t, mustHandler(t, f), "/app/w/ws1/audit?source=all", testUser)
+	if !strings.Contains(body, `<span class="muted small">app Claude</span>`) {
+		t.Errorf("a connected app's call does not name the app")
+	}
 	if !strings.Contains(body, `<span class="audit-source audit-source-mcp">AI client</span>`) ||
 		!strings.Contains(body, `<span class="audit-source">dashboard</span>`) {
 		t.Errorf("audit rows lack their source labels")
