@@ -29,8 +29,7 @@ func TestPasswordChange(t *testing.T) {
 	ts := newTestServer(t, api.Options{}, func(o *service.Options) { o.Audit = rec })
 	c := ts.newClient(t)
 	me := c.mustSignup("pat@example.com")
-	other := ts.newClient(t) // another browser of the same person
-	other.mustLogin("pat@example.com")
+	other := ts.loggedIn(t, "pat@example.com") // another browser of the same person
 	oldSession := c.cookieValue(api.SessionCookie)
 
 	// Without the CSRF header: refused.
@@ -92,8 +91,7 @@ func TestPasswordChange(t *testing.T) {
 // right one is refused for a while.
 func TestPasswordChange_Throttled(t *testing.T) {
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("guess@example.com")
+	c := ts.signedUp(t, "guess@example.com")
 	var last *response
 	for range 8 {
 		last = c.do("PUT", "/api/v1/me/password", map[string]string{"current_password": "wrong guess", "new_password": newPassword})
@@ -113,12 +111,9 @@ func TestPasswordChange_Throttled(t *testing.T) {
 
 func TestSessions_API(t *testing.T) {
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("sam@example.com")
-	other := ts.newClient(t)
-	other.mustLogin("sam@example.com")
-	eve := ts.newClient(t)
-	eve.mustSignup("eve@example.com")
+	c := ts.signedUp(t, "sam@example.com")
+	other := ts.loggedIn(t, "sam@example.com")
+	eve := ts.signedUp(t, "eve@example.com")
 
 	var got struct {
 		Sessions []mcpgate.Session `json:"sessions"`
@@ -163,8 +158,7 @@ func TestSessions_API(t *testing.T) {
 
 func TestAccountDelete_API(t *testing.T) {
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("del@example.com")
+	c := ts.signedUp(t, "del@example.com")
 	c.send(c.newRequest("DELETE", "/api/v1/me", map[string]string{"current_password": testPassword})).wantStatus(t, http.StatusForbidden)
 	c.do("DELETE", "/api/v1/me", map[string]string{"current_password": "wrong"}).wantStatus(t, http.StatusBadRequest)
 	c.do("DELETE", "/api/v1/me", map[string]any{"current_password": testPassword, "x": 1}).wantStatus(t, http.StatusBadRequest)
@@ -180,10 +174,8 @@ func TestAccountDelete_API(t *testing.T) {
 
 func TestPasswordReset_API(t *testing.T) {
 	ts, smtp := newMailServer(t, func(o *service.Options) { o.PublicURL = "https://gw.example" })
-	c := ts.newClient(t)
-	c.mustSignup("rae@example.com")
-	other := ts.newClient(t)
-	other.mustLogin("rae@example.com")
+	c := ts.signedUp(t, "rae@example.com")
+	other := ts.loggedIn(t, "rae@example.com")
 
 	anon := ts.newClient(t)
 	for _, email := range []string{"rae@example.com", "nobody@example.com"} {
@@ -221,8 +213,7 @@ func TestPasswordReset_APIWithoutMail(t *testing.T) {
 
 func TestVerifyEmail_API(t *testing.T) {
 	ts, smtp := newMailServer(t, func(o *service.Options) { o.RequireVerifiedEmail = true })
-	c := ts.newClient(t)
-	c.mustSignup("val@example.com")
+	c := ts.signedUp(t, "val@example.com")
 	me := func() map[string]any {
 		var body struct {
 			User map[string]any `json:"user"`
@@ -249,8 +240,7 @@ func TestVerifyEmail_API(t *testing.T) {
 
 func TestEmailChange_API(t *testing.T) {
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("ned@example.com")
+	c := ts.signedUp(t, "ned@example.com")
 	r := c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": testPassword}).
 		wantStatus(t, http.StatusServiceUnavailable)
 	if msg := r.message(t); !strings.Contains(msg, "SMTP_URL") {

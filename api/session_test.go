@@ -58,8 +58,7 @@ func flipSignature(tok string) string {
 func TestSession_Tokens(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	a := ts.newClient(t)
-	a.mustSignup("a@example.com")
+	a := ts.signedUp(t, "a@example.com")
 	b := ts.newClient(t)
 	bMe := b.mustSignup("b@example.com")
 	valid := a.cookieValue(api.SessionCookie)
@@ -77,8 +76,7 @@ func TestSession_Tokens(t *testing.T) {
 	past := jwt.NewNumericDate(time.Now().Add(-time.Minute))
 
 	// A live session row that has expired, behind a token that has not.
-	expiredRow := ts.newClient(t)
-	expiredRow.mustSignup("c@example.com")
+	expiredRow := ts.signedUp(t, "c@example.com")
 	expiredRowTok := expiredRow.cookieValue(api.SessionCookie)
 	if _, err := ts.db.Pool.Exec(context.Background(), `UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`,
 		claimsOf(t, expiredRowTok).ID); err != nil {
