@@ -60,7 +60,7 @@ func newStack(tb testing.TB) *stack {
 	srv := api.New(api.Options{Services: svc.Services(), Sessions: db, JWTSecret: secret,
 		PublicURL: "http://localhost:8080", Ready: db.Ready, MCP: gw.Handler()})
 	s := &stack{db: db, h: srv.Handler(), sim: sim, secret: secret}
-	s.owner = s.signup(tb, "owner@example.com")
+	s.owner = s.signup(tb, "owner@example.com", "")
 	var me struct {
 		Workspaces []mcpgate.Workspace `json:"workspaces"`
 	}
@@ -109,12 +109,17 @@ func (s *stack) mustJSON(tb testing.TB, u stackUser, method, path string, body a
 	}
 }
 
-func (s *stack) signup(tb testing.TB, email string) stackUser {
+// signup signs email up, accepting invitation when it is not empty.
+func (s *stack) signup(tb testing.TB, email, invitation string) stackUser {
 	tb.Helper()
-	b, _ := json.Marshal(map[string]string{"email": email, "password": "correct horse battery staple"})
+	req := map[string]string{"email": email, "password": "correct horse battery staple"}
+	if invitation != "" {
+		req["invitation"] = invitation
+	}
+	b, _ := json.Marshal(req)
 	w := s.serve(stackUser{}, "POST", "/api/v1/auth/signup", "application/json", b)
 	if w.Code != http.StatusCreated {
-		tb.Fatalf("signup = %d %s", w.Code, w.Body)
+		tb.Fatalf("signup %s = %d %s", email, w.Code, w.Body)
 	}
 	var u stackUser
 	for _, c := range w.Result().Cookies() {
