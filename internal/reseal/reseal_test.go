@@ -199,29 +199,26 @@ func TestRun_ResumesAfterCancel(t *testing.T) {
 	f.checkOpen(t)
 }
 
-// damage flips a byte of the tag of ws's stored credential, so it no longer
-// opens, and returns the connection's id.
-func (f *fixture) damage(t *testing.T, ws string) string {
+// damageOne flips a byte of the tag of one stored credential, so it no
+// longer opens, and returns its workspace and the connection's id.
+func (f *fixture) damageOne(t *testing.T) (ws, id string) {
 	t.Helper()
-	var id string
+	for ws = range f.want {
+		break
+	}
 	err := f.db.Pool.QueryRow(context.Background(), `UPDATE connections
 		SET ciphertext = set_byte(ciphertext, length(ciphertext) - 1, get_byte(ciphertext, length(ciphertext) - 1) # 255)
 		WHERE workspace_id = $1 RETURNING id::text`, ws).Scan(&id)
 	if err != nil {
 		t.Fatalf("damage credential: %v", err)
 	}
-	return id
+	return ws, id
 }
 
 // A damaged row is skipped and reported; it does not stop the others.
 func TestRun_SkipsAndReportsDamagedRow(t *testing.T) {
 	f := newFixture(t, 6)
-	var badWS string
-	for ws := range f.want {
-		badWS = ws
-		break
-	}
-	badID := f.damage(t, badWS)
+	badWS, badID := f.damageOne(t)
 	f.rotate(t)
 	var progress []reseal.Report
 	rep, err := reseal.Run(context.Background(), f.db, f.k, reseal.Options{Batch: 2,
@@ -275,12 +272,7 @@ func TestRun_SettleCatchesLateWrites(t *testing.T) {
 // active term, logs what it did without key material, and stops on cancel.
 func TestWatch(t *testing.T) {
 	f := newFixture(t, 8)
-	var badWS string
-	for ws := range f.want {
-		badWS = ws
-		break
-	}
-	badID := f.damage(t, badWS)
+	badWS, badID := f.damageOne(t)
 	f.rotate(t) // before Watch starts: the start-up pass moves these
 	logs := &testutil.LockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
