@@ -21,7 +21,6 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -309,12 +308,6 @@ func TestOAuthEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Browser", func(t *testing.T) {
-		if _, err := os.Stat(webChromiumPath); err != nil {
-			t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does)", webChromiumPath)
-		}
-		if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		bctx, cancel := webNewBrowser(t)
 		defer cancel()
 		// Chromium signs alice in on the first authorization and consents;

@@ -44,12 +44,6 @@ var webScreenshotDir = filepath.Join("..", "..", "testoutput", "screenshots")
 // serious or critical axe-core violation, selects that fit their text, a
 // screenshot at each width), and no page logs a console error.
 func TestWebJourney(t *testing.T) {
-	if _, err := os.Stat(webChromiumPath); err != nil {
-		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
-	}
-	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	base := webStartDashboard(t, nil)
 
 	ctx, cancel := webNewBrowser(t)
@@ -375,8 +369,16 @@ func webDashboardMounted(t *testing.T, backend string) bool {
 	return res.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`data-api-path="/api/v1/auth/login"`))
 }
 
+// webNewBrowser starts a headless Chromium (webChromiumPath) for one test,
+// with webScreenshotDir ready for its screenshots.
 func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
+	if _, err := os.Stat(webChromiumPath); err != nil {
+		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
+	}
+	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(webChromiumPath),
 		chromedp.Flag("headless", true),
