@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
@@ -156,13 +157,7 @@ func (e *e2eEnv) simDoRaw(teamKey, method, path string, body any) (int, []byte) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("simulator %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	return e2eSend(e.t, http.DefaultClient, req)
 }
 
 // simSandbox creates a sandbox in a team directly on the simulator.
@@ -404,16 +399,6 @@ func (u *e2eUser) with(t *testing.T) *e2eUser {
 	return &c
 }
 
-func (u *e2eUser) csrf() string {
-	pu, _ := url.Parse(u.base)
-	for _, c := range u.client.Jar.Cookies(pu) {
-		if c.Name == "mcpgate_csrf" {
-			return c.Value
-		}
-	}
-	return ""
-}
-
 // do sends a JSON API request and returns the status and body.
 func (u *e2eUser) do(ctx context.Context, method, path string, body any) (int, []byte) {
 	u.t.Helper()
@@ -432,19 +417,39 @@ func (u *e2eUser) do(ctx context.Context, method, path string, body any) (int, [
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if tok := u.csrf(); tok != "" {
-		req.Header.Set("X-CSRF-Token", tok)
+	if tok := e2eCookie(u.client.Jar, u.base, api.CSRFCookie); tok != "" {
+		req.Header.Set(api.CSRFHeader, tok)
 	}
-	resp, err := u.client.Do(req)
+	return e2eSend(u.t, u.client, req)
+}
+
+// e2eSend sends req through hc and returns the status and the whole body;
+// a request that cannot be sent or read fails t. Every JSON client of these
+// tests (e2eUser, apiBrowser, the simulator's) sends through it.
+func e2eSend(t testing.TB, hc *http.Client, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := hc.Do(req)
 	if err != nil {
-		u.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		u.t.Fatalf("%s %s: read body: %v", method, path, err)
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
 	}
 	return resp.StatusCode, raw
+}
+
+// e2eCookie returns the value of the cookie name that jar holds for base,
+// or "".
+func e2eCookie(jar http.CookieJar, base, name string) string {
+	u, _ := url.Parse(base)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
 }
 
 // api sends a request and fails the test unless the status is want.
