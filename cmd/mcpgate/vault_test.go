@@ -9,10 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +19,6 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -586,8 +582,7 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	defer func() { gw.Close() }()
 	srv := httptest.NewServer(gw.Handler())
 	defer srv.Close()
-	c := &apiClient{t: t, base: srv.URL}
-	c.jar, _ = cookiejar.New(nil)
+	c := newAPIBrowser(t, srv.URL)
 
 	c.want(201, "POST", "/api/v1/auth/signup", `{"email":"ada@example.com","password":"a long enough password"}`)
 	var me struct {
@@ -663,43 +658,4 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	if !strings.Contains(logs.String(), "{") {
 		t.Fatal("nothing was logged: the log capture is not wired")
 	}
-}
-
-// apiClient is a dashboard session: cookies and the CSRF header. It keeps
-// every response body.
-type apiClient struct {
-	t         *testing.T
-	base      string
-	jar       *cookiejar.Jar
-	responses bytes.Buffer
-}
-
-func (c *apiClient) want(status int, method, path, body string) []byte {
-	c.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	u, _ := url.Parse(c.base)
-	for _, ck := range c.jar.Cookies(u) {
-		if ck.Name == api.CSRFCookie {
-			req.Header.Set(api.CSRFHeader, ck.Value)
-		}
-	}
-	resp, err := (&http.Client{Jar: c.jar, Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s err = %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	c.responses.Write(out)
-	if resp.StatusCode != status {
-		c.t.Fatalf("%s %s status = %d, want %d; body %s", method, path, resp.StatusCode, status, out)
-	}
-	return out
 }
