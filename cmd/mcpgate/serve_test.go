@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/migrations"
@@ -31,6 +32,17 @@ func serveEnv(t *testing.T) map[string]string {
 		"E2B_API_URL": "http://127.0.0.1:9", "E2B_DASHBOARD_API_URL": "http://127.0.0.1:9",
 		"DATA_DIR": t.TempDir(), // the audit spool goes there
 	}
+}
+
+// mustOpenStore opens the store on dsn until the test ends.
+func mustOpenStore(t *testing.T, dsn string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("store.Open() err = %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
 }
 
 // serveInstance is serve running in the test process.

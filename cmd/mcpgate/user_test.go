@@ -25,13 +25,10 @@ type userEnv struct {
 func newUserEnv(t *testing.T) *userEnv {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("store.Open() err = %v", err)
-	}
-	t.Cleanup(db.Close)
+	db := mustOpenStore(t, dsn)
 	e := &userEnv{db: db, env: map[string]string{"DATABASE_URL": dsn}}
 	ctx := context.Background()
+	var err error
 	if e.admin, err = db.CreateUser(ctx, "admin@example.com", "h", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +36,14 @@ func newUserEnv(t *testing.T) *userEnv {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// fastPasswords lowers the argon2id costs of reset-password until the test
+// ends.
+func (e *userEnv) fastPasswords(t *testing.T) {
+	saved := userPasswordParams
+	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
+	t.Cleanup(func() { userPasswordParams = saved })
 }
 
 // user runs `mcpgate user args...` with stdin.
@@ -113,10 +118,8 @@ func TestUserSetAdmin(t *testing.T) {
 }
 
 func TestUserResetPassword(t *testing.T) {
-	saved := userPasswordParams
-	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
-	t.Cleanup(func() { userPasswordParams = saved })
 	e := newUserEnv(t)
+	e.fastPasswords(t)
 	ctx := context.Background()
 	session := func() string {
 		id, err := e.db.CreateSession(ctx, e.other.ID, time.Now().Add(time.Hour))
@@ -227,10 +230,8 @@ func TestUserCommand_Usage(t *testing.T) {
 // the account's MCP keys still work, and with --revoke-keys revokes them
 // all (and no one else's).
 func TestUserResetPassword_RevokeKeys(t *testing.T) {
-	saved := userPasswordParams
-	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
-	t.Cleanup(func() { userPasswordParams = saved })
 	e := newUserEnv(t)
+	e.fastPasswords(t)
 	ctx := context.Background()
 	addKey := func(u *mcpgate.User) string {
 		t.Helper()

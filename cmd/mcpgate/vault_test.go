@@ -59,11 +59,7 @@ type cmdEnv struct {
 func newCmdEnv(t *testing.T) *cmdEnv {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("store.Open() err = %v", err)
-	}
-	t.Cleanup(db.Close)
+	db := mustOpenStore(t, dsn)
 	e := &cmdEnv{db: db, dsn: dsn, root: vault.GenerateRootKey()}
 	e.env = map[string]string{
 		"DATABASE_URL":   dsn,
@@ -517,11 +513,7 @@ func TestVault_NoKeysYet(t *testing.T) {
 			t.Fatalf("vault %s on a fresh database: err = %v", cmd, err)
 		}
 	}
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenStore(t, dsn)
 	if check, keys, err := db.VaultKeys().Load(context.Background()); err != nil || check != nil || len(keys) != 0 {
 		t.Fatalf("vault tables after the commands = %q, %v, %v; want empty", check, keys, err)
 	}
