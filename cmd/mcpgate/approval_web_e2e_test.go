@@ -48,12 +48,7 @@ func TestApprovalWebPage(t *testing.T) {
 		t.Errorf("kill's approval in settings = %q, %v; want human", sel, err)
 	}
 	webShot(t, ctx, "30-settings-approval")
-	webRun(t, ctx, "create key",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "approvals"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
-	key := webText(t, ctx, "#new-key-value")
+	key := webCreateKey(t, ctx, wsBase, "approvals")
 
 	sandbox := webMCPCreateSandbox(t, base+"/mcp", key)
 	s := webMCPSession(t, base+"/mcp", key)

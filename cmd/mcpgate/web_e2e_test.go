@@ -116,12 +116,7 @@ func TestWebJourney(t *testing.T) {
 	webCheckPage(t, ctx, "connections-connected")
 
 	// Create a key; read it and the Claude Code snippet.
-	webRun(t, ctx, "create key",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "Claude on <laptop>"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
-	key := webText(t, ctx, "#new-key-value")
+	key := webCreateKey(t, ctx, wsBase, "Claude on <laptop>")
 	connectorURL := webText(t, ctx, "#new-key-url")
 	// The list shows the new key at once, without a reload.
 	if n := webCount(t, ctx, "#keys-table tbody tr"); n != 1 {
@@ -451,6 +446,18 @@ func (p *webBrowserProblems) check(t *testing.T) {
 	for _, m := range p.list {
 		t.Errorf("browser: %s", m)
 	}
+}
+
+// webCreateKey creates an MCP key named name on the workspace's keys page
+// and returns the key the page shows once.
+func webCreateKey(t *testing.T, ctx context.Context, wsBase, name string) string {
+	t.Helper()
+	webRun(t, ctx, "create key",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), name),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#new-key")))
+	return webText(t, ctx, "#new-key-value")
 }
 
 func webRun(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
