@@ -452,6 +452,17 @@ func e2eCookie(jar http.CookieJar, base, name string) string {
 	return ""
 }
 
+// invite invites email to ws with role and returns the invitation's token.
+func (u *e2eUser) invite(ws, email, role string) string {
+	u.t.Helper()
+	var inv struct {
+		Token string `json:"token"`
+	}
+	u.decode(u.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/invitations",
+		map[string]any{"email": email, "role": role}, http.StatusCreated), &inv)
+	return inv.Token
+}
+
 // api sends a request and fails the test unless the status is want.
 func (u *e2eUser) api(method, path string, body any, want int) []byte {
 	u.t.Helper()

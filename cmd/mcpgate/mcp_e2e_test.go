@@ -42,12 +42,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	keyA := alice.createKey(wsA, "alice laptop", "full", nil)
 	keyB := bob.createKey(wsB, "bob laptop", "full", nil)
 	// carol is a member (not an admin) of alice's workspace.
-	var inv struct {
-		Token string `json:"token"`
-	}
-	alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/invitations",
-		map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
-	carol := e.signup(r1.url, "carol@example.com", inv.Token)
+	carol := e.signup(r1.url, "carol@example.com", alice.invite(wsA, "carol@example.com", "member"))
 	keyC := carol.createKey(wsA, "carol", "full", nil)
 
 	// Subtests that make many calls get keys of their own: each key has its

@@ -729,12 +729,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		})
 		t.Run("member removed", func(t *testing.T) {
-			var inv struct {
-				Token string `json:"token"`
-			}
-			alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/invitations",
-				map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
-			carol := o.signup(o.front, "carol@example.com", inv.Token).with(t)
+			carol := o.signup(o.front, "carol@example.com", alice.invite(wsA, "carol@example.com", "member")).with(t)
 			tok := o.mustToken(t, carol, cfg, wsA, "read_only")
 			if s := o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken); s != http.StatusOK {
 				t.Fatalf("carol's token = %d", s)
