@@ -103,8 +103,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Unauthorized", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		// From source addresses of its own, one per case: the failures here
 		// must neither count against the other tests' address nor reach the
 		// per-address limit (tested in AuthFailureBruteForce).
@@ -195,8 +194,6 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("AuthFailureBruteForce", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
 		const source = "127.0.0.2"
 		refused, limited := 0, false
 		for !limited && refused < 60 {
@@ -229,8 +226,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("ReadOnlyKey", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ro := alice.createKey(wsA, "read only", "read_only", nil)
 		var tools struct {
 			Tools []mcpgate.ToolInfo `json:"tools"`
@@ -261,8 +257,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("NoE2BKey", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ws := alice.workspace("No E2B yet")
 		k := alice.createKey(ws, "empty", "full", nil)
 		cs := e.session(t, r1.url+"/mcp", e2eBearer(k.Key), "", nil)
@@ -278,8 +273,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("KillConfirmation", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ws := alice.workspace("Kill")
 		alice.connectE2B(ws, teamA)
 		k := alice.createKey(ws, "kill", "full", nil)
@@ -546,8 +540,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("AuditRedaction", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		carol := carol.with(t)
 		csA := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "", nil)
 		csC := e.session(t, r2.url+"/mcp", e2eBearer(keyC.Key), "2025-11-25", nil)
@@ -809,8 +802,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Replicas", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		k := alice.createKey(wsA, "replicated", "full", nil) // on replica 1
 		cs2 := e.session(t, r2.url+"/mcp", e2eBearer(k.Key), "", nil)
 		names := e2eToolNames(t, cs2) // replica 2 now caches the key and the policy
@@ -858,8 +850,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("RateLimit", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		k := alice.createKey(wsA, "busy", "full", nil)
 		// The limit counts tool calls only: a client's handshakes, lists
 		// and notifications never use it up.
