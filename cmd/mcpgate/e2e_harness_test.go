@@ -612,14 +612,21 @@ func (e *e2eEnv) session(t *testing.T, endpoint string, header http.Header, vers
 
 func (e *e2eEnv) connect(t *testing.T, endpoint string, header http.Header, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
+	return e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: e.httpClient(header, ""), MaxRetries: -1},
+		version, opts, 20*time.Second)
+}
+
+// e2eConnect connects a go-sdk client over tr within timeout, at protocol
+// version ("" the SDK's newest), and closes the session when t ends.
+func e2eConnect(t *testing.T, tr *mcp.StreamableClientTransport, version string, opts *mcp.ClientOptions, timeout time.Duration) (*mcp.ClientSession, error) {
+	t.Helper()
 	var so *mcp.ClientSessionOptions
 	if version != "" {
 		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpgate-e2e", Version: "v0"}, opts).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: e.httpClient(header, ""), MaxRetries: -1}, so)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpgate-e2e", Version: "v0"}, opts).Connect(ctx, tr, so)
 	if err != nil {
 		return nil, err
 	}

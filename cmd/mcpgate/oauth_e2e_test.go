@@ -338,18 +338,11 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		}
 		connect := func(t *testing.T, h *auth.AuthorizationCodeHandler, version string) *mcp.ClientSession {
-			var so *mcp.ClientSessionOptions
-			if version != "" {
-				so = &mcp.ClientSessionOptions{ProtocolVersion: version}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth-e2e", Version: "v0"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1}, so)
+			cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1},
+				version, nil, 90*time.Second)
 			if err != nil {
 				t.Fatalf("Connect() with OAuth err = %v", err)
 			}
-			t.Cleanup(func() { _ = cs.Close() })
 			return cs
 		}
 
