@@ -63,8 +63,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 		return e.signup(r1.url, email, alice.invite(ws, email, role))
 	}
 	bob, carol := invite("bob@example.com", "admin"), invite("carol@example.com", "member")
-	dave := e.signup(r2.url, "dave@example.com", "") // another workspace
-	dave.connectE2B(dave.personal, e.teamKey())
+	dave, _ := e.signupWithE2B(r2.url, "dave@example.com") // another workspace
 	base := "/api/v1/workspaces/" + ws
 
 	info := alice.setTool(ws, toolKill, map[string]any{"enabled": true})
@@ -411,10 +410,8 @@ func TestApprovalEndToEnd(t *testing.T) {
 func TestApprovalBackDoorAndGuardrails(t *testing.T) {
 	e := newE2EEnv(t, 1)
 	r1 := e.replicas[0]
-	alice := e.signup(r1.url, "alice@example.com", "")
-	team := e.teamKey()
+	alice, team := e.signupWithE2B(r1.url, "alice@example.com")
 	ws := alice.personal
-	alice.connectE2B(ws, team)
 	carol := e.signup(r1.url, "carol@example.com", alice.invite(ws, "carol@example.com", "member"))
 	key := carol.createKey(ws, "carol ai", "full", nil)
 	cs := e.session(t, r1.url+"/mcp", e2eBearer(key.Key), "", nil)

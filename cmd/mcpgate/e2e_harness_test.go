@@ -392,6 +392,16 @@ func (e *e2eEnv) signup(base, email, invitation string) *e2eUser {
 	return u
 }
 
+// signupWithE2B signs email up and connects a new E2B team to their
+// personal workspace; it returns the user and the team's key.
+func (e *e2eEnv) signupWithE2B(base, email string) (*e2eUser, string) {
+	e.t.Helper()
+	u := e.signup(base, email, "")
+	team := e.teamKey()
+	u.connectE2B(u.personal, team)
+	return u, team
+}
+
 // with returns the same user failing tt instead of the parent test.
 func (u *e2eUser) with(t *testing.T) *e2eUser {
 	c := *u

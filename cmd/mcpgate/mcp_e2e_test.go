@@ -33,11 +33,8 @@ func TestMCPEndToEnd(t *testing.T) {
 	e := newE2EEnv(t, 2)
 	r1, r2 := e.replicas[0], e.replicas[1]
 
-	alice := e.signup(r1.url, "alice@example.com", "")
-	bob := e.signup(r1.url, "bob@example.com", "")
-	teamA, teamB := e.teamKey(), e.teamKey()
-	alice.connectE2B(alice.personal, teamA)
-	bob.connectE2B(bob.personal, teamB)
+	alice, teamA := e.signupWithE2B(r1.url, "alice@example.com")
+	bob, teamB := e.signupWithE2B(r1.url, "bob@example.com")
 	wsA, wsB := alice.personal, bob.personal
 	keyA := alice.createKey(wsA, "alice laptop", "full", nil)
 	keyB := bob.createKey(wsB, "bob laptop", "full", nil)

@@ -256,11 +256,8 @@ func wantOAuthError(t *testing.T, err error, code string) {
 func TestOAuthEndToEnd(t *testing.T) {
 	o := newOAuthEnv(t)
 	rA, rB := o.replicas[0], o.replicas[1]
-	alice := o.signup(o.front, "alice@example.com", "")
-	bob := o.signup(o.front, "bob@example.com", "")
-	teamA, teamB := o.teamKey(), o.teamKey()
-	alice.connectE2B(alice.personal, teamA)
-	bob.connectE2B(bob.personal, teamB)
+	alice, teamA := o.signupWithE2B(o.front, "alice@example.com")
+	bob, _ := o.signupWithE2B(o.front, "bob@example.com")
 	wsA := alice.personal
 	o.simSandbox(teamA, map[string]any{"templateID": "base"})
 
