@@ -199,33 +199,6 @@ func TestUserResetPassword(t *testing.T) {
 	}
 }
 
-func TestUserCommand_Usage(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-		wantOut string
-	}{
-		{name: "no command", args: nil, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
-		{name: "unknown", args: []string{"delete", "a@example.com"}, wantErr: `unknown command "delete"`},
-		{name: "help", args: []string{"help"}, wantOut: "reset-password [--stdin] [--revoke-keys] EMAIL"},
-		{name: "flag help", args: []string{"list", "-h"}, wantOut: "Usage: mcpgate user"},
-		{name: "list takes no argument", args: []string{"list", "x"}, wantErr: "unexpected arguments"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := userCommand(context.Background(), tt.args, func(string) string { return "" }, strings.NewReader(""), &out)
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("user %v err = %v, want %q", tt.args, err, tt.wantErr)
-			}
-			if !strings.Contains(out.String(), tt.wantOut) {
-				t.Fatalf("user %v output lacks %q:\n%s", tt.args, tt.wantOut, out.String())
-			}
-		})
-	}
-}
-
 // TestUserResetPassword_RevokeKeys (issue 15, item 9): reset-password says
 // the account's MCP keys still work, and with --revoke-keys revokes them
 // all (and no one else's).

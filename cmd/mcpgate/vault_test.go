@@ -519,7 +519,9 @@ func TestVault_NoKeysYet(t *testing.T) {
 	}
 }
 
-func TestVaultCommand_Usage(t *testing.T) {
+// TestCommandUsage: the command lines of the command groups (parseCommand)
+// and what each refuses before touching a database.
+func TestCommandUsage(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
@@ -527,15 +529,20 @@ func TestVaultCommand_Usage(t *testing.T) {
 		wantErr string
 		wantOut string
 	}{
-		{name: "no command", args: []string{"vault"}, wantErr: "no command given", wantOut: "Usage: mcpgate vault"},
-		{name: "unknown", args: []string{"vault", "spin"}, wantErr: `unknown command "spin"`},
-		{name: "help", args: []string{"vault", "help"}, wantOut: "--reseal-only"},
-		{name: "flag help", args: []string{"vault", "rotate", "-h"}, wantOut: "mcpgate vault rotate --reseal-only"},
-		{name: "unknown flag", args: []string{"vault", "rotate", "--fast"}, wantErr: "flag provided but not defined: -fast"},
-		{name: "bad batch", args: []string{"vault", "rotate", "--batch", "0"}, wantErr: "--batch must be at least 1"},
-		{name: "extra argument", args: []string{"vault", "status", "now"}, wantErr: "unexpected arguments"},
-		{name: "no key", args: []string{"vault", "status"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "ENCRYPTION_KEY is required"},
-		{name: "bad key", args: []string{"vault", "status", "--encryption-key", "changeme"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "placeholder"},
+		{name: "user: no command", args: []string{"user"}, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
+		{name: "user: unknown", args: []string{"user", "delete", "a@example.com"}, wantErr: `unknown command "delete"`},
+		{name: "user: help", args: []string{"user", "help"}, wantOut: "reset-password [--stdin] [--revoke-keys] EMAIL"},
+		{name: "user: flag help", args: []string{"user", "list", "-h"}, wantOut: "Usage: mcpgate user"},
+		{name: "user: list takes no argument", args: []string{"user", "list", "x"}, wantErr: "unexpected arguments"},
+		{name: "vault: no command", args: []string{"vault"}, wantErr: "no command given", wantOut: "Usage: mcpgate vault"},
+		{name: "vault: unknown", args: []string{"vault", "spin"}, wantErr: `unknown command "spin"`},
+		{name: "vault: help", args: []string{"vault", "help"}, wantOut: "--reseal-only"},
+		{name: "vault: flag help", args: []string{"vault", "rotate", "-h"}, wantOut: "mcpgate vault rotate --reseal-only"},
+		{name: "vault: unknown flag", args: []string{"vault", "rotate", "--fast"}, wantErr: "flag provided but not defined: -fast"},
+		{name: "vault: bad batch", args: []string{"vault", "rotate", "--batch", "0"}, wantErr: "--batch must be at least 1"},
+		{name: "vault: extra argument", args: []string{"vault", "status", "now"}, wantErr: "unexpected arguments"},
+		{name: "vault: no key", args: []string{"vault", "status"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "ENCRYPTION_KEY is required"},
+		{name: "vault: bad key", args: []string{"vault", "status", "--encryption-key", "changeme"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "placeholder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
