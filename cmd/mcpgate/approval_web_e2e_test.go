@@ -17,11 +17,7 @@ import (
 // what would happen, approves it through the dialog, and the client's
 // repeated call then kills the sandbox; a second request is denied there.
 func TestApprovalWebPage(t *testing.T) {
-	base := webStartDashboard(t, nil)
-	ctx, cancel := webNewBrowser(t)
-	defer cancel()
-	var problems webBrowserProblems
-	problems.listen(ctx)
+	base, ctx, problems := webStartJourney(t, nil)
 
 	webRun(t, ctx, "sign up",
 		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),

@@ -44,12 +44,7 @@ var webScreenshotDir = filepath.Join("..", "..", "testoutput", "screenshots")
 // serious or critical axe-core violation, selects that fit their text, a
 // screenshot at each width), and no page logs a console error.
 func TestWebJourney(t *testing.T) {
-	base := webStartDashboard(t, nil)
-
-	ctx, cancel := webNewBrowser(t)
-	defer cancel()
-	var problems webBrowserProblems
-	problems.listen(ctx)
+	base, ctx, problems := webStartJourney(t, nil)
 
 	const password = "correct horse battery staple"
 	ownerEmail := "owner@example.com"
@@ -351,6 +346,19 @@ func webStartDashboard(t *testing.T, extraEnv map[string]string) string {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return publicURL
+}
+
+// webStartJourney starts the dashboard (webStartDashboard, with extraEnv)
+// and a browser, closed when the test ends, whose problems are collected
+// from its first page on; the journey checks them at its end.
+func webStartJourney(t *testing.T, extraEnv map[string]string) (string, context.Context, *webBrowserProblems) {
+	t.Helper()
+	base := webStartDashboard(t, extraEnv)
+	ctx, cancel := webNewBrowser(t)
+	t.Cleanup(cancel)
+	problems := &webBrowserProblems{}
+	problems.listen(ctx)
+	return base, ctx, problems
 }
 
 func webDashboardMounted(t *testing.T, backend string) bool {
