@@ -16,14 +16,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/credtest"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -117,39 +116,19 @@ func (e *cmdEnv) populate(t *testing.T, n int) map[string]string {
 	}
 	want := make(map[string]string, n)
 	for i := range n {
-		ws, err := e.db.CreateWorkspace(ctx, u.ID, fmt.Sprintf("ws %d", i))
-		if err != nil {
-			t.Fatalf("CreateWorkspace() err = %v", err)
-		}
-		key := fmt.Sprintf("e2b_%040x", i+1)
-		c := &mcpgate.Connection{WorkspaceID: ws.ID, Connector: "e2b", KeyHint: "e2b_…" + key[len(key)-4:], VerifiedAt: time.Now(), UpdatedBy: u.ID}
-		if err := e.db.PutConnection(ctx, k, c, mcpgate.Secret(key)); err != nil {
-			t.Fatalf("PutConnection() err = %v", err)
-		}
-		want[ws.ID] = key
+		ws, key := credtest.Put(t, e.db, k, u.ID, i)
+		want[ws] = key
 	}
 	return want
 }
 
 // termUsage returns rows per term, e.g. "1:3 2:5".
-func (e *cmdEnv) termUsage(t *testing.T) string {
-	t.Helper()
-	usage, err := e.db.ConnectionTermUsage(context.Background())
-	if err != nil {
-		t.Fatalf("ConnectionTermUsage() err = %v", err)
-	}
-	var parts []string
-	for _, u := range usage {
-		parts = append(parts, fmt.Sprintf("%d:%d", u.Term, u.Rows))
-	}
-	return strings.Join(parts, " ")
-}
+func (e *cmdEnv) termUsage(t *testing.T) string { return credtest.TermUsage(t, e.db) }
 
 // checkAll checks, with a freshly opened keyring, that every credential
 // opens to its value and sits under wantTerm, the newest term.
 func (e *cmdEnv) checkAll(t *testing.T, want map[string]string, wantTerm uint32) {
 	t.Helper()
-	ctx := context.Background()
 	k := e.keyring(t)
 	if got := k.ActiveTerm(); got != wantTerm {
 		t.Fatalf("ActiveTerm() = %d, want %d", got, wantTerm)
@@ -157,12 +136,7 @@ func (e *cmdEnv) checkAll(t *testing.T, want map[string]string, wantTerm uint32)
 	if got, want := e.termUsage(t), fmt.Sprintf("%d:%d", wantTerm, len(want)); got != want {
 		t.Fatalf("credentials per term = %q, want %q", got, want)
 	}
-	for ws, key := range want {
-		got, err := e.db.OpenCredential(ctx, k, ws, "e2b")
-		if err != nil || got.Reveal() != key {
-			t.Fatalf("OpenCredential(%s) = %q, %v; want %q", ws, got.Reveal(), err, key)
-		}
-	}
+	credtest.CheckOpen(t, e.db, k, want)
 }
 
 // snapshot returns every byte of the vault and credential tables.
