@@ -31,25 +31,14 @@ func TestMemberRefusedOnAdminRoutes(t *testing.T) {
 	s := newStack(t)
 	var inv struct{ ID, Token string }
 	s.mustJSON(t, s.owner, "POST", "/api/v1/workspaces/"+s.ws+"/invitations", map[string]any{"email": "member@example.com", "role": "member"}, http.StatusCreated, &inv)
-	b, _ := json.Marshal(map[string]string{"email": "member@example.com", "password": "correct horse battery staple", "invitation": inv.Token})
-	w := s.serve(stackUser{}, "POST", "/api/v1/auth/signup", "application/json", b)
-	if w.Code != http.StatusCreated {
-		t.Fatalf("member signup = %d %s", w.Code, w.Body)
-	}
-	var member stackUser
-	for _, c := range w.Result().Cookies() {
-		switch c.Name {
-		case "mcpgate_session":
-			member.session = c.Value
-		case "mcpgate_csrf":
-			member.csrf = c.Value
-		}
-	}
+	member := s.signup(t, "member@example.com", inv.Token)
 	var me struct {
 		User struct{ ID string } `json:"user"`
 	}
 	s.mustJSON(t, member, "GET", "/api/v1/me", nil, http.StatusOK, &me)
-	member.id = me.User.ID
+	if me.User.ID != member.id {
+		t.Fatalf("/me id = %q, want %q from signup", me.User.ID, member.id)
+	}
 	var ws mcpgate.Workspace
 	s.mustJSON(t, member, "GET", "/api/v1/workspaces/"+s.ws, nil, http.StatusOK, &ws)
 	if ws.Role != mcpgate.RoleMember {

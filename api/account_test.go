@@ -8,19 +8,28 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/mail/mailtest"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
 
 const newPassword = "a brand new passphrase 42"
 
+// newMailServer is a test server whose services send mail through a real
+// mailer to a test SMTP server, which it returns too.
+func newMailServer(t *testing.T, edit ...func(*service.Options)) (*testServer, *mailtest.Server) {
+	t.Helper()
+	m, smtp := servicetest.NewMailer(t, nil)
+	edit = append([]func(*service.Options){func(o *service.Options) { o.Mailer = m }}, edit...)
+	return newTestServer(t, api.Options{}, edit...), smtp
+}
+
 func TestPasswordChange(t *testing.T) {
 	rec := &servicetest.Recorder{}
 	ts := newTestServer(t, api.Options{}, func(o *service.Options) { o.Audit = rec })
 	c := ts.newClient(t)
 	me := c.mustSignup("pat@example.com")
-	other := ts.newClient(t) // another browser of the same person
-	other.mustLogin("pat@example.com")
+	other := ts.loggedIn(t, "pat@example.com") // another browser of the same person
 	oldSession := c.cookieValue(api.SessionCookie)
 
 	// Without the CSRF header: refused.
@@ -82,8 +91,7 @@ func TestPasswordChange(t *testing.T) {
 // right one is refused for a while.
 func TestPasswordChange_Throttled(t *testing.T) {
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("guess@example.com")
+	c := ts.signedUp(t, "guess@example.com")
 	var last *response
 	for range 8 {
 		last = c.do("PUT", "/api/v1/me/password", map[string]string{"current_password": "wrong guess", "new_password": newPassword})
@@ -99,4 +107,155 @@ func TestPasswordChange_Throttled(t *testing.T) {
 	c.do("PUT", "/api/v1/me/password", map[string]string{"current_password": testPassword, "new_password": newPassword}).
 		wantStatus(t, http.StatusTooManyRequests)
 	c.mustMe() // still signed in: a throttled change does not log the person out
+}
+
+func TestSessions_API(t *testing.T) {
+	ts := newTestServer(t, api.Options{})
+	c := ts.signedUp(t, "sam@example.com")
+	other := ts.loggedIn(t, "sam@example.com")
+	eve := ts.signedUp(t, "eve@example.com")
+
+	var got struct {
+		Sessions []mcpgate.Session `json:"sessions"`
+	}
+	c.do("GET", "/api/v1/me/sessions", nil).wantStatus(t, http.StatusOK).decode(t, &got)
+	if len(got.Sessions) != 2 {
+		t.Fatalf("sessions = %+v, want 2", got.Sessions)
+	}
+	var current, otherID string
+	for _, s := range got.Sessions {
+		if s.Current {
+			current = s.ID
+		} else {
+			otherID = s.ID
+		}
+		if s.Address == "" || s.UserAgent == "" {
+			t.Errorf("session %+v lacks where it was made", s)
+		}
+	}
+	if current == "" || otherID == "" {
+		t.Fatalf("sessions = %+v, want one current", got.Sessions)
+	}
+	// Eve cannot end Sam's session: it does not exist for her.
+	eve.do("DELETE", "/api/v1/me/sessions/"+otherID, nil).wantStatus(t, http.StatusNotFound)
+	other.mustMe()
+	// Without the CSRF header: refused.
+	c.send(c.newRequest("DELETE", "/api/v1/me/sessions/"+otherID, nil)).wantStatus(t, http.StatusForbidden)
+	c.do("DELETE", "/api/v1/me/sessions/"+otherID, nil).wantStatus(t, http.StatusNoContent)
+	other.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusUnauthorized)
+	c.mustMe()
+
+	other.mustLogin("sam@example.com")
+	var ended map[string]int
+	c.do("DELETE", "/api/v1/me/sessions", nil).wantStatus(t, http.StatusOK).decode(t, &ended)
+	if ended["ended"] != 1 {
+		t.Fatalf("ended = %v, want 1", ended)
+	}
+	other.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusUnauthorized)
+	c.mustMe()
+	eve.mustMe()
+}
+
+func TestAccountDelete_API(t *testing.T) {
+	ts := newTestServer(t, api.Options{})
+	c := ts.signedUp(t, "del@example.com")
+	c.send(c.newRequest("DELETE", "/api/v1/me", map[string]string{"current_password": testPassword})).wantStatus(t, http.StatusForbidden)
+	c.do("DELETE", "/api/v1/me", map[string]string{"current_password": "wrong"}).wantStatus(t, http.StatusBadRequest)
+	c.do("DELETE", "/api/v1/me", map[string]any{"current_password": testPassword, "x": 1}).wantStatus(t, http.StatusBadRequest)
+	c.mustMe()
+	r := c.do("DELETE", "/api/v1/me", map[string]string{"current_password": testPassword}).wantStatus(t, http.StatusNoContent)
+	if ck := r.cookie(api.SessionCookie); ck == nil || ck.MaxAge >= 0 {
+		t.Errorf("session cookie not cleared: %v", ck)
+	}
+	c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusUnauthorized)
+	ts.newClient(t).do("POST", "/api/v1/auth/login", map[string]string{"email": "del@example.com", "password": testPassword}).
+		wantStatus(t, http.StatusUnauthorized)
+}
+
+func TestPasswordReset_API(t *testing.T) {
+	ts, smtp := newMailServer(t, func(o *service.Options) { o.PublicURL = "https://gw.example" })
+	c := ts.signedUp(t, "rae@example.com")
+	other := ts.loggedIn(t, "rae@example.com")
+
+	anon := ts.newClient(t)
+	for _, email := range []string{"rae@example.com", "nobody@example.com"} {
+		r := anon.do("POST", "/api/v1/auth/password-reset", map[string]string{"email": email}).wantStatus(t, http.StatusAccepted)
+		var body map[string]string
+		r.decode(t, &body)
+		if !strings.Contains(body["status"], "If an account uses this address") {
+			t.Fatalf("202 body = %v", body)
+		}
+	}
+	anon.do("POST", "/api/v1/auth/password-reset", map[string]any{"email": "x@example.com", "extra": 1}).wantStatus(t, http.StatusBadRequest)
+
+	tok := servicetest.LinkToken(t, smtp.Wait(t, "rae@example.com", "Reset"), "/reset-password")
+	anon.do("POST", "/api/v1/auth/password-reset/confirm", map[string]string{"token": tok, "password": "short"}).wantStatus(t, http.StatusBadRequest)
+	anon.do("POST", "/api/v1/auth/password-reset/confirm", map[string]any{"token": tok, "password": newPassword, "revoke_keys": true}).
+		wantStatus(t, http.StatusNoContent)
+	r := anon.do("POST", "/api/v1/auth/password-reset/confirm", map[string]string{"token": tok, "password": newPassword}).
+		wantStatus(t, http.StatusBadRequest)
+	if msg := r.message(t); !strings.Contains(msg, "already used") {
+		t.Fatalf("reused link message = %q", msg)
+	}
+	// Every session of the person ended.
+	c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusUnauthorized)
+	other.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusUnauthorized)
+}
+
+func TestPasswordReset_APIWithoutMail(t *testing.T) {
+	ts := newTestServer(t, api.Options{})
+	r := ts.newClient(t).do("POST", "/api/v1/auth/password-reset", map[string]string{"email": "a@example.com"}).
+		wantStatus(t, http.StatusServiceUnavailable)
+	if msg := r.message(t); !strings.Contains(msg, "SMTP_URL") {
+		t.Fatalf("message = %q, want it to say the operator must configure SMTP_URL", msg)
+	}
+}
+
+func TestVerifyEmail_API(t *testing.T) {
+	ts, smtp := newMailServer(t, func(o *service.Options) { o.RequireVerifiedEmail = true })
+	c := ts.signedUp(t, "val@example.com")
+	me := func() map[string]any {
+		var body struct {
+			User map[string]any `json:"user"`
+		}
+		c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusOK).decode(t, &body)
+		return body.User
+	}
+	if u := me(); u["email_verified"] != false || u["totp_enabled"] != false {
+		t.Fatalf("me before verifying = %v", u)
+	}
+	ws := c.mustMe().Workspaces[0].ID
+	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusForbidden)
+	tok := servicetest.LinkToken(t, smtp.Wait(t, "val@example.com", "Confirm"), "/verify-email")
+	// Another browser, signed out, can open the link.
+	anon := ts.newClient(t)
+	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": tok}).wantStatus(t, http.StatusOK)
+	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": tok}).wantStatus(t, http.StatusBadRequest)
+	if u := me(); u["email_verified"] != true {
+		t.Fatalf("me after verifying = %v", u)
+	}
+	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusCreated)
+	c.do("POST", "/api/v1/me/email-verification", nil).wantStatus(t, http.StatusConflict)
+}
+
+func TestEmailChange_API(t *testing.T) {
+	ts := newTestServer(t, api.Options{})
+	c := ts.signedUp(t, "ned@example.com")
+	r := c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": testPassword}).
+		wantStatus(t, http.StatusServiceUnavailable)
+	if msg := r.message(t); !strings.Contains(msg, "SMTP_URL") {
+		t.Fatalf("message = %q", msg)
+	}
+
+	ts, smtp := newMailServer(t)
+	c = ts.newClient(t)
+	c.mustSignup("ned@example.com")
+	c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": "wrong"}).
+		wantStatus(t, http.StatusBadRequest)
+	c.do("PUT", "/api/v1/me/email", map[string]string{"email": "ned2@example.com", "current_password": testPassword}).
+		wantStatus(t, http.StatusAccepted)
+	smtp.Wait(t, "ned2@example.com", "Confirm")
+	if got := c.mustMe(); got.User.Email != "ned@example.com" {
+		t.Fatalf("email changed before confirming: %v", got.User.Email)
+	}
 }

@@ -290,8 +290,7 @@ func TestLogin_ThrottledPerAddress(t *testing.T) {
 func TestLogin_NewSessionEveryTime(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("user@example.com")
+	c := ts.signedUp(t, "user@example.com")
 	before := c.cookieValue(api.SessionCookie)
 	csrfBefore := c.csrfToken()
 
@@ -316,8 +315,7 @@ func TestLogin_NewSessionEveryTime(t *testing.T) {
 func TestLogout_RevokesSession(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("user@example.com")
+	c := ts.signedUp(t, "user@example.com")
 	sess := c.cookieValue(api.SessionCookie)
 
 	r := c.do("POST", "/api/v1/auth/logout", nil).wantStatus(t, http.StatusNoContent)
@@ -344,8 +342,7 @@ func TestLogout_RevokesSession(t *testing.T) {
 func TestMe_Shape(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("user@example.com")
+	c := ts.signedUp(t, "user@example.com")
 	var got map[string]any
 	c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusOK).decode(t, &got)
 

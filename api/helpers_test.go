@@ -138,6 +138,23 @@ func (ts *testServer) newClient(t *testing.T) *client {
 	return &client{t: t, ts: ts, jar: jar, hc: &http.Client{Jar: jar}}
 }
 
+// signedUp is a new client signed up as email (mustSignup).
+func (ts *testServer) signedUp(t *testing.T, email string) *client {
+	t.Helper()
+	c := ts.newClient(t)
+	c.mustSignup(email)
+	return c
+}
+
+// loggedIn is a new client logged in as email (mustLogin): another browser
+// of someone signed up already.
+func (ts *testServer) loggedIn(t *testing.T, email string) *client {
+	t.Helper()
+	c := ts.newClient(t)
+	c.mustLogin(email)
+	return c
+}
+
 // response is a read response.
 type response struct {
 	req    string
@@ -287,17 +304,22 @@ func (c *client) send(req *http.Request) *response {
 // mustSignup signs up with testPassword and returns /me's body.
 func (c *client) mustSignup(email string) *meBody {
 	c.t.Helper()
-	var me meBody
-	c.do("POST", "/api/v1/auth/signup", map[string]string{"email": email, "password": testPassword}).
-		wantStatus(c.t, http.StatusCreated).decode(c.t, &me)
-	return &me
+	return c.mustAuth("/api/v1/auth/signup", email, http.StatusCreated)
 }
 
+// mustLogin logs in with testPassword and returns /me's body.
 func (c *client) mustLogin(email string) *meBody {
 	c.t.Helper()
+	return c.mustAuth("/api/v1/auth/login", email, http.StatusOK)
+}
+
+// mustAuth posts email and testPassword to path, wants status and returns
+// the body.
+func (c *client) mustAuth(path, email string, status int) *meBody {
+	c.t.Helper()
 	var me meBody
-	c.do("POST", "/api/v1/auth/login", map[string]string{"email": email, "password": testPassword}).
-		wantStatus(c.t, http.StatusOK).decode(c.t, &me)
+	c.do("POST", path, map[string]string{"email": email, "password": testPassword}).
+		wantStatus(c.t, status).decode(c.t, &me)
 	return &me
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // loginFrom logs in through a proxy that says the client is addr.
@@ -74,7 +75,7 @@ func TestAccessLog_ClientAddress(t *testing.T) {
 		{name: "no trusted proxy", want: `"client_address":"127.0.0.1"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testutil.LockedBuffer
 			ts := newTestServer(t, api.Options{TrustedProxies: tt.proxies, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 			req, _ := http.NewRequest(http.MethodGet, ts.URL+"/healthz", nil)
 			req.Header.Set("X-Forwarded-For", "198.51.100.9")

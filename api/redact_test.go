@@ -1,15 +1,14 @@
 package api_test
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestRedactPath (issue 15, item 4): secrets are redacted by what they look
@@ -47,29 +46,11 @@ func TestRedactPath(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestConnectorPath_NonCanonical (issue 15, item 4): spellings of a
 // connector URL that reach it only after cleaning are refused with 404, not
 // served, and the access log holds no key for any of them.
 func TestConnectorPath_NonCanonical(t *testing.T) {
-	var logs syncBuffer
+	var logs testutil.LockedBuffer
 	served := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(name)) })
 	}
@@ -78,24 +59,14 @@ func TestConnectorPath_NonCanonical(t *testing.T) {
 	key, _, _ := mcpgate.NewMCPKey()
 	for _, p := range []string{"//c/" + key + "/mcp", "/C/" + key + "/mcp", "/./c/" + key + "/mcp", "/x/..//c/" + key + "/mcp",
 		"/c/" + key + "/mcp/", "/c/" + strings.Replace(key, "_", "%5F", 1) + "/mcp"} {
-		resp, err := http.Post(ts.URL+p, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatalf("POST %s err = %v", api.RedactPath(p), err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotFound {
+		if resp := mustPostJSON(t, ts.URL+p); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("POST %s: status = %d, want 404", api.RedactPath(p), resp.StatusCode)
 		}
 	}
-	resp, err := http.Post(ts.URL+"/c/"+key+"/mcp", "application/json", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp := mustPostJSON(t, ts.URL+"/c/"+key+"/mcp"); resp.StatusCode != http.StatusOK {
 		t.Errorf("canonical connector URL: status = %d, want 200", resp.StatusCode)
 	}
-	resp, err = http.Get(ts.URL + "/invite/inv_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789")
+	resp, err := http.Get(ts.URL + "/invite/inv_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +85,22 @@ func TestMCP_SecurityHeaders(t *testing.T) {
 	ts := newTestServer(t, api.Options{MCP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) })})
 	key, _, _ := mcpgate.NewMCPKey()
 	for _, p := range []string{"/mcp", "/c/" + key + "/mcp"} {
-		resp, err := http.Post(ts.URL+p, "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := mustPostJSON(t, ts.URL+p)
 		for _, h := range []string{"X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "Content-Security-Policy"} {
 			if resp.Header.Get(h) == "" {
 				t.Errorf("POST %s: no %s header", api.RedactPath(p), h)
 			}
 		}
 	}
+}
+
+// mustPostJSON posts {} to url and returns the response, its body closed.
+func mustPostJSON(t *testing.T, url string) *http.Response {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatalf("POST %s err = %v", api.RedactPath(url), err)
+	}
+	resp.Body.Close()
+	return resp
 }

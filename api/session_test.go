@@ -32,7 +32,7 @@ func claimsOf(t *testing.T, tok string) *jwt.RegisteredClaims {
 }
 
 // mustSign signs claims with method and key.
-func mustSign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.Claims) string {
+func mustSign(t testing.TB, method jwt.SigningMethod, key any, claims jwt.Claims) string {
 	t.Helper()
 	s, err := jwt.NewWithClaims(method, claims).SignedString(key)
 	if err != nil {
@@ -58,8 +58,7 @@ func flipSignature(tok string) string {
 func TestSession_Tokens(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	a := ts.newClient(t)
-	a.mustSignup("a@example.com")
+	a := ts.signedUp(t, "a@example.com")
 	b := ts.newClient(t)
 	bMe := b.mustSignup("b@example.com")
 	valid := a.cookieValue(api.SessionCookie)
@@ -77,8 +76,7 @@ func TestSession_Tokens(t *testing.T) {
 	past := jwt.NewNumericDate(time.Now().Add(-time.Minute))
 
 	// A live session row that has expired, behind a token that has not.
-	expiredRow := ts.newClient(t)
-	expiredRow.mustSignup("c@example.com")
+	expiredRow := ts.signedUp(t, "c@example.com")
 	expiredRowTok := expiredRow.cookieValue(api.SessionCookie)
 	if _, err := ts.db.Pool.Exec(context.Background(), `UPDATE sessions SET expires_at = now() - interval '1 second' WHERE id = $1`,
 		claimsOf(t, expiredRowTok).ID); err != nil {
@@ -157,22 +155,29 @@ func (f fakeSessions) FindSessionUser(ctx context.Context, id string) (*mcpgate.
 
 func (f fakeSessions) RevokeSession(context.Context, string) error { return nil }
 
-// FuzzAuthenticate: no cookie value makes Authenticate panic, and only a
-// token signed with the secret for the live session passes.
+// FuzzAuthenticate presents arbitrary session cookies: nothing panics, and
+// only a token signed with the session secret with HS256, for the right
+// issuer and audience, unexpired, for the live session, is accepted.
 func FuzzAuthenticate(f *testing.F) {
 	const sid, uid = "7f6c2a51-33a4-4c5e-9a53-8d3b8e0c1f00", "0b9a4f6e-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
 	now := time.Now()
 	claims := jwt.RegisteredClaims{Issuer: wantIssuer, Audience: jwt.ClaimStrings{wantAudience}, Subject: uid, ID: sid,
 		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
-	valid, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(testSecret)
-	if err != nil {
-		f.Fatal(err)
+	valid := mustSign(f, jwt.SigningMethodHS256, testSecret, claims)
+	expired := claims
+	expired.ExpiresAt = jwt.NewNumericDate(now.Add(-time.Minute))
+	noExp := claims
+	noExp.ExpiresAt = nil
+	otherAud := claims
+	otherAud.Audience = jwt.ClaimStrings{"mcpgate-other"}
+	for _, tok := range []string{valid, flipSignature(valid), "", ".", "..", "a.b.c", "eyJhbGciOiJub25lIn0.e30.",
+		valid + "x", strings.ToUpper(valid),
+		mustSign(f, jwt.SigningMethodHS384, testSecret, claims), mustSign(f, jwt.SigningMethodHS256, []byte("wrong-secret-0123456789abcdef0123"), claims),
+		mustSign(f, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims), mustSign(f, jwt.SigningMethodHS256, testSecret, expired),
+		mustSign(f, jwt.SigningMethodHS256, testSecret, noExp), mustSign(f, jwt.SigningMethodHS256, testSecret, otherAud),
+		strings.Repeat("A", 10000) + "." + strings.Repeat("B", 100) + "."} {
+		f.Add(tok)
 	}
-	f.Add(valid)
-	f.Add(flipSignature(valid))
-	f.Add("")
-	f.Add("a.b.c")
-	f.Add("eyJhbGciOiJub25lIn0.e30.")
 	s := &api.Sessions{Secret: testSecret, TTL: time.Hour, Store: fakeSessions{
 		FindSessionUserFn: func(_ context.Context, id string) (*mcpgate.User, error) {
 			if id == sid {
@@ -194,9 +199,16 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("Authenticate(%q) = %s, %s; want the seeded session", tok, u.ID, id)
 		}
 		// Only the signed token passes (base64 may ignore trailing bits, so
-		// compare what it decodes to rather than the text).
+		// compare what it decodes to rather than the text), and it must
+		// verify strictly on its own.
 		if got := claimsOf(t, tok); got.Subject != uid || got.ID != sid {
 			t.Fatalf("Authenticate(%q) accepted claims %+v", tok, got)
+		}
+		var c jwt.RegisteredClaims
+		if _, err := jwt.ParseWithClaims(tok, &c, func(*jwt.Token) (any, error) { return testSecret, nil },
+			jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(wantIssuer), jwt.WithAudience(wantAudience),
+			jwt.WithExpirationRequired()); err != nil {
+			t.Fatalf("Authenticate(%q) accepted a token that does not verify: %v", tok, err)
 		}
 	})
 }

@@ -50,8 +50,7 @@ func (c *client) roles(ws string) map[string]mcpgate.Role {
 func TestWorkspace_CreateAndList(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	c := ts.newClient(t)
-	c.mustSignup("a@example.com")
+	c := ts.signedUp(t, "a@example.com")
 	ws := c.mustWorkspace("  Team A ")
 	var list struct {
 		Workspaces []mcpgate.Workspace `json:"workspaces"`
@@ -154,13 +153,11 @@ func TestMembers_Roles(t *testing.T) {
 func TestInvitations(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, api.Options{})
-	owner := ts.newClient(t)
-	owner.mustSignup("owner@example.com")
+	owner := ts.signedUp(t, "owner@example.com")
 	ws := owner.mustWorkspace("Team")
 	base := "/api/v1/workspaces/" + ws
 
-	invited := ts.newClient(t)
-	invited.mustSignup("invited@example.com")
+	invited := ts.signedUp(t, "invited@example.com")
 	other := ts.newClient(t)
 	other.mustSignup("other@example.com")
 
@@ -251,8 +248,7 @@ func TestWorkspace_OtherWorkspaceIsNotFound(t *testing.T) {
 	aMe := a.mustSignup("a@example.com")
 	wsA := aMe.Workspaces[0].ID
 	inv := a.mustInvite(wsA, "friend@example.com", mcpgate.RoleMember)
-	b := ts.newClient(t)
-	b.mustSignup("b@example.com")
+	b := ts.signedUp(t, "b@example.com")
 
 	var routes []route
 	for _, r := range mustRoutes(t, ts.handler) {

@@ -60,16 +60,10 @@ func TestApprovalEndToEnd(t *testing.T) {
 	ws := alice.workspace("Approvals")
 	alice.connectE2B(ws, team)
 	invite := func(email, role string) *e2eUser {
-		var inv struct {
-			Token string `json:"token"`
-		}
-		alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/invitations",
-			map[string]any{"email": email, "role": role}, http.StatusCreated), &inv)
-		return e.signup(r1.url, email, inv.Token)
+		return e.signup(r1.url, email, alice.invite(ws, email, role))
 	}
 	bob, carol := invite("bob@example.com", "admin"), invite("carol@example.com", "member")
-	dave := e.signup(r2.url, "dave@example.com", "") // another workspace
-	dave.connectE2B(dave.personal, e.teamKey())
+	dave, _ := e.signupWithE2B(r2.url, "dave@example.com") // another workspace
 	base := "/api/v1/workspaces/" + ws
 
 	info := alice.setTool(ws, toolKill, map[string]any{"enabled": true})
@@ -416,16 +410,9 @@ func TestApprovalEndToEnd(t *testing.T) {
 func TestApprovalBackDoorAndGuardrails(t *testing.T) {
 	e := newE2EEnv(t, 1)
 	r1 := e.replicas[0]
-	alice := e.signup(r1.url, "alice@example.com", "")
-	team := e.teamKey()
+	alice, team := e.signupWithE2B(r1.url, "alice@example.com")
 	ws := alice.personal
-	alice.connectE2B(ws, team)
-	var inv struct {
-		Token string `json:"token"`
-	}
-	alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/invitations",
-		map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
-	carol := e.signup(r1.url, "carol@example.com", inv.Token)
+	carol := e.signup(r1.url, "carol@example.com", alice.invite(ws, "carol@example.com", "member"))
 	key := carol.createKey(ws, "carol ai", "full", nil)
 	cs := e.session(t, r1.url+"/mcp", e2eBearer(key.Key), "", nil)
 	end := func(sb string) string { _, endAt := e.simSandboxState(team, sb); return endAt }

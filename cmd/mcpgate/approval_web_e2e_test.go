@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,17 +17,7 @@ import (
 // what would happen, approves it through the dialog, and the client's
 // repeated call then kills the sandbox; a second request is denied there.
 func TestApprovalWebPage(t *testing.T) {
-	if _, err := os.Stat(webChromiumPath); err != nil {
-		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
-	}
-	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	base := webStartDashboard(t, nil)
-	ctx, cancel := webNewBrowser(t)
-	defer cancel()
-	var problems webBrowserProblems
-	problems.listen(ctx)
+	base, ctx, problems := webStartJourney(t, nil)
 
 	webRun(t, ctx, "sign up",
 		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
@@ -55,12 +44,7 @@ func TestApprovalWebPage(t *testing.T) {
 		t.Errorf("kill's approval in settings = %q, %v; want human", sel, err)
 	}
 	webShot(t, ctx, "30-settings-approval")
-	webRun(t, ctx, "create key",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "approvals"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
-	key := webText(t, ctx, "#new-key-value")
+	key := webCreateKey(t, ctx, wsBase, "approvals")
 
 	sandbox := webMCPCreateSandbox(t, base+"/mcp", key)
 	s := webMCPSession(t, base+"/mcp", key)

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
@@ -156,13 +157,7 @@ func (e *e2eEnv) simDoRaw(teamKey, method, path string, body any) (int, []byte) 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatalf("simulator %s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, raw
+	return e2eSend(e.t, http.DefaultClient, req)
 }
 
 // simSandbox creates a sandbox in a team directly on the simulator.
@@ -397,21 +392,21 @@ func (e *e2eEnv) signup(base, email, invitation string) *e2eUser {
 	return u
 }
 
+// signupWithE2B signs email up and connects a new E2B team to their
+// personal workspace; it returns the user and the team's key.
+func (e *e2eEnv) signupWithE2B(base, email string) (*e2eUser, string) {
+	e.t.Helper()
+	u := e.signup(base, email, "")
+	team := e.teamKey()
+	u.connectE2B(u.personal, team)
+	return u, team
+}
+
 // with returns the same user failing tt instead of the parent test.
 func (u *e2eUser) with(t *testing.T) *e2eUser {
 	c := *u
 	c.t = t
 	return &c
-}
-
-func (u *e2eUser) csrf() string {
-	pu, _ := url.Parse(u.base)
-	for _, c := range u.client.Jar.Cookies(pu) {
-		if c.Name == "mcpgate_csrf" {
-			return c.Value
-		}
-	}
-	return ""
 }
 
 // do sends a JSON API request and returns the status and body.
@@ -432,19 +427,50 @@ func (u *e2eUser) do(ctx context.Context, method, path string, body any) (int, [
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if tok := u.csrf(); tok != "" {
-		req.Header.Set("X-CSRF-Token", tok)
+	if tok := e2eCookie(u.client.Jar, u.base, api.CSRFCookie); tok != "" {
+		req.Header.Set(api.CSRFHeader, tok)
 	}
-	resp, err := u.client.Do(req)
+	return e2eSend(u.t, u.client, req)
+}
+
+// e2eSend sends req through hc and returns the status and the whole body;
+// a request that cannot be sent or read fails t. Every JSON client of these
+// tests (e2eUser, apiBrowser, the simulator's) sends through it.
+func e2eSend(t testing.TB, hc *http.Client, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := hc.Do(req)
 	if err != nil {
-		u.t.Fatalf("%s %s: %v", method, path, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
-		u.t.Fatalf("%s %s: read body: %v", method, path, err)
+		t.Fatalf("%s %s: read body: %v", req.Method, req.URL.Path, err)
 	}
 	return resp.StatusCode, raw
+}
+
+// e2eCookie returns the value of the cookie name that jar holds for base,
+// or "".
+func e2eCookie(jar http.CookieJar, base, name string) string {
+	u, _ := url.Parse(base)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == name {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// invite invites email to ws with role and returns the invitation's token.
+func (u *e2eUser) invite(ws, email, role string) string {
+	u.t.Helper()
+	var inv struct {
+		Token string `json:"token"`
+	}
+	u.decode(u.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/invitations",
+		map[string]any{"email": email, "role": role}, http.StatusCreated), &inv)
+	return inv.Token
 }
 
 // api sends a request and fails the test unless the status is want.
@@ -596,14 +622,21 @@ func (e *e2eEnv) session(t *testing.T, endpoint string, header http.Header, vers
 
 func (e *e2eEnv) connect(t *testing.T, endpoint string, header http.Header, version string, opts *mcp.ClientOptions) (*mcp.ClientSession, error) {
 	t.Helper()
+	return e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: e.httpClient(header, ""), MaxRetries: -1},
+		version, opts, 20*time.Second)
+}
+
+// e2eConnect connects a go-sdk client over tr within timeout, at protocol
+// version ("" the SDK's newest), and closes the session when t ends.
+func e2eConnect(t *testing.T, tr *mcp.StreamableClientTransport, version string, opts *mcp.ClientOptions, timeout time.Duration) (*mcp.ClientSession, error) {
+	t.Helper()
 	var so *mcp.ClientSessionOptions
 	if version != "" {
 		so = &mcp.ClientSessionOptions{ProtocolVersion: version}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpgate-e2e", Version: "v0"}, opts).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: e.httpClient(header, ""), MaxRetries: -1}, so)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcpgate-e2e", Version: "v0"}, opts).Connect(ctx, tr, so)
 	if err != nil {
 		return nil, err
 	}

@@ -33,21 +33,13 @@ func TestMCPEndToEnd(t *testing.T) {
 	e := newE2EEnv(t, 2)
 	r1, r2 := e.replicas[0], e.replicas[1]
 
-	alice := e.signup(r1.url, "alice@example.com", "")
-	bob := e.signup(r1.url, "bob@example.com", "")
-	teamA, teamB := e.teamKey(), e.teamKey()
-	alice.connectE2B(alice.personal, teamA)
-	bob.connectE2B(bob.personal, teamB)
+	alice, teamA := e.signupWithE2B(r1.url, "alice@example.com")
+	bob, teamB := e.signupWithE2B(r1.url, "bob@example.com")
 	wsA, wsB := alice.personal, bob.personal
 	keyA := alice.createKey(wsA, "alice laptop", "full", nil)
 	keyB := bob.createKey(wsB, "bob laptop", "full", nil)
 	// carol is a member (not an admin) of alice's workspace.
-	var inv struct {
-		Token string `json:"token"`
-	}
-	alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/invitations",
-		map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
-	carol := e.signup(r1.url, "carol@example.com", inv.Token)
+	carol := e.signup(r1.url, "carol@example.com", alice.invite(wsA, "carol@example.com", "member"))
 	keyC := carol.createKey(wsA, "carol", "full", nil)
 
 	// Subtests that make many calls get keys of their own: each key has its
@@ -108,8 +100,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Unauthorized", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		// From source addresses of its own, one per case: the failures here
 		// must neither count against the other tests' address nor reach the
 		// per-address limit (tested in AuthFailureBruteForce).
@@ -200,8 +191,6 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("AuthFailureBruteForce", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
 		const source = "127.0.0.2"
 		refused, limited := 0, false
 		for !limited && refused < 60 {
@@ -234,8 +223,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("ReadOnlyKey", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ro := alice.createKey(wsA, "read only", "read_only", nil)
 		var tools struct {
 			Tools []mcpgate.ToolInfo `json:"tools"`
@@ -266,8 +254,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("NoE2BKey", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ws := alice.workspace("No E2B yet")
 		k := alice.createKey(ws, "empty", "full", nil)
 		cs := e.session(t, r1.url+"/mcp", e2eBearer(k.Key), "", nil)
@@ -283,8 +270,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("KillConfirmation", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		ws := alice.workspace("Kill")
 		alice.connectE2B(ws, teamA)
 		k := alice.createKey(ws, "kill", "full", nil)
@@ -551,8 +537,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("AuditRedaction", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		carol := carol.with(t)
 		csA := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "", nil)
 		csC := e.session(t, r2.url+"/mcp", e2eBearer(keyC.Key), "2025-11-25", nil)
@@ -814,8 +799,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Replicas", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		k := alice.createKey(wsA, "replicated", "full", nil) // on replica 1
 		cs2 := e.session(t, r2.url+"/mcp", e2eBearer(k.Key), "", nil)
 		names := e2eToolNames(t, cs2) // replica 2 now caches the key and the policy
@@ -863,8 +847,7 @@ func TestMCPEndToEnd(t *testing.T) {
 	})
 
 	t.Run("RateLimit", func(t *testing.T) {
-		alice, bob := alice.with(t), bob.with(t)
-		_, _ = alice, bob
+		alice := alice.with(t)
 		k := alice.createKey(wsA, "busy", "full", nil)
 		// The limit counts tool calls only: a client's handshakes, lists
 		// and notifications never use it up.

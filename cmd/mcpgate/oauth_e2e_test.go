@@ -21,7 +21,6 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -253,15 +252,42 @@ func wantOAuthError(t *testing.T, err error, code string) {
 	}
 }
 
+// e2eGrant is an OAuth grant as the JSON API lists it.
+type e2eGrant struct {
+	ID         string `json:"id"`
+	ClientName string `json:"client_name"`
+	Scope      string `json:"scope"`
+	UserEmail  string `json:"user_email"`
+}
+
+// grants lists the grants of ws that u sees, newest first.
+func (u *e2eUser) grants(ws string) []e2eGrant {
+	u.t.Helper()
+	var body struct {
+		Grants []e2eGrant `json:"grants"`
+	}
+	u.decode(u.api(http.MethodGet, "/api/v1/workspaces/"+ws+"/grants", nil, http.StatusOK), &body)
+	return body.Grants
+}
+
+// grantOf returns the id of the newest grant of ws to the client named
+// client, or "".
+func (u *e2eUser) grantOf(ws, client string) string {
+	u.t.Helper()
+	for _, g := range u.grants(ws) {
+		if g.ClientName == client {
+			return g.ID
+		}
+	}
+	return ""
+}
+
 // TestOAuthEndToEnd proves issue 16 on the real program.
 func TestOAuthEndToEnd(t *testing.T) {
 	o := newOAuthEnv(t)
 	rA, rB := o.replicas[0], o.replicas[1]
-	alice := o.signup(o.front, "alice@example.com", "")
-	bob := o.signup(o.front, "bob@example.com", "")
-	teamA, teamB := o.teamKey(), o.teamKey()
-	alice.connectE2B(alice.personal, teamA)
-	bob.connectE2B(bob.personal, teamB)
+	alice, teamA := o.signupWithE2B(o.front, "alice@example.com")
+	bob, _ := o.signupWithE2B(o.front, "bob@example.com")
 	wsA := alice.personal
 	o.simSandbox(teamA, map[string]any{"templateID": "base"})
 
@@ -309,12 +335,6 @@ func TestOAuthEndToEnd(t *testing.T) {
 	})
 
 	t.Run("Browser", func(t *testing.T) {
-		if _, err := os.Stat(webChromiumPath); err != nil {
-			t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does)", webChromiumPath)
-		}
-		if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
 		bctx, cancel := webNewBrowser(t)
 		defer cancel()
 		// Chromium signs alice in on the first authorization and consents;
@@ -345,18 +365,11 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		}
 		connect := func(t *testing.T, h *auth.AuthorizationCodeHandler, version string) *mcp.ClientSession {
-			var so *mcp.ClientSessionOptions
-			if version != "" {
-				so = &mcp.ClientSessionOptions{ProtocolVersion: version}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "oauth-e2e", Version: "v0"}, nil).Connect(ctx,
-				&mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1}, so)
+			cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1},
+				version, nil, 90*time.Second)
 			if err != nil {
 				t.Fatalf("Connect() with OAuth err = %v", err)
 			}
-			t.Cleanup(func() { _ = cs.Close() })
 			return cs
 		}
 
@@ -385,26 +398,19 @@ func TestOAuthEndToEnd(t *testing.T) {
 			legacy := o.session(t, o.front+"/mcp", e2eBearer(tok.AccessToken), "2025-11-25", nil)
 			e2eCallOK(t, legacy, "e2b_list_sandboxes", nil)
 			// The audit row names the grant and its client.
-			var grants struct {
-				Grants []struct {
-					ID         string `json:"id"`
-					ClientName string `json:"client_name"`
-					Scope      string `json:"scope"`
-				} `json:"grants"`
-			}
-			alice.with(t).decode(alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
-			if len(grants.Grants) != 1 || grants.Grants[0].Scope != "full" {
+			grants := alice.with(t).grants(wsA)
+			if len(grants) != 1 || grants[0].Scope != "full" {
 				t.Fatalf("grants = %+v, want the one full grant", grants)
 			}
 			deadline := time.Now().Add(15 * time.Second)
 			for {
 				raw := alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/audit?tool=e2b_list_sandboxes", nil, http.StatusOK)
-				if strings.Contains(string(raw), `"grant_id":"`+grants.Grants[0].ID+`"`) &&
+				if strings.Contains(string(raw), `"grant_id":"`+grants[0].ID+`"`) &&
 					strings.Contains(string(raw), `"client_name":"E2E native client"`) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("no audit row names grant %s and its client: %s", grants.Grants[0].ID, raw)
+					t.Fatalf("no audit row names grant %s and its client: %s", grants[0].ID, raw)
 				}
 				time.Sleep(200 * time.Millisecond)
 			}
@@ -448,19 +454,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.rec.secret(tok.AccessToken, "access token")
-			var grants struct {
-				Grants []struct {
-					ID         string `json:"id"`
-					ClientName string `json:"client_name"`
-				} `json:"grants"`
-			}
-			alice.with(t).decode(alice.with(t).api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
-			gid := ""
-			for _, g := range grants.Grants {
-				if g.ClientName == "E2E CIMD client" {
-					gid = g.ID
-				}
-			}
+			gid := alice.with(t).grantOf(wsA, "E2E CIMD client")
 			webRun(t, bctx, "keys page", chromedp.Navigate(o.front+"/app/w/"+wsA+"/keys"), chromedp.WaitVisible(chromedp.ID("#grants-table")))
 			for _, want := range []string{"E2E native client", "E2E CIMD client", "self-registered", "Read-only"} {
 				if got := webText(t, bctx, "#connected-apps"); !strings.Contains(got, want) {
@@ -669,22 +663,9 @@ func TestOAuthEndToEnd(t *testing.T) {
 					}
 					resp.Body.Close()
 				} else {
-					var grants struct {
-						Grants []struct {
-							ID         string `json:"id"`
-							ClientName string `json:"client_name"`
-						} `json:"grants"`
-					}
-					alice.decode(alice.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
-					gid := ""
-					for _, g := range grants.Grants {
-						if g.ClientName == "refusals" { // newest first: the one just made
-							gid = g.ID
-							break
-						}
-					}
+					gid := alice.grantOf(wsA, "refusals")
 					if gid == "" {
-						t.Fatalf("grant not listed: %+v", grants)
+						t.Fatalf("grant not listed: %+v", alice.grants(wsA))
 					}
 					alice.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/grants/"+gid, nil, http.StatusNoContent)
 				}
@@ -715,46 +696,27 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 			bob := bob.with(t)
 			bob.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusNotFound)
-			var grants struct {
-				Grants []struct{ ID string } `json:"grants"`
-			}
-			alice.decode(alice.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &grants)
-			if len(grants.Grants) == 0 {
+			grants := alice.grants(wsA)
+			if len(grants) == 0 {
 				t.Fatal("no grant listed")
 			}
-			bob.api(http.MethodDelete, "/api/v1/workspaces/"+bob.personal+"/grants/"+grants.Grants[0].ID, nil, http.StatusNotFound)
-			bob.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/grants/"+grants.Grants[0].ID, nil, http.StatusNotFound)
-			var bobs struct {
-				Grants []struct{ ID string } `json:"grants"`
-			}
-			bob.decode(bob.api(http.MethodGet, "/api/v1/workspaces/"+bob.personal+"/grants", nil, http.StatusOK), &bobs)
-			if len(bobs.Grants) != 0 {
-				t.Errorf("bob's workspace lists %d grants, want none", len(bobs.Grants))
+			bob.api(http.MethodDelete, "/api/v1/workspaces/"+bob.personal+"/grants/"+grants[0].ID, nil, http.StatusNotFound)
+			bob.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/grants/"+grants[0].ID, nil, http.StatusNotFound)
+			if bobs := bob.grants(bob.personal); len(bobs) != 0 {
+				t.Errorf("bob's workspace lists %d grants, want none", len(bobs))
 			}
 			if s := o.mcpStatus(t, o.front+"/mcp", tok.AccessToken); s != http.StatusOK {
 				t.Errorf("bob's attempts revoked alice's grant: %d", s)
 			}
 		})
 		t.Run("member removed", func(t *testing.T) {
-			var inv struct {
-				Token string `json:"token"`
-			}
-			alice.decode(alice.api(http.MethodPost, "/api/v1/workspaces/"+wsA+"/invitations",
-				map[string]any{"email": "carol@example.com", "role": "member"}, http.StatusCreated), &inv)
-			carol := o.signup(o.front, "carol@example.com", inv.Token).with(t)
+			carol := o.signup(o.front, "carol@example.com", alice.invite(wsA, "carol@example.com", "member")).with(t)
 			tok := o.mustToken(t, carol, cfg, wsA, "read_only")
 			if s := o.mcpStatus(t, rB.url+"/mcp", tok.AccessToken); s != http.StatusOK {
 				t.Fatalf("carol's token = %d", s)
 			}
-			var mine struct {
-				Grants []struct {
-					ID        string `json:"id"`
-					UserEmail string `json:"user_email"`
-				} `json:"grants"`
-			}
-			carol.decode(carol.api(http.MethodGet, "/api/v1/workspaces/"+wsA+"/grants", nil, http.StatusOK), &mine)
-			if len(mine.Grants) != 1 || mine.Grants[0].UserEmail != "carol@example.com" {
-				t.Errorf("a member sees grants %+v, want only her own", mine.Grants)
+			if mine := carol.grants(wsA); len(mine) != 1 || mine[0].UserEmail != "carol@example.com" {
+				t.Errorf("a member sees grants %+v, want only her own", mine)
 			}
 			alice.api(http.MethodDelete, "/api/v1/workspaces/"+wsA+"/members/"+carol.id, nil, http.StatusNoContent)
 			deadline := time.Now().Add(2 * time.Second)

@@ -32,8 +32,7 @@ func TestOAuthMCPRemoteKeepsKeys(t *testing.T) {
 		t.Fatal("npx not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
 	}
 	o := newOAuthEnv(t)
-	alice := o.signup(o.front, "alice@example.com", "")
-	alice.connectE2B(alice.personal, o.teamKey())
+	alice, _ := o.signupWithE2B(o.front, "alice@example.com")
 	status, raw := alice.do(e2eNoRecord(context.Background()), http.MethodPost, "/api/v1/workspaces/"+alice.personal+"/keys",
 		map[string]any{"name": "mcp-remote"})
 	var key e2eKey

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/credtest"
 )
 
 // TestServe_ResealsInTheBackground: a running gateway moves credentials to
@@ -34,12 +35,12 @@ func TestServe_ResealsInTheBackground(t *testing.T) {
 	var once sync.Once
 	closeGW := func() { once.Do(gw.Close) }
 	t.Cleanup(closeGW)
-	waitTermUsage(t, e, "2:12")
+	credtest.WaitTermUsage(t, e.db, "2:12")
 
 	if _, err := gw.Keyring.Rotate(ctx); err != nil {
 		t.Fatalf("gateway Rotate() err = %v", err)
 	}
-	waitTermUsage(t, e, "3:12")
+	credtest.WaitTermUsage(t, e.db, "3:12")
 
 	if _, err := e.keyring(t).Rotate(ctx); err != nil {
 		t.Fatalf("other replica Rotate() err = %v", err)
@@ -47,7 +48,7 @@ func TestServe_ResealsInTheBackground(t *testing.T) {
 	if err := gw.Keyring.Refresh(ctx); err != nil { // Maintain's periodic reload, without the wait
 		t.Fatalf("Refresh() err = %v", err)
 	}
-	waitTermUsage(t, e, "4:12")
+	credtest.WaitTermUsage(t, e.db, "4:12")
 	e.checkAll(t, want, 4)
 	// Each pass logs what it moved once it has nothing left to move; a pass
 	// follows terms added while it runs, so the lines may be fewer than 3.
@@ -101,20 +102,4 @@ func values(m map[string]string) []string {
 		out = append(out, v)
 	}
 	return out
-}
-
-// waitTermUsage waits until the credentials per term are want ("term:rows").
-func waitTermUsage(t *testing.T, e *cmdEnv, want string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := e.termUsage(t)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("credentials per term = %q after 15s, want %q", got, want)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/mcpgate/mcpgate/api"
-	"github.com/mcpgate/mcpgate/internal/store"
 )
 
 type gwRoute struct{ method, pattern string }
@@ -24,11 +23,7 @@ func mustGatewayRoutes(t *testing.T) (*httptest.Server, []gwRoute) {
 	env := serveEnv(t)
 	cfg := mustLoadConfig(t, nil, env)
 	ctx := context.Background()
-	db, err := store.Open(ctx, cfg.DB.URL)
-	if err != nil {
-		t.Fatalf("store.Open() err = %v", err)
-	}
-	t.Cleanup(db.Close)
+	db := mustOpenStore(t, cfg.DB.URL)
 	gw, err := newGateway(ctx, cfg, db, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("newGateway() err = %v", err)

@@ -9,13 +9,13 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/cookiejar"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/migrations"
@@ -32,6 +32,17 @@ func serveEnv(t *testing.T) map[string]string {
 		"E2B_API_URL": "http://127.0.0.1:9", "E2B_DASHBOARD_API_URL": "http://127.0.0.1:9",
 		"DATA_DIR": t.TempDir(), // the audit spool goes there
 	}
+}
+
+// mustOpenStore opens the store on dsn until the test ends.
+func mustOpenStore(t *testing.T, dsn string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatalf("store.Open() err = %v", err)
+	}
+	t.Cleanup(db.Close)
+	return db
 }
 
 // serveInstance is serve running in the test process.
@@ -92,11 +103,13 @@ func (in *serveInstance) stop(t testing.TB) error {
 }
 
 // apiBrowser keeps cookies and sends the CSRF header, like the dashboard.
+// It keeps every response body, for tests that check none holds a secret.
 type apiBrowser struct {
-	t    *testing.T
-	base string
-	jar  *cookiejar.Jar
-	hc   *http.Client
+	t         *testing.T
+	base      string
+	jar       *cookiejar.Jar
+	hc        *http.Client
+	responses bytes.Buffer
 }
 
 func newAPIBrowser(t *testing.T, base string) *apiBrowser {
@@ -104,15 +117,7 @@ func newAPIBrowser(t *testing.T, base string) *apiBrowser {
 	return &apiBrowser{t: t, base: base, jar: jar, hc: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 }
 
-func (b *apiBrowser) cookie(name string) string {
-	u, _ := url.Parse(b.base)
-	for _, c := range b.jar.Cookies(u) {
-		if c.Name == name {
-			return c.Value
-		}
-	}
-	return ""
-}
+func (b *apiBrowser) cookie(name string) string { return e2eCookie(b.jar, b.base, name) }
 
 // do sends a request with a JSON body (when body is not empty) and returns
 // the status and body.
@@ -132,13 +137,9 @@ func (b *apiBrowser) do(method, path, body string) (int, []byte) {
 	if tok := b.cookie(api.CSRFCookie); tok != "" {
 		req.Header.Set(api.CSRFHeader, tok)
 	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		b.t.Fatalf("%s %s err = %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	status, out := e2eSend(b.t, b.hc, req)
+	b.responses.Write(out)
+	return status, out
 }
 
 // want sends a request and fails unless it answers status.

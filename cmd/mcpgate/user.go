@@ -43,36 +43,23 @@ var userPasswordParams = password.Default
 // userCommand runs `mcpgate user ...`; stdin is read by reset-password
 // --stdin only.
 func userCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stdout, userUsage)
-		return errors.New("user: no command given")
-	}
-	cmd, args := args[0], args[1:]
 	var fromStdin, revokeKeys bool
-	var define func(fs *flag.FlagSet)
-	wantArgs := 1
-	switch cmd {
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, userUsage)
-		return nil
-	case "list":
-		wantArgs = 0
-	case "set-admin", "unset-admin":
-	case "reset-password":
-		define = func(fs *flag.FlagSet) {
+	c, err := parseCommand("user", userUsage, args, map[string]func(*flag.FlagSet){
+		"list":        nil,
+		"set-admin":   nil,
+		"unset-admin": nil,
+		"reset-password": func(fs *flag.FlagSet) {
 			fs.BoolVar(&fromStdin, "stdin", false, "read the new password from the first line of standard input")
 			fs.BoolVar(&revokeKeys, "revoke-keys", false, "also revoke every MCP key of the account")
-		}
-	default:
-		fmt.Fprint(stdout, userUsage)
-		return fmt.Errorf("user: unknown command %q", cmd)
-	}
-	cfgArgs, positional, err := parseFlags("user "+cmd, args, define, userUsage, stdout)
-	if errors.Is(err, errHelpShown) {
-		return nil
-	}
-	if err != nil {
+		},
+	}, stdout)
+	if c == nil || err != nil {
 		return err
+	}
+	cmd, positional := c.name, c.positional
+	wantArgs := 1
+	if cmd == "list" {
+		wantArgs = 0
 	}
 	if len(positional) != wantArgs {
 		if wantArgs == 0 {
@@ -102,7 +89,7 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 	}
 
-	cfg, err := loadConfig("user "+cmd, cfgArgs, getenv, false)
+	cfg, err := loadConfig("user "+cmd, c.cfgArgs, getenv, false)
 	if err != nil {
 		return err
 	}

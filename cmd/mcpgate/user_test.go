@@ -25,13 +25,10 @@ type userEnv struct {
 func newUserEnv(t *testing.T) *userEnv {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("store.Open() err = %v", err)
-	}
-	t.Cleanup(db.Close)
+	db := mustOpenStore(t, dsn)
 	e := &userEnv{db: db, env: map[string]string{"DATABASE_URL": dsn}}
 	ctx := context.Background()
+	var err error
 	if e.admin, err = db.CreateUser(ctx, "admin@example.com", "h", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +36,14 @@ func newUserEnv(t *testing.T) *userEnv {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// fastPasswords lowers the argon2id costs of reset-password until the test
+// ends.
+func (e *userEnv) fastPasswords(t *testing.T) {
+	saved := userPasswordParams
+	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
+	t.Cleanup(func() { userPasswordParams = saved })
 }
 
 // user runs `mcpgate user args...` with stdin.
@@ -113,10 +118,8 @@ func TestUserSetAdmin(t *testing.T) {
 }
 
 func TestUserResetPassword(t *testing.T) {
-	saved := userPasswordParams
-	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
-	t.Cleanup(func() { userPasswordParams = saved })
 	e := newUserEnv(t)
+	e.fastPasswords(t)
 	ctx := context.Background()
 	session := func() string {
 		id, err := e.db.CreateSession(ctx, e.other.ID, time.Now().Add(time.Hour))
@@ -196,41 +199,12 @@ func TestUserResetPassword(t *testing.T) {
 	}
 }
 
-func TestUserCommand_Usage(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string
-		wantOut string
-	}{
-		{name: "no command", args: nil, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
-		{name: "unknown", args: []string{"delete", "a@example.com"}, wantErr: `unknown command "delete"`},
-		{name: "help", args: []string{"help"}, wantOut: "reset-password [--stdin] [--revoke-keys] EMAIL"},
-		{name: "flag help", args: []string{"list", "-h"}, wantOut: "Usage: mcpgate user"},
-		{name: "list takes no argument", args: []string{"list", "x"}, wantErr: "unexpected arguments"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			err := userCommand(context.Background(), tt.args, func(string) string { return "" }, strings.NewReader(""), &out)
-			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("user %v err = %v, want %q", tt.args, err, tt.wantErr)
-			}
-			if !strings.Contains(out.String(), tt.wantOut) {
-				t.Fatalf("user %v output lacks %q:\n%s", tt.args, tt.wantOut, out.String())
-			}
-		})
-	}
-}
-
 // TestUserResetPassword_RevokeKeys (issue 15, item 9): reset-password says
 // the account's MCP keys still work, and with --revoke-keys revokes them
 // all (and no one else's).
 func TestUserResetPassword_RevokeKeys(t *testing.T) {
-	saved := userPasswordParams
-	userPasswordParams = password.Params{Time: 1, Memory: 1024, Threads: 1}
-	t.Cleanup(func() { userPasswordParams = saved })
 	e := newUserEnv(t)
+	e.fastPasswords(t)
 	ctx := context.Background()
 	addKey := func(u *mcpgate.User) string {
 		t.Helper()

@@ -67,6 +67,43 @@ Generate a root key with: openssl rand -base64 32
 // command then exits successfully without doing anything.
 var errHelpShown = errors.New("help shown")
 
+// parsedCommand is one `mcpgate GROUP COMMAND [flags] [args]` line.
+type parsedCommand struct {
+	name       string
+	cfgArgs    []string // serve's configuration flags, for loadConfig
+	positional []string
+}
+
+// parseCommand parses the command line of a command group (user, vault):
+// commands maps each command to the function defining its own flags (nil
+// when it has none). A missing or unknown command prints usage and is
+// refused; help (the group's or a command's -h) prints it and returns nil,
+// nil: the command then exits successfully without doing anything.
+func parseCommand(group, usage string, args []string, commands map[string]func(*flag.FlagSet), stdout io.Writer) (*parsedCommand, error) {
+	if len(args) == 0 {
+		fmt.Fprint(stdout, usage)
+		return nil, fmt.Errorf("%s: no command given", group)
+	}
+	name, args := args[0], args[1:]
+	if name == "help" || name == "-h" || name == "--help" {
+		fmt.Fprint(stdout, usage)
+		return nil, nil
+	}
+	define, ok := commands[name]
+	if !ok {
+		fmt.Fprint(stdout, usage)
+		return nil, fmt.Errorf("%s: unknown command %q", group, name)
+	}
+	cfgArgs, positional, err := parseFlags(group+" "+name, args, define, usage, stdout)
+	if errors.Is(err, errHelpShown) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &parsedCommand{name: name, cfgArgs: cfgArgs, positional: positional}, nil
+}
+
 // parseFlags parses a subcommand's own flags, defined by define, together
 // with serve's configuration flags (--database-url, --data-dir,
 // --encryption-key, …), which it returns re-encoded for loadConfig. Flags
@@ -108,45 +145,29 @@ func parseFlags(command string, args []string, define func(fs *flag.FlagSet), he
 
 // vaultCommand runs `mcpgate vault ...`.
 func vaultCommand(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stdout, vaultUsage)
-		return errors.New("vault: no command given")
-	}
-	cmd, args := args[0], args[1:]
 	var (
 		rot        = rotateOptions{batch: reseal.DefaultBatch, settle: reseal.DefaultSettle}
 		newKeyFile string
-		define     func(fs *flag.FlagSet)
 	)
-	switch cmd {
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, vaultUsage)
-		return nil
-	case "status", "prune":
-	case "rotate":
-		define = func(fs *flag.FlagSet) {
+	c, err := parseCommand("vault", vaultUsage, args, map[string]func(*flag.FlagSet){
+		"status": nil,
+		"prune":  nil,
+		"rotate": func(fs *flag.FlagSet) {
 			fs.BoolVar(&rot.resealOnly, "reseal-only", false, "re-seal under the newest term without adding one")
 			fs.IntVar(&rot.batch, "batch", rot.batch, "credentials per batch")
 			fs.DurationVar(&rot.pause, "pause", 0, "pause between batches")
 			fs.DurationVar(&rot.settle, "settle", rot.settle, "keep sweeping until the new term is this old")
-		}
-	case "rekey":
-		define = func(fs *flag.FlagSet) {
+		},
+		"rekey": func(fs *flag.FlagSet) {
 			fs.StringVar(&newKeyFile, "new-key-file", "", "file holding the new root key (base64)")
-		}
-	default:
-		fmt.Fprint(stdout, vaultUsage)
-		return fmt.Errorf("vault: unknown command %q", cmd)
-	}
-	cfgArgs, positional, err := parseFlags("vault "+cmd, args, define, vaultUsage, stdout)
-	if errors.Is(err, errHelpShown) {
-		return nil
-	}
-	if err != nil {
+		},
+	}, stdout)
+	if c == nil || err != nil {
 		return err
 	}
-	if len(positional) > 0 {
-		return fmt.Errorf("vault %s: unexpected arguments %v", cmd, positional)
+	cmd := c.name
+	if len(c.positional) > 0 {
+		return fmt.Errorf("vault %s: unexpected arguments %v", cmd, c.positional)
 	}
 	if rot.batch < 1 {
 		return errors.New("vault rotate: --batch must be at least 1")
@@ -162,7 +183,7 @@ func vaultCommand(ctx context.Context, args []string, getenv func(string) string
 		defer clear(newKey)
 	}
 
-	v, err := openVault(ctx, "vault "+cmd, cfgArgs, getenv, cmd == "status")
+	v, err := openVault(ctx, "vault "+cmd, c.cfgArgs, getenv, cmd == "status")
 	if err != nil {
 		return err
 	}

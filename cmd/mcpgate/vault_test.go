@@ -9,25 +9,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/credtest"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -63,11 +58,7 @@ type cmdEnv struct {
 func newCmdEnv(t *testing.T) *cmdEnv {
 	t.Helper()
 	dsn := storetest.NewDatabase(t)
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatalf("store.Open() err = %v", err)
-	}
-	t.Cleanup(db.Close)
+	db := mustOpenStore(t, dsn)
 	e := &cmdEnv{db: db, dsn: dsn, root: vault.GenerateRootKey()}
 	e.env = map[string]string{
 		"DATABASE_URL":   dsn,
@@ -125,39 +116,19 @@ func (e *cmdEnv) populate(t *testing.T, n int) map[string]string {
 	}
 	want := make(map[string]string, n)
 	for i := range n {
-		ws, err := e.db.CreateWorkspace(ctx, u.ID, fmt.Sprintf("ws %d", i))
-		if err != nil {
-			t.Fatalf("CreateWorkspace() err = %v", err)
-		}
-		key := fmt.Sprintf("e2b_%040x", i+1)
-		c := &mcpgate.Connection{WorkspaceID: ws.ID, Connector: "e2b", KeyHint: "e2b_…" + key[len(key)-4:], VerifiedAt: time.Now(), UpdatedBy: u.ID}
-		if err := e.db.PutConnection(ctx, k, c, mcpgate.Secret(key)); err != nil {
-			t.Fatalf("PutConnection() err = %v", err)
-		}
-		want[ws.ID] = key
+		ws, key := credtest.Put(t, e.db, k, u.ID, i)
+		want[ws] = key
 	}
 	return want
 }
 
 // termUsage returns rows per term, e.g. "1:3 2:5".
-func (e *cmdEnv) termUsage(t *testing.T) string {
-	t.Helper()
-	usage, err := e.db.ConnectionTermUsage(context.Background())
-	if err != nil {
-		t.Fatalf("ConnectionTermUsage() err = %v", err)
-	}
-	var parts []string
-	for _, u := range usage {
-		parts = append(parts, fmt.Sprintf("%d:%d", u.Term, u.Rows))
-	}
-	return strings.Join(parts, " ")
-}
+func (e *cmdEnv) termUsage(t *testing.T) string { return credtest.TermUsage(t, e.db) }
 
 // checkAll checks, with a freshly opened keyring, that every credential
 // opens to its value and sits under wantTerm, the newest term.
 func (e *cmdEnv) checkAll(t *testing.T, want map[string]string, wantTerm uint32) {
 	t.Helper()
-	ctx := context.Background()
 	k := e.keyring(t)
 	if got := k.ActiveTerm(); got != wantTerm {
 		t.Fatalf("ActiveTerm() = %d, want %d", got, wantTerm)
@@ -165,12 +136,7 @@ func (e *cmdEnv) checkAll(t *testing.T, want map[string]string, wantTerm uint32)
 	if got, want := e.termUsage(t), fmt.Sprintf("%d:%d", wantTerm, len(want)); got != want {
 		t.Fatalf("credentials per term = %q, want %q", got, want)
 	}
-	for ws, key := range want {
-		got, err := e.db.OpenCredential(ctx, k, ws, "e2b")
-		if err != nil || got.Reveal() != key {
-			t.Fatalf("OpenCredential(%s) = %q, %v; want %q", ws, got.Reveal(), err, key)
-		}
-	}
+	credtest.CheckOpen(t, e.db, k, want)
 }
 
 // snapshot returns every byte of the vault and credential tables.
@@ -521,17 +487,15 @@ func TestVault_NoKeysYet(t *testing.T) {
 			t.Fatalf("vault %s on a fresh database: err = %v", cmd, err)
 		}
 	}
-	db, err := store.Open(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := mustOpenStore(t, dsn)
 	if check, keys, err := db.VaultKeys().Load(context.Background()); err != nil || check != nil || len(keys) != 0 {
 		t.Fatalf("vault tables after the commands = %q, %v, %v; want empty", check, keys, err)
 	}
 }
 
-func TestVaultCommand_Usage(t *testing.T) {
+// TestCommandUsage: the command lines of the command groups (parseCommand)
+// and what each refuses before touching a database.
+func TestCommandUsage(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
@@ -539,15 +503,20 @@ func TestVaultCommand_Usage(t *testing.T) {
 		wantErr string
 		wantOut string
 	}{
-		{name: "no command", args: []string{"vault"}, wantErr: "no command given", wantOut: "Usage: mcpgate vault"},
-		{name: "unknown", args: []string{"vault", "spin"}, wantErr: `unknown command "spin"`},
-		{name: "help", args: []string{"vault", "help"}, wantOut: "--reseal-only"},
-		{name: "flag help", args: []string{"vault", "rotate", "-h"}, wantOut: "mcpgate vault rotate --reseal-only"},
-		{name: "unknown flag", args: []string{"vault", "rotate", "--fast"}, wantErr: "flag provided but not defined: -fast"},
-		{name: "bad batch", args: []string{"vault", "rotate", "--batch", "0"}, wantErr: "--batch must be at least 1"},
-		{name: "extra argument", args: []string{"vault", "status", "now"}, wantErr: "unexpected arguments"},
-		{name: "no key", args: []string{"vault", "status"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "ENCRYPTION_KEY is required"},
-		{name: "bad key", args: []string{"vault", "status", "--encryption-key", "changeme"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "placeholder"},
+		{name: "user: no command", args: []string{"user"}, wantErr: "no command given", wantOut: "Usage: mcpgate user"},
+		{name: "user: unknown", args: []string{"user", "delete", "a@example.com"}, wantErr: `unknown command "delete"`},
+		{name: "user: help", args: []string{"user", "help"}, wantOut: "reset-password [--stdin] [--revoke-keys] EMAIL"},
+		{name: "user: flag help", args: []string{"user", "list", "-h"}, wantOut: "Usage: mcpgate user"},
+		{name: "user: list takes no argument", args: []string{"user", "list", "x"}, wantErr: "unexpected arguments"},
+		{name: "vault: no command", args: []string{"vault"}, wantErr: "no command given", wantOut: "Usage: mcpgate vault"},
+		{name: "vault: unknown", args: []string{"vault", "spin"}, wantErr: `unknown command "spin"`},
+		{name: "vault: help", args: []string{"vault", "help"}, wantOut: "--reseal-only"},
+		{name: "vault: flag help", args: []string{"vault", "rotate", "-h"}, wantOut: "mcpgate vault rotate --reseal-only"},
+		{name: "vault: unknown flag", args: []string{"vault", "rotate", "--fast"}, wantErr: "flag provided but not defined: -fast"},
+		{name: "vault: bad batch", args: []string{"vault", "rotate", "--batch", "0"}, wantErr: "--batch must be at least 1"},
+		{name: "vault: extra argument", args: []string{"vault", "status", "now"}, wantErr: "unexpected arguments"},
+		{name: "vault: no key", args: []string{"vault", "status"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "ENCRYPTION_KEY is required"},
+		{name: "vault: bad key", args: []string{"vault", "status", "--encryption-key", "changeme"}, env: map[string]string{"DATABASE_URL": "postgres://127.0.0.1:1/x"}, wantErr: "placeholder"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -586,8 +555,7 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	defer func() { gw.Close() }()
 	srv := httptest.NewServer(gw.Handler())
 	defer srv.Close()
-	c := &apiClient{t: t, base: srv.URL}
-	c.jar, _ = cookiejar.New(nil)
+	c := newAPIBrowser(t, srv.URL)
 
 	c.want(201, "POST", "/api/v1/auth/signup", `{"email":"ada@example.com","password":"a long enough password"}`)
 	var me struct {
@@ -663,43 +631,4 @@ func TestServe_CredentialThroughRotateAndRekey(t *testing.T) {
 	if !strings.Contains(logs.String(), "{") {
 		t.Fatal("nothing was logged: the log capture is not wired")
 	}
-}
-
-// apiClient is a dashboard session: cookies and the CSRF header. It keeps
-// every response body.
-type apiClient struct {
-	t         *testing.T
-	base      string
-	jar       *cookiejar.Jar
-	responses bytes.Buffer
-}
-
-func (c *apiClient) want(status int, method, path, body string) []byte {
-	c.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, c.base+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	u, _ := url.Parse(c.base)
-	for _, ck := range c.jar.Cookies(u) {
-		if ck.Name == api.CSRFCookie {
-			req.Header.Set(api.CSRFHeader, ck.Value)
-		}
-	}
-	resp, err := (&http.Client{Jar: c.jar, Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s err = %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	c.responses.Write(out)
-	if resp.StatusCode != status {
-		c.t.Fatalf("%s %s status = %d, want %d; body %s", method, path, resp.StatusCode, status, out)
-	}
-	return out
 }

@@ -44,18 +44,7 @@ var webScreenshotDir = filepath.Join("..", "..", "testoutput", "screenshots")
 // serious or critical axe-core violation, selects that fit their text, a
 // screenshot at each width), and no page logs a console error.
 func TestWebJourney(t *testing.T) {
-	if _, err := os.Stat(webChromiumPath); err != nil {
-		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
-	}
-	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	base := webStartDashboard(t, nil)
-
-	ctx, cancel := webNewBrowser(t)
-	defer cancel()
-	var problems webBrowserProblems
-	problems.listen(ctx)
+	base, ctx, problems := webStartJourney(t, nil)
 
 	const password = "correct horse battery staple"
 	ownerEmail := "owner@example.com"
@@ -122,12 +111,7 @@ func TestWebJourney(t *testing.T) {
 	webCheckPage(t, ctx, "connections-connected")
 
 	// Create a key; read it and the Claude Code snippet.
-	webRun(t, ctx, "create key",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "Claude on <laptop>"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
-	key := webText(t, ctx, "#new-key-value")
+	key := webCreateKey(t, ctx, wsBase, "Claude on <laptop>")
 	connectorURL := webText(t, ctx, "#new-key-url")
 	// The list shows the new key at once, without a reload.
 	if n := webCount(t, ctx, "#keys-table tbody tr"); n != 1 {
@@ -364,6 +348,19 @@ func webStartDashboard(t *testing.T, extraEnv map[string]string) string {
 	return publicURL
 }
 
+// webStartJourney starts the dashboard (webStartDashboard, with extraEnv)
+// and a browser, closed when the test ends, whose problems are collected
+// from its first page on; the journey checks them at its end.
+func webStartJourney(t *testing.T, extraEnv map[string]string) (string, context.Context, *webBrowserProblems) {
+	t.Helper()
+	base := webStartDashboard(t, extraEnv)
+	ctx, cancel := webNewBrowser(t)
+	t.Cleanup(cancel)
+	problems := &webBrowserProblems{}
+	problems.listen(ctx)
+	return base, ctx, problems
+}
+
 func webDashboardMounted(t *testing.T, backend string) bool {
 	t.Helper()
 	res, err := http.Get(backend + "/login")
@@ -375,8 +372,16 @@ func webDashboardMounted(t *testing.T, backend string) bool {
 	return res.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`data-api-path="/api/v1/auth/login"`))
 }
 
+// webNewBrowser starts a headless Chromium (webChromiumPath) for one test,
+// with webScreenshotDir ready for its screenshots.
 func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
+	if _, err := os.Stat(webChromiumPath); err != nil {
+		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
+	}
+	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(webChromiumPath),
 		chromedp.Flag("headless", true),
@@ -449,6 +454,18 @@ func (p *webBrowserProblems) check(t *testing.T) {
 	for _, m := range p.list {
 		t.Errorf("browser: %s", m)
 	}
+}
+
+// webCreateKey creates an MCP key named name on the workspace's keys page
+// and returns the key the page shows once.
+func webCreateKey(t *testing.T, ctx context.Context, wsBase, name string) string {
+	t.Helper()
+	webRun(t, ctx, "create key",
+		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
+		chromedp.SendKeys(chromedp.ID("#key-name"), name),
+		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#new-key")))
+	return webText(t, ctx, "#new-key-value")
 }
 
 func webRun(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {

@@ -12,11 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/credtest"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -59,19 +59,9 @@ func newFixture(t *testing.T, n int) *fixture {
 // put stores one more credential, in a new workspace, sealed by k.
 func (f *fixture) put(t *testing.T, k store.Sealer) string {
 	t.Helper()
-	ctx := context.Background()
-	i := len(f.want)
-	ws, err := f.db.CreateWorkspace(ctx, f.owner, fmt.Sprintf("ws %d", i))
-	if err != nil {
-		t.Fatalf("CreateWorkspace() err = %v", err)
-	}
-	key := fmt.Sprintf("e2b_%040x", i+1)
-	c := &mcpgate.Connection{WorkspaceID: ws.ID, Connector: "e2b", KeyHint: "e2b_…" + key[len(key)-4:], UpdatedBy: f.owner}
-	if err := f.db.PutConnection(ctx, k, c, mcpgate.Secret(key)); err != nil {
-		t.Fatalf("PutConnection() err = %v", err)
-	}
-	f.want[ws.ID] = key
-	return ws.ID
+	ws, key := credtest.Put(t, f.db, k, f.owner, len(f.want))
+	f.want[ws] = key
+	return ws
 }
 
 func (f *fixture) rotate(t *testing.T) uint32 {
@@ -84,42 +74,13 @@ func (f *fixture) rotate(t *testing.T) uint32 {
 }
 
 // usage is the credentials per term, "term:rows" in ascending term order.
-func (f *fixture) usage(t *testing.T) string {
-	t.Helper()
-	u, err := f.db.ConnectionTermUsage(context.Background())
-	if err != nil {
-		t.Fatalf("ConnectionTermUsage() err = %v", err)
-	}
-	var parts []string
-	for _, x := range u {
-		parts = append(parts, fmt.Sprintf("%d:%d", x.Term, x.Rows))
-	}
-	return strings.Join(parts, " ")
-}
+func (f *fixture) usage(t *testing.T) string { return credtest.TermUsage(t, f.db) }
 
 // checkOpen checks, with a freshly opened keyring (a restarted gateway),
 // that every credential but those of skip opens to its value.
 func (f *fixture) checkOpen(t *testing.T, skip ...string) {
 	t.Helper()
-	k := openKeyring(t, f.db)
-	for ws, key := range f.want {
-		if contains(skip, ws) {
-			continue
-		}
-		got, err := f.db.OpenCredential(context.Background(), k, ws, "e2b")
-		if err != nil || got.Reveal() != key {
-			t.Fatalf("OpenCredential(%s) = %q, %v; want %q", ws, got.Reveal(), err, key)
-		}
-	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	credtest.CheckOpen(t, f.db, openKeyring(t, f.db), f.want, skip...)
 }
 
 func TestRun_NothingToDo(t *testing.T) {
@@ -199,29 +160,26 @@ func TestRun_ResumesAfterCancel(t *testing.T) {
 	f.checkOpen(t)
 }
 
-// damage flips a byte of the tag of ws's stored credential, so it no longer
-// opens, and returns the connection's id.
-func (f *fixture) damage(t *testing.T, ws string) string {
+// damageOne flips a byte of the tag of one stored credential, so it no
+// longer opens, and returns its workspace and the connection's id.
+func (f *fixture) damageOne(t *testing.T) (ws, id string) {
 	t.Helper()
-	var id string
+	for ws = range f.want {
+		break
+	}
 	err := f.db.Pool.QueryRow(context.Background(), `UPDATE connections
 		SET ciphertext = set_byte(ciphertext, length(ciphertext) - 1, get_byte(ciphertext, length(ciphertext) - 1) # 255)
 		WHERE workspace_id = $1 RETURNING id::text`, ws).Scan(&id)
 	if err != nil {
 		t.Fatalf("damage credential: %v", err)
 	}
-	return id
+	return ws, id
 }
 
 // A damaged row is skipped and reported; it does not stop the others.
 func TestRun_SkipsAndReportsDamagedRow(t *testing.T) {
 	f := newFixture(t, 6)
-	var badWS string
-	for ws := range f.want {
-		badWS = ws
-		break
-	}
-	badID := f.damage(t, badWS)
+	badWS, badID := f.damageOne(t)
 	f.rotate(t)
 	var progress []reseal.Report
 	rep, err := reseal.Run(context.Background(), f.db, f.k, reseal.Options{Batch: 2,
@@ -275,12 +233,7 @@ func TestRun_SettleCatchesLateWrites(t *testing.T) {
 // active term, logs what it did without key material, and stops on cancel.
 func TestWatch(t *testing.T) {
 	f := newFixture(t, 8)
-	var badWS string
-	for ws := range f.want {
-		badWS = ws
-		break
-	}
-	badID := f.damage(t, badWS)
+	badWS, badID := f.damageOne(t)
 	f.rotate(t) // before Watch starts: the start-up pass moves these
 	logs := &testutil.LockedBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
@@ -290,10 +243,10 @@ func TestWatch(t *testing.T) {
 		done <- reseal.Watch(ctx, f.db, f.k, log, reseal.Options{Poll: 10 * time.Millisecond, Settle: time.Hour})
 	}()
 	const resealed = `"msg":"credentials re-sealed"`
-	f.waitUsage(t, "1:1 2:7")
+	credtest.WaitTermUsage(t, f.db, "1:1 2:7")
 	waitLog(t, logs, resealed, 1)
 	f.rotate(t) // Maintain's rotation, seen through ActiveTerm
-	f.waitUsage(t, "1:1 3:7")
+	credtest.WaitTermUsage(t, f.db, "1:1 3:7")
 	waitLog(t, logs, resealed, 2)
 	// Another replica rotates; this one loads the term on its next refresh.
 	if _, err := openKeyring(t, f.db).Rotate(context.Background()); err != nil {
@@ -302,7 +255,7 @@ func TestWatch(t *testing.T) {
 	if err := f.k.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f.waitUsage(t, "1:1 4:7")
+	credtest.WaitTermUsage(t, f.db, "1:1 4:7")
 	waitLog(t, logs, resealed, 3)
 	f.checkOpen(t, badWS)
 
@@ -329,21 +282,6 @@ func TestWatch(t *testing.T) {
 	}
 	if strings.Contains(out, `"level":"WARN"`) {
 		t.Fatalf("log has a warning:\n%s", out)
-	}
-}
-
-func (f *fixture) waitUsage(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := f.usage(t)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("usage = %q after 10s, want %q", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -144,6 +144,22 @@ func (f *padFixture) use(key *mcpgate.Actor, id, args string) error {
 	return err
 }
 
+// wantShutOut checks that who (described as name) can neither approve nor
+// read ap, both refused with code, and lists no approval.
+func (f *padFixture) wantShutOut(t *testing.T, name string, who *mcpgate.Actor, ap *mcpgate.ApprovalRequest, code mcpgate.Code) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.svc.Approve(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
+		t.Errorf("%s approving: err = %v, want %s", name, err, code)
+	}
+	if _, err := f.svc.Approval(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
+		t.Errorf("%s reading: err = %v, want %s", name, err, code)
+	}
+	if list, _ := f.svc.Approvals(ctx, who, ""); len(list) != 0 {
+		t.Errorf("%s lists %d approvals, want 0", name, len(list))
+	}
+}
+
 func (f *padFixture) endedCount() int {
 	f.pads.mu.Lock()
 	defer f.pads.mu.Unlock()
@@ -187,15 +203,7 @@ func TestApproval_HumanFlow(t *testing.T) {
 	if _, err := f.svc.Approve(ctx, memberKey, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("the key approving its own call: err = %v, want forbidden", err)
 	}
-	if _, err := f.svc.Approve(ctx, f.outside, ap.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
-		t.Errorf("another workspace's owner approving: err = %v, want not found", err)
-	}
-	if _, err := f.svc.Approval(ctx, f.outside, ap.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
-		t.Errorf("another workspace's owner reading: err = %v, want not found", err)
-	}
-	if list, _ := f.svc.Approvals(ctx, f.outside, ""); len(list) != 0 {
-		t.Errorf("another workspace lists %d approvals, want 0", len(list))
-	}
+	f.wantShutOut(t, "another workspace's owner", f.outside, ap, mcpgate.ENotFound)
 	got, err := f.svc.Approve(ctx, f.member, ap.ID)
 	if err != nil || got.State != mcpgate.ApprovalApproved || got.DecidedBy != f.member.UserID {
 		t.Fatalf("Approve() by the requester = %+v, %v", got, err)
@@ -250,15 +258,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 	ownerKey := f.keyActor(t, f.owner)
 
 	ap := f.request(t, ownerKey, "p1")
-	if _, err := f.svc.Approve(ctx, f.member, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
-		t.Errorf("a plain member approving the owner's request: err = %v, want forbidden", err)
-	}
-	if _, err := f.svc.Approval(ctx, f.member, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
-		t.Errorf("a plain member reading the owner's request: err = %v, want forbidden", err)
-	}
-	if list, _ := f.svc.Approvals(ctx, f.member, ""); len(list) != 0 {
-		t.Errorf("member lists %d of others' approvals, want 0", len(list))
-	}
+	f.wantShutOut(t, "a plain member, of the owner's request,", f.member, ap, mcpgate.EForbidden)
 	if _, err := f.svc.Approve(ctx, f.admin, ap.ID); err != nil {
 		t.Fatalf("an admin approving: err = %v", err)
 	}
