@@ -53,6 +53,10 @@ type Workspace struct {
 	Name      string    `json:"name"`
 	Personal  bool      `json:"personal"`
 	CreatedAt time.Time `json:"created_at"`
+	// RequireTwoFactor is the owners' policy that owners and admins must
+	// have two-factor sign-in on before they change tools, approvals,
+	// guardrails or credentials.
+	RequireTwoFactor bool `json:"require_two_factor"`
 	// Role is the viewing user's role in it, where it was read for a user.
 	Role Role `json:"role,omitempty"`
 }

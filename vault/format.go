@@ -38,11 +38,24 @@ const (
 // ciphertext copied to another connection or workspace then fails to Open.
 // The IDs must not contain '|' (UUIDs do not), or two pairs could collide.
 func CredentialAAD(workspaceID, connectionID string) []byte {
-	b := make([]byte, 0, len("cred|v1|")+len(workspaceID)+1+len(connectionID))
-	b = append(b, "cred|v1|"...)
-	b = append(b, workspaceID...)
+	return rowAAD("cred|v1|", workspaceID, connectionID)
+}
+
+// TOTPAAD returns the additional data that binds a person's sealed TOTP
+// secret to its row: "totp|v1|" + userID + "|" + factorID. The prefix keeps
+// it apart from every credential's, so neither kind opens as the other. The
+// IDs must not contain '|' (UUIDs do not).
+func TOTPAAD(userID, factorID string) []byte {
+	return rowAAD("totp|v1|", userID, factorID)
+}
+
+// rowAAD is prefix + owner + "|" + id.
+func rowAAD(prefix, owner, id string) []byte {
+	b := make([]byte, 0, len(prefix)+len(owner)+1+len(id))
+	b = append(b, prefix...)
+	b = append(b, owner...)
 	b = append(b, '|')
-	return append(b, connectionID...)
+	return append(b, id...)
 }
 
 // TermOf returns the key term recorded in a ciphertext's header, without

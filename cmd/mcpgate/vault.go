@@ -335,7 +335,7 @@ func readNewRootKey(path string, getenv func(string) string) ([]byte, error) {
 
 // usageByTerm counts credentials per key term.
 func usageByTerm(ctx context.Context, db *store.DB) (map[uint32]int64, error) {
-	usage, err := db.ConnectionTermUsage(ctx)
+	usage, err := db.SealedTermUsage(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
@@ -91,6 +92,43 @@ func TestRun_NothingToDo(t *testing.T) {
 	}
 	if got := f.usage(t); got != "1:3" {
 		t.Fatalf("usage = %q, want 1:3", got)
+	}
+}
+
+// TOTP secrets are sealed like credentials, so a rotation moves them too:
+// a run after a rotation leaves nothing of either under the old term, and
+// every secret still opens to its value with a freshly opened keyring.
+func TestRun_MovesTOTPSecrets(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	secrets := map[string]mcpgate.Secret{}
+	for i, s := range []mcpgate.Secret{"JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP", "KRSXG5DTMVRXEZLUKRSXG5DTMVRXEZLU"} {
+		u, err := f.db.CreateUser(ctx, fmt.Sprintf("totp%d@example.com", i), "hash", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.db.BeginTOTP(ctx, f.k, u.ID, s); err != nil {
+			t.Fatalf("BeginTOTP() err = %v", err)
+		}
+		secrets[u.ID] = s
+	}
+	if got := f.usage(t); got != "1:4" {
+		t.Fatalf("usage = %q, want 1:4 (two credentials, two TOTP secrets)", got)
+	}
+	f.rotate(t)
+	rep, err := reseal.Run(ctx, f.db, f.k, reseal.Options{Batch: 1})
+	if err != nil || rep.Moved != 4 || rep.Left != 0 || len(rep.Failed) != 0 {
+		t.Fatalf("Run() = %+v, %v; want 4 moved, none left", rep, err)
+	}
+	if got := f.usage(t); got != "2:4" {
+		t.Fatalf("usage = %q, want 2:4", got)
+	}
+	f.checkOpen(t)
+	k := openKeyring(t, f.db)
+	for user, want := range secrets {
+		if got, err := f.db.FindTOTP(ctx, k, user); err != nil || got.Secret != want {
+			t.Fatalf("FindTOTP(%s) = %+v, %v; want %q", user, got, err, want.Reveal())
+		}
 	}
 }
 

@@ -96,6 +96,34 @@ func (db *DB) RevokeKeysOfUser(ctx context.Context, userID string) (int, error) 
 	return n, mapError(err, "user not found")
 }
 
+// RevokeGrantsOfUser revokes every live OAuth grant the user holds, in
+// every workspace, deleting their tokens, and tells every replica. It
+// returns how many were revoked.
+func (db *DB) RevokeGrantsOfUser(ctx context.Context, userID string) (int, error) {
+	n := 0
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT workspace_id, id FROM oauth_grants WHERE user_id = $1 AND revoked_at IS NULL FOR UPDATE`, userID)
+		if err != nil {
+			return err
+		}
+		grants, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
+			var g [2]string
+			return g, r.Scan(&g[0], &g[1])
+		})
+		if err != nil {
+			return err
+		}
+		for _, g := range grants {
+			if err := revokeGrantTx(ctx, tx, g[0], g[1]); err != nil {
+				return err
+			}
+		}
+		n = len(grants)
+		return nil
+	})
+	return n, mapError(err, "user not found")
+}
+
 // EmailVerified reports whether the user has proven their address.
 func (db *DB) EmailVerified(ctx context.Context, userID string) (bool, error) {
 	var ok bool

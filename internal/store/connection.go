@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -122,15 +123,45 @@ func (db *DB) MarkAuthFailure(ctx context.Context, workspaceID, connector string
 	return mapError(err, connNotFound)
 }
 
-// TermUsage is how many stored credentials each key term still seals.
+// TermUsage is how many stored secrets (credentials and TOTP secrets) each
+// key term still seals.
 type TermUsage struct {
 	Term uint32
 	Rows int64
 }
 
-// ConnectionTermUsage counts credentials per key term.
-func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT key_term, count(*) FROM connections GROUP BY key_term ORDER BY key_term`)
+// sealedTable is a table whose rows hold a vault ciphertext, with a key_term
+// column mirroring its header. Everything that follows a rotation (the
+// re-seal job, `vault status`, `vault prune`) goes through sealedTables, so a
+// new kind of sealed row is covered by adding it here.
+type sealedTable struct {
+	table  string
+	column string // the ciphertext
+	owner  string // the column bound into the additional data with the row id
+	aad    func(owner, id string) []byte
+	// ref prefixes a row's id where the re-seal job reports it; credentials
+	// are reported by their bare connection id, as before TOTP existed.
+	ref string
+}
+
+var sealedTables = []sealedTable{
+	{table: "connections", column: "ciphertext", owner: "workspace_id", aad: vault.CredentialAAD},
+	{table: "totp_factors", column: "secret", owner: "user_id", aad: vault.TOTPAAD, ref: "totp_factors:"},
+}
+
+// sealedUnion selects key_term from every sealed table.
+func sealedUnion() string {
+	parts := make([]string, len(sealedTables))
+	for i, t := range sealedTables {
+		parts[i] = "SELECT key_term FROM " + t.table
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// SealedTermUsage counts stored secrets per key term: E2B credentials and
+// TOTP secrets together.
+func (db *DB) SealedTermUsage(ctx context.Context) ([]TermUsage, error) {
+	rows, err := db.Pool.Query(ctx, `SELECT key_term, count(*) FROM (`+sealedUnion()+`) s GROUP BY key_term ORDER BY key_term`)
 	if err != nil {
 		return nil, mapError(err, "")
 	}
@@ -144,50 +175,62 @@ func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
 	return out, mapError(err, "")
 }
 
-// CountSealedBelow counts the credentials sealed under a term older than
-// term: what a re-seal to term has left to do.
+// CountSealedBelow counts the secrets sealed under a term older than term:
+// what a re-seal to term has left to do.
 func (db *DB) CountSealedBelow(ctx context.Context, term uint32) (int64, error) {
 	var n int64
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM connections WHERE key_term < $1`, int64(term)).Scan(&n)
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM (`+sealedUnion()+`) s WHERE key_term < $1`, int64(term)).Scan(&n)
 	return n, mapError(err, "")
 }
 
-// ResealOld re-seals up to batch credentials still under a term older than
-// the sealer's active term, each row in its own short transaction (locked
-// with SKIP LOCKED, so two runs share the work). It returns how many rows it
-// moved (0: none left but those in skip) and the ids of rows that could not be
-// opened: they are left as they are and must be passed in skip on the next
-// call, so that one damaged row never blocks the others. A crash at any point
-// leaves every row either under its old term or its new one, and both open.
+// termInUse reports whether any sealed row uses term (under the caller's
+// lock on the vault check row).
+func termInUse(ctx context.Context, tx pgx.Tx, term uint32) (bool, error) {
+	var used bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM (`+sealedUnion()+`) s WHERE key_term = $1)`, int64(term)).Scan(&used)
+	return used, err
+}
+
+// ResealOld re-seals up to batch secrets (credentials, then TOTP secrets)
+// still under a term older than the sealer's active term, each row in its own
+// short transaction (locked with SKIP LOCKED, so two runs share the work). It
+// returns how many rows it moved (0: none left but those in skip) and the
+// references of rows that could not be opened (a connection's id, or
+// "totp_factors:<id>"): they are left as they are and must be passed in skip
+// on the next call, so that one damaged row never blocks the others. A crash
+// at any point leaves every row either under its old term or its new one, and
+// both open.
 func (db *DB) ResealOld(ctx context.Context, sealer Sealer, batch int, skip []string) (moved int, failed []string, err error) {
 	active := int64(sealer.ActiveTerm())
 	skip = append([]string{}, skip...)
-	for range batch {
-		id, done, err := db.resealOne(ctx, sealer, active, skip)
+	table := 0
+	for moved+len(failed) < batch && table < len(sealedTables) {
+		ref, done, err := db.resealOne(ctx, sealer, sealedTables[table], active, skip)
 		switch {
-		case err != nil && id != "":
-			failed = append(failed, id)
-			skip = append(skip, id)
-			continue
+		case err != nil && ref != "":
+			failed = append(failed, ref)
+			skip = append(skip, ref)
 		case err != nil:
 			return moved, failed, err
 		case done:
-			return moved, failed, nil
+			table++
+		default:
+			moved++
 		}
-		moved++
 	}
 	return moved, failed, nil
 }
 
-// resealOne moves one row. An error with an id is that row's own failure
-// (it does not open); an error without one is the database's.
-func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64, skip []string) (rowID string, none bool, err error) {
+// resealOne moves one row of t. An error with a reference is that row's own
+// failure (it does not open); an error without one is the database's.
+func (db *DB) resealOne(ctx context.Context, sealer Sealer, t sealedTable, active int64, skip []string) (ref string, none bool, err error) {
+	var rowID string
 	err = db.inTx(ctx, func(tx pgx.Tx) error {
-		var ws string
+		var owner string
 		var ct []byte
 		err := tx.QueryRow(ctx, `
-			SELECT id, workspace_id, ciphertext FROM connections WHERE key_term < $1 AND NOT (id::text = ANY($2))
-			ORDER BY key_term, id LIMIT 1 FOR UPDATE SKIP LOCKED`, active, skip).Scan(&rowID, &ws, &ct)
+			SELECT id, `+t.owner+`, `+t.column+` FROM `+t.table+` WHERE key_term < $1 AND NOT ($2 || id::text = ANY($3))
+			ORDER BY key_term, id LIMIT 1 FOR UPDATE SKIP LOCKED`, active, t.ref, skip).Scan(&rowID, &owner, &ct)
 		if errors.Is(err, pgx.ErrNoRows) {
 			none = true
 			return nil
@@ -195,7 +238,7 @@ func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64, skip [
 		if err != nil {
 			return err
 		}
-		next, _, err := sealer.Reseal(ctx, ct, vault.CredentialAAD(ws, rowID))
+		next, _, err := sealer.Reseal(ctx, ct, t.aad(owner, rowID))
 		if err != nil {
 			return &resealError{err}
 		}
@@ -203,12 +246,12 @@ func (db *DB) resealOne(ctx context.Context, sealer Sealer, active int64, skip [
 		if err != nil {
 			return &resealError{err}
 		}
-		_, err = tx.Exec(ctx, `UPDATE connections SET ciphertext = $2, key_term = $3 WHERE id = $1`, rowID, next, int64(term))
+		_, err = tx.Exec(ctx, `UPDATE `+t.table+` SET `+t.column+` = $2, key_term = $3 WHERE id = $1`, rowID, next, int64(term))
 		return err
 	})
 	var re *resealError
 	if errors.As(err, &re) {
-		return rowID, false, fmt.Errorf("reseal connection %s: %w", rowID, re.err)
+		return t.ref + rowID, false, fmt.Errorf("reseal %s %s: %w", t.table, rowID, re.err)
 	}
 	return "", none, mapError(err, "")
 }

@@ -297,9 +297,9 @@ func TestResealOld(t *testing.T) {
 	if n, _, err := db.ResealOld(ctx, k, 10, nil); n != 0 || err != nil {
 		t.Fatalf("ResealOld() with nothing old = %d, %v; want 0, nil", n, err)
 	}
-	usage, err := db.ConnectionTermUsage(ctx)
+	usage, err := db.SealedTermUsage(ctx)
 	if err != nil || !cmp.Equal(usage, []store.TermUsage{{Term: 1, Rows: 25}}) {
-		t.Fatalf("ConnectionTermUsage() = %v, %v; want [{1 25}]", usage, err)
+		t.Fatalf("SealedTermUsage() = %v, %v; want [{1 25}]", usage, err)
 	}
 	term, err := k.Rotate(ctx)
 	if err != nil || term != 2 {
@@ -309,9 +309,9 @@ func TestResealOld(t *testing.T) {
 	ws, u := mustWorkspace(t, db, "late@example.com")
 	mustPut(t, db, k, ws, u.ID, "e2b", keyB)
 	want[ws] = keyB
-	usage, _ = db.ConnectionTermUsage(ctx)
+	usage, _ = db.SealedTermUsage(ctx)
 	if !cmp.Equal(usage, []store.TermUsage{{Term: 1, Rows: 25}, {Term: 2, Rows: 1}}) {
-		t.Fatalf("ConnectionTermUsage() = %v, want [{1 25} {2 1}]", usage)
+		t.Fatalf("SealedTermUsage() = %v, want [{1 25} {2 1}]", usage)
 	}
 	var moved []int
 	for {
@@ -327,9 +327,9 @@ func TestResealOld(t *testing.T) {
 	if !cmp.Equal(moved, []int{10, 10, 5}) {
 		t.Fatalf("ResealOld() batches = %v, want [10 10 5]", moved)
 	}
-	usage, _ = db.ConnectionTermUsage(ctx)
+	usage, _ = db.SealedTermUsage(ctx)
 	if !cmp.Equal(usage, []store.TermUsage{{Term: 2, Rows: 26}}) {
-		t.Fatalf("ConnectionTermUsage() = %v, want [{2 26}]", usage)
+		t.Fatalf("SealedTermUsage() = %v, want [{2 26}]", usage)
 	}
 	checkAllOpen(t, db, k, want, 2)
 	// A restarted gateway (a new keyring) opens them too.

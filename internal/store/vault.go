@@ -119,7 +119,8 @@ func (v vaultKeys) ReplaceWrappedKeys(ctx context.Context, oldCheck, newCheck []
 	return passVault(err)
 }
 
-// DeleteVaultTerm deletes an old key term once no credential uses it. The
+// DeleteVaultTerm deletes an old key term once no sealed row (credential or
+// TOTP secret) uses it. The
 // vault's policy (never the active term) is checked by the caller with
 // Keyring.CanDelete; the row count is re-checked here under lock.
 func (db *DB) DeleteVaultTerm(ctx context.Context, term uint32) error {
@@ -127,8 +128,8 @@ func (db *DB) DeleteVaultTerm(ctx context.Context, term uint32) error {
 		if _, err := tx.Exec(ctx, `SELECT value FROM vault_check FOR UPDATE`); err != nil {
 			return err
 		}
-		var used bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM connections WHERE key_term = $1)`, int64(term)).Scan(&used); err != nil {
+		used, err := termInUse(ctx, tx, term)
+		if err != nil {
 			return err
 		}
 		if used {

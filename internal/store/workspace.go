@@ -37,7 +37,7 @@ func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*mcpga
 // WorkspacesOfUser lists the workspaces the user belongs to, with their role.
 func (db *DB) WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error) {
 	rows, err := db.Pool.Query(ctx, `
-		SELECT w.id, w.name, w.personal, w.created_at, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.user_id = $1 ORDER BY w.personal DESC, w.created_at`, userID)
 	if err != nil {
@@ -45,7 +45,7 @@ func (db *DB) WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Wo
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Workspace, error) {
 		var w mcpgate.Workspace
-		return w, r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.Role)
+		return w, r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
 	})
 	return ws, mapError(err, "")
 }
@@ -59,10 +59,10 @@ func (db *DB) FindMembership(ctx context.Context, workspaceID, userID string) (*
 	}
 	var w mcpgate.Workspace
 	err := db.Pool.QueryRow(ctx, `
-		SELECT w.id, w.name, w.personal, w.created_at, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID).
-		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.Role)
+		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
 	if err != nil {
 		return nil, mapError(err, wsNotFound)
 	}
@@ -271,8 +271,8 @@ func acceptInvitation(ctx context.Context, tx pgx.Tx, tokenHash []byte, userID, 
 		return nil, mcpgate.Errorf(mcpgate.EConflict, "you are already a member of this workspace")
 	}
 	var w mcpgate.Workspace
-	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at FROM workspaces WHERE id = $1`, wsID).
-		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt)
+	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at, require_two_factor FROM workspaces WHERE id = $1`, wsID).
+		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor)
 	w.Role = role
 	return &w, err
 }

@@ -52,9 +52,9 @@ func CheckOpen(tb testing.TB, db *store.DB, k store.Sealer, want map[string]stri
 // order, e.g. "1:3 2:5".
 func TermUsage(tb testing.TB, db *store.DB) string {
 	tb.Helper()
-	usage, err := db.ConnectionTermUsage(context.Background())
+	usage, err := db.SealedTermUsage(context.Background())
 	if err != nil {
-		tb.Fatalf("ConnectionTermUsage() err = %v", err)
+		tb.Fatalf("SealedTermUsage() err = %v", err)
 	}
 	var parts []string
 	for _, u := range usage {
