@@ -65,6 +65,20 @@ const (
 	// ActionAccountDeleted is recorded, without an actor, in each shared
 	// workspace a deleted person was in.
 	ActionAccountDeleted AdminAction = "account.deleted"
+	// ActionTOTPEnrolmentStarted is a person starting (or restarting) to
+	// set up two-factor sign-in; never with the secret.
+	ActionTOTPEnrolmentStarted AdminAction = "account.totp_enrolment_started"
+	// ActionTOTPEnabled is two-factor sign-in turned on by a confirmed
+	// first code; never with the recovery codes.
+	ActionTOTPEnabled AdminAction = "account.totp_enabled"
+	// ActionTOTPDisabled is two-factor sign-in turned off.
+	ActionTOTPDisabled AdminAction = "account.totp_disabled"
+	// ActionRecoveryCodeUsed is a one-time recovery code spent (at login or
+	// to turn two-factor off), with how many are left; never the code.
+	ActionRecoveryCodeUsed AdminAction = "account.recovery_code_used"
+	// ActionWorkspaceUpdated is a workspace setting changed (the
+	// two-factor policy).
+	ActionWorkspaceUpdated AdminAction = "workspace.updated"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -76,6 +90,7 @@ var AdminActions = []AdminAction{
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
 	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
+	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionWorkspaceUpdated,
 	ActionAuditExported,
 }
 

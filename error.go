@@ -20,6 +20,12 @@ const (
 	EUpstream     Code = "upstream"
 	EUnavailable  Code = "unavailable"
 	EInternal     Code = "internal"
+	// ETOTPRequired answers a login with the right password from a person
+	// who signs in with a second factor and gave no code: ask for one.
+	ETOTPRequired Code = "totp_required"
+	// ETOTPEnrolment refuses an owner or admin without two-factor sign-in
+	// a change that their workspace's policy reserves for those with it.
+	ETOTPEnrolment Code = "totp_enrolment_required"
 )
 
 // Error is an error with a code and a message that is safe to show a user.

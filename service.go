@@ -19,9 +19,12 @@ type AccountService interface {
 	// mode an invitation is required. Sign-ups are throttled per client
 	// address.
 	Signup(ctx context.Context, email, password, invitation, address string) (*User, error)
-	// Login checks an email and password under the login throttle, counted
-	// per email and address pair, per address, and per email.
-	Login(ctx context.Context, email, password, address string) (*User, error)
+	// Login checks an email and password, and for a person who signs in
+	// with two factors a TOTP or recovery code, under the login throttle,
+	// counted per email and address pair, per address, and per email (wrong
+	// codes count like wrong passwords). The right password without a code
+	// from such a person is ETOTPRequired.
+	Login(ctx context.Context, c Credentials, address string) (*User, error)
 	// ChangePassword replaces the user's password once the current one is
 	// given (wrong ones count against the login throttle) and ends every
 	// session of theirs; the caller starts a new one for this browser.
@@ -35,7 +38,7 @@ type AccountService interface {
 	RequestPasswordReset(ctx context.Context, email, address string) error
 	// ResetPassword sets a new password with a reset link's token, ending
 	// every session of the person and, with revokeKeys, revoking every MCP
-	// key they own.
+	// key and OAuth grant they hold. Two-factor sign-in stays as it was.
 	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
 	// EmailVerified reports whether the person has confirmed their address.
 	EmailVerified(ctx context.Context, u *User) (bool, error)
@@ -61,6 +64,41 @@ type AccountService interface {
 	// EndOtherSessions signs out every session of the person but currentID
 	// and returns how many ended.
 	EndOtherSessions(ctx context.Context, u *User, currentID string) (int, error)
+	// TOTPEnabled reports whether the person signs in with a second factor.
+	TOTPEnabled(ctx context.Context, u *User) (bool, error)
+	// BeginTOTP starts two-factor enrolment once the current password is
+	// given: a new secret, pending until ConfirmTOTP, replacing a pending
+	// one. Refused (EConflict) while two-factor sign-in is on.
+	BeginTOTP(ctx context.Context, u *User, currentPassword, address string) (*TOTPEnrollment, error)
+	// ConfirmTOTP turns two-factor sign-in on with a first code from the
+	// pending secret and returns the one-time recovery codes, which are
+	// shown this once and stored only as hashes.
+	ConfirmTOTP(ctx context.Context, u *User, code string) ([]string, error)
+	// DisableTOTP turns two-factor sign-in off once the current password and
+	// a current TOTP code or an unused recovery code are given (both checked
+	// under the login throttle).
+	DisableTOTP(ctx context.Context, u *User, code, currentPassword, address string) error
+}
+
+// Credentials are what a person gives to sign in: the email and password,
+// and for a person who signs in with two factors either a code from their
+// authenticator app or one of their recovery codes.
+type Credentials struct {
+	Email        string
+	Password     string
+	TOTPCode     string
+	RecoveryCode string
+}
+
+// TOTPEnrollment is a pending two-factor enrolment as the person sees it
+// once: the shared secret for typing in, the otpauth:// URL that carries it,
+// and that URL as a QR code (PNG) for scanning.
+type TOTPEnrollment struct {
+	Secret    Secret
+	URL       Secret
+	QRCodePNG []byte
+	Issuer    string
+	Account   string
 }
 
 // WorkspaceService manages workspaces, members and invitations.
@@ -84,9 +122,19 @@ type WorkspaceService interface {
 	Invite(ctx context.Context, a *Actor, email string, role Role) (*Invitation, string, error)
 	Invitations(ctx context.Context, a *Actor) ([]Invitation, error)
 	DeleteInvitation(ctx context.Context, a *Actor, id string) error
+	// UpdateWorkspace changes a workspace's settings (owners only); fields
+	// left nil keep their value. Requiring two-factor sign-in of owners and
+	// admins is refused unless the owner making the change has it on.
+	UpdateWorkspace(ctx context.Context, a *Actor, u WorkspaceUpdate) (*Workspace, error)
 	// FindInvitation returns the open invitation a token belongs to.
 	FindInvitation(ctx context.Context, token string) (*Invitation, error)
 	AcceptInvitation(ctx context.Context, u *User, token string) (*Workspace, error)
+}
+
+// WorkspaceUpdate changes a workspace's settings; nil fields keep their
+// value.
+type WorkspaceUpdate struct {
+	RequireTwoFactor *bool
 }
 
 // KeyService manages MCP keys.

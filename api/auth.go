@@ -13,6 +13,15 @@ type credentialsRequest struct {
 	Invitation string `json:"invitation,omitempty"`
 }
 
+// loginRequest is a sign-in: the password, and for a person who signs in
+// with two factors a code from their app or a recovery code.
+type loginRequest struct {
+	Email        string `json:"email"`
+	Password     string `json:"password"`
+	TOTPCode     string `json:"totp_code,omitempty"`
+	RecoveryCode string `json:"recovery_code,omitempty"`
+}
+
 type meResponse struct {
 	User       userJSON            `json:"user"`
 	Workspaces []mcpgate.Workspace `json:"workspaces"`
@@ -35,8 +44,9 @@ func (s *Server) handleSignup(r *http.Request, req credentialsRequest) (reply, e
 	return s.signedIn(r, http.StatusCreated, u)
 }
 
-func (s *Server) handleLogin(r *http.Request, req credentialsRequest) (reply, error) {
-	u, err := s.svc.Accounts.Login(r.Context(), req.Email, req.Password, httpx.ClientAddress(r))
+func (s *Server) handleLogin(r *http.Request, req loginRequest) (reply, error) {
+	u, err := s.svc.Accounts.Login(r.Context(), mcpgate.Credentials{Email: req.Email, Password: req.Password,
+		TOTPCode: req.TOTPCode, RecoveryCode: req.RecoveryCode}, httpx.ClientAddress(r))
 	if err != nil {
 		return reply{}, err
 	}

@@ -20,6 +20,10 @@ var statusOf = map[mcpgate.Code]int{
 	mcpgate.EUpstream:     http.StatusBadGateway,
 	mcpgate.EUnavailable:  http.StatusServiceUnavailable,
 	mcpgate.EInternal:     http.StatusInternalServerError,
+	// The login's second step: the person is not signed in yet.
+	mcpgate.ETOTPRequired: http.StatusUnauthorized,
+	// A signed-in person the workspace's policy refuses until they enrol.
+	mcpgate.ETOTPEnrolment: http.StatusForbidden,
 }
 
 // StatusOf returns the HTTP status for an error.

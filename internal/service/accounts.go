@@ -67,9 +67,11 @@ var errBadLogin = mcpgate.Errorf(mcpgate.EUnauthorized, "wrong email or password
 // under load, where the hashing budget might refuse it.
 const dummyHash = "$argon2id$v=19$m=65536,t=3,p=2$ZtMy0NrkZ/ujIyJ+H30ssw$xDy3JQrGV/Saqe2u9H/4uAhjYsIrm5zpeNEaU/YKa/4"
 
-// Login implements mcpgate.AccountService.
-func (s *Service) Login(ctx context.Context, email, pw, addr string) (*mcpgate.User, error) {
-	email, err := mcpgate.NormalizeEmail(email)
+// Login implements mcpgate.AccountService. The second factor is asked for
+// only once the password is right, so that a code's answer says nothing to
+// someone who does not know the password.
+func (s *Service) Login(ctx context.Context, c mcpgate.Credentials, addr string) (*mcpgate.User, error) {
+	email, err := mcpgate.NormalizeEmail(c.Email)
 	if err != nil {
 		return nil, errBadLogin
 	}
@@ -84,13 +86,16 @@ func (s *Service) Login(ctx context.Context, email, pw, addr string) (*mcpgate.U
 	if u == nil {
 		hash = dummyHash
 	}
-	if err := s.verifyPassword(ctx, pw, hash); err != nil && !errors.Is(err, password.ErrMismatch) {
+	if err := s.verifyPassword(ctx, c.Password, hash); err != nil && !errors.Is(err, password.ErrMismatch) {
 		return nil, err
 	} else if err != nil || u == nil {
-		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, sub.pair, sub.addr, sub.email); err != nil {
+		if err := s.throttle.fail(ctx, sub); err != nil {
 			return nil, err
 		}
 		return nil, errBadLogin
+	}
+	if err := s.loginSecondFactor(ctx, u, c, sub); err != nil {
+		return nil, err
 	}
 	_ = s.db.ClearLoginFailures(ctx, sub.pair)
 	return u, nil
@@ -134,6 +139,12 @@ func (t loginThrottle) subjects(email, addr string) loginSubjects {
 }
 
 const errTooManyLogins = "too many failed logins; wait a few minutes and try again"
+
+// fail counts a failed attempt (a wrong password, or a wrong second factor
+// after the right password) against every counter of sub.
+func (t loginThrottle) fail(ctx context.Context, sub loginSubjects) error {
+	return t.db.RecordLoginFailure(ctx, t.period, sub.pair, sub.addr, sub.email)
+}
 
 func (t loginThrottle) check(ctx context.Context, sub loginSubjects) error {
 	count := func(subject string) (int, time.Time, error) { return t.db.LoginFailures(ctx, subject, t.period) }

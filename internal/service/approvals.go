@@ -242,6 +242,11 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 		// The whole point: the credential that asked can never answer.
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a person signed in to the dashboard can approve or deny a call")
 	}
+	// An owner or admin deciding is held to the two-factor policy; the
+	// person whose own key asked, as a member, is not.
+	if err := s.requireTwoFactor(ctx, a); err != nil {
+		return nil, err
+	}
 	ap, err := s.Approval(ctx, a, id)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func (s *Service) Connection(ctx context.Context, a *mcpgate.Actor, connector st
 // checked with its connector (shape, then the upstream itself), and only if
 // it is accepted sealed and stored. Nothing is stored on any failure.
 func (s *Service) PutConnection(ctx context.Context, a *mcpgate.Actor, connector string, credential mcpgate.Secret) (*mcpgate.Connection, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
 	c, err := s.connector(connector)
@@ -59,7 +59,7 @@ func (s *Service) PutConnection(ctx context.Context, a *mcpgate.Actor, connector
 
 // DeleteConnection implements mcpgate.ConnectionService.
 func (s *Service) DeleteConnection(ctx context.Context, a *mcpgate.Actor, connector string) error {
-	if err := requireAdmin(a); err != nil {
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return err
 	}
 	if _, err := s.connector(connector); err != nil {

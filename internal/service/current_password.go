@@ -28,7 +28,7 @@ func (s *Service) checkCurrentPassword(ctx context.Context, u *mcpgate.User, cur
 	if err != nil && !errors.Is(err, password.ErrMismatch) {
 		return err // the hashing budget is taken: 503, not a failure
 	} else if err != nil {
-		if err := s.db.RecordLoginFailure(ctx, s.throttle.period, sub.pair, sub.addr, sub.email); err != nil {
+		if err := s.throttle.fail(ctx, sub); err != nil {
 			return err
 		}
 		return errWrongCurrentPassword

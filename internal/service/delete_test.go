@@ -55,7 +55,7 @@ func TestDeleteAccount(t *testing.T) {
 	if err := svc.DeleteAccount(ctx, leaver, pw, "x"); err != nil {
 		t.Fatalf("DeleteAccount() err = %v", err)
 	}
-	if _, err := svc.Login(ctx, leaver.Email, pw, "y"); err == nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: leaver.Email, Password: pw}, "y"); err == nil {
 		t.Fatal("deleted account can log in")
 	}
 	if _, err := env.DB.FindSessionUser(ctx, sess); err == nil {

@@ -14,6 +14,16 @@
 // LISTEN/NOTIFY, and kept no longer than a TTL in any case. No database
 // query runs on a tool call whose key, policy and credential are cached.
 //
-// It imports mcpgate, connectors, internal/store, internal/password and
-// vault; never api, web or mcp.
+// Two-factor sign-in (totp.go) uses github.com/pquerna/otp for RFC 6238 and
+// RFC 4226: it is small (no dependency but github.com/boombuler/barcode for
+// the QR code), widely used and maintained, implements exactly the defaults
+// authenticator apps expect (SHA-1, six digits, 30-second steps), builds the
+// otpauth:// URL, and draws the QR code itself, so that the secret never
+// goes to an outside service to be rendered. Its own Validate only answers
+// yes or no, so the time step a code belongs to is found here (with the
+// library's code generator) for the replay check; the secret is sealed with
+// the vault like an E2B key, and recovery codes are stored as SHA-256 hashes.
+//
+// It imports mcpgate, connectors, internal/store, internal/password, vault
+// and pquerna/otp; never api, web or mcp.
 package service

@@ -27,7 +27,7 @@ func (s *Service) Guardrails(ctx context.Context, a *mcpgate.Actor) (*mcpgate.Gu
 
 // SetGuardrails implements mcpgate.GuardrailService.
 func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate.Guardrails) (*mcpgate.Guardrails, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
 	g, err := g.Normalize()

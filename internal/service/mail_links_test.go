@@ -78,10 +78,10 @@ func TestPasswordReset(t *testing.T) {
 	if err := svc.ResetPassword(ctx, tok, "another password 789", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(reused) err = %v, want invalid", err)
 	}
-	if _, err := svc.Login(ctx, "ada@example.com", "new password 456", "198.51.100.1"); err != nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "new password 456"}, "198.51.100.1"); err != nil {
 		t.Fatalf("Login(new password) err = %v", err)
 	}
-	if _, err := svc.Login(ctx, "ada@example.com", "old password 123", "198.51.100.1"); err == nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "old password 123"}, "198.51.100.1"); err == nil {
 		t.Fatal("Login(old password) succeeded")
 	}
 	if _, err := env.DB.FindSessionUser(ctx, sess); err == nil {
@@ -127,6 +127,8 @@ func TestPasswordReset_RevokesKeys(t *testing.T) {
 	if _, _, err := env.Service.CreateKey(ctx, other, mcpgate.NewKey{Name: "eve"}); err != nil {
 		t.Fatal(err)
 	}
+	grants := &svcFixture{db: env.DB}
+	grant, othersGrant := grants.mustGrant(t, a), grants.mustGrant(t, other)
 	if err := env.Service.RequestPasswordReset(ctx, u.Email, "198.51.100.2"); err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +146,25 @@ func TestPasswordReset_RevokesKeys(t *testing.T) {
 	if len(keys) != 1 || keys[0].RevokedAt != nil {
 		t.Fatalf("another person's keys changed: %+v", keys)
 	}
+	// Their OAuth grants are revoked too; another person's are not.
+	if g, err := env.DB.FindGrant(ctx, a.WorkspaceID, grant); err != nil || g.RevokedAt == nil {
+		t.Fatalf("grant after reset with revoke = %+v, %v; want revoked", g, err)
+	}
+	if g, err := env.DB.FindGrant(ctx, other.WorkspaceID, othersGrant); err != nil || g.RevokedAt != nil {
+		t.Fatalf("another person's grant = %+v, %v; want live", g, err)
+	}
+	if ev := env.Audit.Events(); !containsEvent(ev, mcpgate.ActionKeysRevokedAll, "grants", 1) {
+		t.Errorf("no %s event counting 1 grant: %+v", mcpgate.ActionKeysRevokedAll, ev)
+	}
+}
+
+func containsEvent(evs []mcpgate.AuditEvent, action mcpgate.AdminAction, arg string, want any) bool {
+	for _, ev := range evs {
+		if ev.Action == string(action) && ev.Arguments[arg] == want {
+			return true
+		}
+	}
+	return false
 }
 
 func TestPasswordReset_Throttled(t *testing.T) {
@@ -281,7 +302,7 @@ func TestChangeEmail(t *testing.T) {
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, "new@example.com", "Confirm your email"), "/verify-email")
 	// Nothing changed yet.
-	if _, err := svc.Login(ctx, "old@example.com", linkPassword, "x"); err != nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "x"); err != nil {
 		t.Fatalf("Login(old address before confirming) err = %v", err)
 	}
 	got, err := svc.VerifyEmail(ctx, tok)
@@ -292,10 +313,10 @@ func TestChangeEmail(t *testing.T) {
 	if !strings.Contains(notice.Text, "new@example.com") {
 		t.Fatalf("notice to the old address = %q", notice.Text)
 	}
-	if _, err := svc.Login(ctx, "new@example.com", linkPassword, "x"); err != nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "x"); err != nil {
 		t.Fatalf("Login(new address) err = %v", err)
 	}
-	if _, err := svc.Login(ctx, "old@example.com", linkPassword, "y"); err == nil {
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "y"); err == nil {
 		t.Fatal("Login(old address) still works")
 	}
 	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {

@@ -147,12 +147,18 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 	}
 	_ = s.db.ClearLoginFailures(ctx, "email:"+u.Email)
 	s.recordAccount(ctx, u, mcpgate.ActionPasswordReset)
+	// Two-factor sign-in is left as it is: the link proves the mailbox, not
+	// the second factor, so a reset alone must not switch it off.
 	if revokeKeys {
 		n, err := s.db.RevokeKeysOfUser(ctx, u.ID)
 		if err != nil {
 			return err
 		}
-		if ev := s.accountEvent(ctx, u, mcpgate.ActionKeysRevokedAll, map[string]any{"keys": n}); ev != nil {
+		g, err := s.db.RevokeGrantsOfUser(ctx, u.ID)
+		if err != nil {
+			return err
+		}
+		if ev := s.accountEvent(ctx, u, mcpgate.ActionKeysRevokedAll, map[string]any{"keys": n, "grants": g}); ev != nil {
 			s.record(ctx, *ev)
 		}
 	}

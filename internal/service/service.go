@@ -244,3 +244,35 @@ func requireAdmin(a *mcpgate.Actor) error {
 	}
 	return nil
 }
+
+// requireAdminChange refuses what requireAdmin refuses, and an owner or admin
+// the workspace's two-factor policy stops (see requireTwoFactor): the check
+// of every change the policy covers (tools, guardrails, credentials).
+func (s *Service) requireAdminChange(ctx context.Context, a *mcpgate.Actor) error {
+	if err := requireAdmin(a); err != nil {
+		return err
+	}
+	return s.requireTwoFactor(ctx, a)
+}
+
+// requireTwoFactor is the workspace's policy "require two-factor sign-in for
+// owners and admins", in this one place: while it is on, an owner or admin
+// without TOTP is refused the changes it covers (tools, approval decisions,
+// guardrails, the E2B key, the policy itself). Members, and actors without a
+// role (MCP keys, OAuth grants), are not concerned. It is read from the
+// database on every such change, which is rare: no cache to fall behind.
+func (s *Service) requireTwoFactor(ctx context.Context, a *mcpgate.Actor) error {
+	if !a.CanAdmin() {
+		return nil
+	}
+	required, enrolled, err := s.db.TwoFactorPolicy(ctx, a.WorkspaceID, a.UserID)
+	if err != nil {
+		return err
+	}
+	if required && !enrolled {
+		return mcpgate.Errorf(mcpgate.ETOTPEnrolment, "this workspace requires owners and admins to use two-factor sign-in "+
+			"before they change tools, approvals, guardrails or the E2B key: turn it on in Account settings (%s/app/account)",
+			s.opts.PublicURL)
+	}
+	return nil
+}

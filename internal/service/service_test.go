@@ -23,6 +23,7 @@ import (
 // owner, an admin and a plain member, and a test connector.
 type svcFixture struct {
 	db      *store.DB
+	sealer  store.Sealer
 	svc     *service.Service
 	audit   *servicetest.Recorder
 	conn    *noteConnector
@@ -91,7 +92,7 @@ func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 		fn(&o)
 	}
 	env := servicetest.New(t, o)
-	f.db, f.svc, f.audit = env.DB, env.Service, env.Audit
+	f.db, f.sealer, f.svc, f.audit = env.DB, env.Keyring, env.Service, env.Audit
 	_, f.owner = env.NewUser(t, "owner@example.com")
 	f.ws = f.owner.WorkspaceID
 	enter := func(u *mcpgate.User, ws string) *mcpgate.Actor {

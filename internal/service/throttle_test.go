@@ -30,7 +30,7 @@ func TestLogin_NoLockoutSwitch(t *testing.T) {
 		t.Fatalf("Signup() err = %v", err)
 	}
 	login := func(pw, addr string) mcpgate.Code {
-		_, err := env.Service.Login(ctx, "victim@example.com", pw, addr)
+		_, err := env.Service.Login(ctx, mcpgate.Credentials{Email: "victim@example.com", Password: pw}, addr)
 		return codeOf(err)
 	}
 	for i := range 5 {

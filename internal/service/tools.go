@@ -126,7 +126,7 @@ func (s *Service) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolS
 
 // UpdateTool implements mcpgate.ToolService.
 func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u mcpgate.ToolUpdate) (*mcpgate.ToolInfo, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
 	t, ok := s.opts.Registry.Tool(name)

@@ -191,3 +191,34 @@ func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token s
 		Action: string(mcpgate.ActionInvitationAccepted), Outcome: mcpgate.OutcomeOK, Source: mcpgate.SourceDashboard})
 	return ws, nil
 }
+
+// UpdateWorkspace implements mcpgate.WorkspaceService. Only an owner may
+// change the two-factor policy, and only with two-factor sign-in on: turning
+// it on without is refused (the owner would be the first it stops), and while
+// it is on, requireTwoFactor holds its own change like any other.
+func (s *Service) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mcpgate.WorkspaceUpdate) (*mcpgate.Workspace, error) {
+	if a.Role != mcpgate.RoleOwner {
+		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner can change its settings")
+	}
+	if u.RequireTwoFactor != nil {
+		if err := s.requireTwoFactor(ctx, a); err != nil {
+			return nil, err
+		}
+		if *u.RequireTwoFactor {
+			on, err := s.db.TOTPEnabled(ctx, a.UserID)
+			if err != nil {
+				return nil, err
+			}
+			if !on {
+				return nil, mcpgate.Errorf(mcpgate.ETOTPEnrolment,
+					"turn on two-factor sign-in for yourself first (Account settings, %s/app/account), then require it of owners and admins",
+					s.opts.PublicURL)
+			}
+		}
+		if err := s.db.SetRequireTwoFactor(ctx, a.WorkspaceID, *u.RequireTwoFactor); err != nil {
+			return nil, err
+		}
+		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionWorkspaceUpdated, map[string]any{"require_two_factor": *u.RequireTwoFactor}))
+	}
+	return s.db.FindMembership(ctx, a.WorkspaceID, a.UserID)
+}
