@@ -32,8 +32,14 @@ Commands:
                            account. With --stdin the password is the first
                            line of standard input; otherwise one is generated
                            and printed once. With --revoke-keys every MCP key
-                           of the account is revoked too (on every replica
-                           within about 100 ms); without it they keep working.
+                           and OAuth grant of the account is revoked too (on
+                           every replica within about 100 ms); without it
+                           they keep working. Two-factor sign-in stays on.
+  disable-totp EMAIL       turn two-factor sign-in off for an account whose
+                           person lost both their authenticator and their
+                           recovery codes (check who is asking first); they
+                           sign in with the password alone and enrol again
+                           in Account settings.
 `
 
 // userPasswordParams are the argon2id costs of reset-password; tests lower
@@ -45,12 +51,13 @@ var userPasswordParams = password.Default
 func userCommand(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
 	var fromStdin, revokeKeys bool
 	c, err := parseCommand("user", userUsage, args, map[string]func(*flag.FlagSet){
-		"list":        nil,
-		"set-admin":   nil,
-		"unset-admin": nil,
+		"list":         nil,
+		"set-admin":    nil,
+		"unset-admin":  nil,
+		"disable-totp": nil,
 		"reset-password": func(fs *flag.FlagSet) {
 			fs.BoolVar(&fromStdin, "stdin", false, "read the new password from the first line of standard input")
-			fs.BoolVar(&revokeKeys, "revoke-keys", false, "also revoke every MCP key of the account")
+			fs.BoolVar(&revokeKeys, "revoke-keys", false, "also revoke every MCP key and OAuth grant of the account")
 		},
 	}, stdout)
 	if c == nil || err != nil {
@@ -144,7 +151,12 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 			if err != nil {
 				return userError(cmd, email, err)
 			}
+			g, err := db.RevokeGrantsOfUser(ctx, u.ID)
+			if err != nil {
+				return userError(cmd, email, err)
+			}
 			fmt.Fprintf(stdout, "%d MCP key(s) of the account revoked, in every workspace; connector URLs with them stop working too\n", n)
+			fmt.Fprintf(stdout, "%d OAuth grant(s) of the account revoked; those apps must sign in again\n", g)
 		} else {
 			fmt.Fprintf(stdout, "the account's MCP keys (and connector URLs) still work; revoke them in the dashboard, "+
 				"or run again with --revoke-keys\n")
@@ -152,6 +164,17 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		if generated {
 			fmt.Fprintf(stdout, "new password (shown only this once):\n%s\n", newPassword)
 		}
+	case "disable-totp":
+		u, _, err := db.FindUserByEmail(ctx, email)
+		if err != nil {
+			return userError(cmd, email, err)
+		}
+		if err := db.DisableTOTP(ctx, u.ID); mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+			return fmt.Errorf("user %s: %s has no two-factor sign-in", cmd, email)
+		} else if err != nil {
+			return userError(cmd, email, err)
+		}
+		fmt.Fprintf(stdout, "two-factor sign-in of %s turned off, its recovery codes deleted; the password alone signs in now\n", email)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // userEnv is a test database with two accounts.
@@ -239,10 +240,38 @@ func TestUserResetPassword_RevokeKeys(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reset-password --revoke-keys err = %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "2 MCP key(s) of the account revoked") {
+	if !strings.Contains(out, "2 MCP key(s) of the account revoked") || !strings.Contains(out, "0 OAuth grant(s) of the account revoked") {
 		t.Errorf("reset-password --revoke-keys output:\n%s", out)
 	}
 	if !revoked(bob1) || !revoked(bob2) || revoked(admin) {
 		t.Errorf("revoked: bob's = %v, %v, admin's = %v; want bob's only", revoked(bob1), revoked(bob2), revoked(admin))
+	}
+}
+
+func TestUserDisableTOTP(t *testing.T) {
+	e := newUserEnv(t)
+	ctx := context.Background()
+	k, err := vault.Open(ctx, []byte("user-test-root-key-0123456789abc"), e.db.VaultKeys(), vault.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.BeginTOTP(ctx, k, e.other.ID, "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.db.ConfirmTOTP(ctx, e.other.ID, 1, [][]byte{mcpgate.HashToken("x")}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.user("", "disable-totp", "bob@example.com")
+	if err != nil || !strings.Contains(out, "two-factor sign-in of bob@example.com turned off") {
+		t.Fatalf("user disable-totp = %q, %v", out, err)
+	}
+	if on, _ := e.db.TOTPEnabled(ctx, e.other.ID); on {
+		t.Fatal("TOTP still on after disable-totp")
+	}
+	if _, err := e.user("", "disable-totp", "bob@example.com"); err == nil || !strings.Contains(err.Error(), "has no two-factor sign-in") {
+		t.Fatalf("user disable-totp again err = %v", err)
+	}
+	if _, err := e.user("", "disable-totp", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no account with the email") {
+		t.Fatalf("user disable-totp (unknown) err = %v", err)
 	}
 }
