@@ -73,8 +73,9 @@ func (s *Server) handlePasswordReset(r *http.Request, req resetRequest) (reply, 
 type resetConfirm struct {
 	Token    string `json:"token"`
 	Password string `json:"password"`
-	// RevokeKeys also revokes every MCP key of the person: the reset page
-	// offers it, for someone who fears their account was used.
+	// RevokeKeys also revokes every MCP key and OAuth grant of the person:
+	// the reset page offers it, for someone who fears their account was
+	// used.
 	RevokeKeys bool `json:"revoke_keys,omitempty"`
 }
 

@@ -32,7 +32,7 @@ type userJSON struct {
 	Email         string `json:"email"`
 	InstanceAdmin bool   `json:"instance_admin"`
 	EmailVerified bool   `json:"email_verified"`
-	// TOTPEnabled is always false until two-factor sign-in is built.
+	// TOTPEnabled says the person signs in with a second factor.
 	TOTPEnabled bool `json:"totp_enabled"`
 }
 
@@ -90,9 +90,13 @@ func (s *Server) me(r *http.Request, u *mcpgate.User) (meResponse, error) {
 	if err != nil {
 		return meResponse{}, err
 	}
+	totp, err := s.svc.Accounts.TOTPEnabled(r.Context(), u)
+	if err != nil {
+		return meResponse{}, err
+	}
 	if ws == nil {
 		ws = []mcpgate.Workspace{}
 	}
-	return meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin, EmailVerified: verified},
-		Workspaces: ws}, nil
+	return meResponse{User: userJSON{ID: u.ID, Email: u.Email, InstanceAdmin: u.InstanceAdmin, EmailVerified: verified,
+		TOTPEnabled: totp}, Workspaces: ws}, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
@@ -56,7 +57,9 @@ func newTestServer(t *testing.T, opts api.Options, edit ...func(*service.Options
 		e(&so)
 	}
 	if opts.Services.Accounts == nil {
-		opts.Services = service.New(so).Services()
+		// servicetest gives the services a vault of their own, as
+		// production does (TOTP secrets are sealed).
+		opts.Services = servicetest.New(t, so).Service.Services()
 	}
 	if opts.Sessions == nil {
 		opts.Sessions = db

@@ -43,6 +43,17 @@ func (s *Server) handleWorkspaceGet(r *http.Request) (reply, error) {
 	return ok(mcpgate.WorkspaceFromContext(r.Context())), nil
 }
 
+type workspaceUpdate struct {
+	RequireTwoFactor *bool `json:"require_two_factor"`
+}
+
+// handleWorkspaceUpdate is PATCH /workspaces/{ws}: the workspace's settings
+// (owners only; the service decides).
+func (s *Server) handleWorkspaceUpdate(r *http.Request, req workspaceUpdate) (reply, error) {
+	ws, err := s.svc.Workspaces.UpdateWorkspace(r.Context(), actorFrom(r), mcpgate.WorkspaceUpdate{RequireTwoFactor: req.RequireTwoFactor})
+	return ok(ws), err
+}
+
 func (s *Server) handleMemberList(r *http.Request) (reply, error) {
 	ms, err := s.svc.Workspaces.Members(r.Context(), actorFrom(r))
 	return ok(listOf("members", ms)), err
