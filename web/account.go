@@ -14,6 +14,9 @@ type accountPage struct {
 	MailEnabled   bool
 	// Sessions are the person's live sign-ins, this browser's marked.
 	Sessions []mcpgate.Session
+	// TOTPEnabled decides whether the two-factor section offers to set it
+	// up or to turn it off.
+	TOTPEnabled bool
 }
 
 // handleAccount is the person's own settings: password and workspaces. It
@@ -46,6 +49,12 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
+	totp, err := h.svc.Accounts.TOTPEnabled(r.Context(), u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
 	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account",
-		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(), Sessions: sessions}))
+		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(), Sessions: sessions,
+			TOTPEnabled: totp}))
 }

@@ -48,3 +48,69 @@ func TestMenus_AccountAndNewWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// The two-factor section offers enrolment (password first, then the QR code
+// and the first code, then the recovery codes) while it is off, and turning
+// it off (a code and the password) while it is on.
+func TestAccount_TwoFactor(t *testing.T) {
+	f := newFake(mcpgate.RoleOwner)
+	h := mustHandler(t, f)
+	_, body := get(t, h, "/app/account", testUser)
+	for _, want := range []string{
+		`id="two-factor"`, `data-api-method="POST" data-api-path="/api/v1/me/totp" data-done="reveal:#totp-enrol"`,
+		`data-fill-src="qr_png"`, `data-fill="secret"`, `data-api-path="/api/v1/me/totp/confirm" data-done="reveal:#totp-codes"`,
+		`data-fill="recovery_codes"`, `data-enables="#codes-done"`, `id="codes-done" class="btn btn-primary" data-reload disabled`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("account page (two-factor off) lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `data-api-method="DELETE" data-api-path="/api/v1/me/totp"`) {
+		t.Error("account page offers to turn off two-factor sign-in that is off")
+	}
+	f.totp = true
+	_, body = get(t, h, "/app/account", testUser)
+	for _, want := range []string{`data-api-method="DELETE" data-api-path="/api/v1/me/totp"`, `name="code"`, `id="totp-disable-password" name="current_password"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("account page (two-factor on) lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `data-api-path="/api/v1/me/totp/confirm"`) {
+		t.Error("account page offers enrolment while two-factor sign-in is on")
+	}
+}
+
+// The login page holds the second step, hidden and disabled until the API
+// answers totp_required, with a way to a recovery code.
+func TestLogin_SecondFactorStep(t *testing.T) {
+	_, body := get(t, mustHandler(t, newFake(mcpgate.RoleOwner)), "/login", nil)
+	for _, want := range []string{`data-second-factor`, `data-first-step`, `data-second-step hidden`,
+		`name="totp_code" type="text" inputmode="numeric" autocomplete="one-time-code" maxlength="9" spellcheck="false" disabled`,
+		`name="recovery_code" type="text" autocomplete="off" spellcheck="false" disabled`, `data-factor-switch="recovery"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("login page lacks %s", want)
+		}
+	}
+}
+
+// Only an owner gets the switch for the two-factor policy; an admin and a
+// member see its state.
+func TestSettings_TwoFactorPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		role       mcpgate.Role
+		wantSwitch bool
+	}{{mcpgate.RoleOwner, true}, {mcpgate.RoleAdmin, false}, {mcpgate.RoleMember, false}} {
+		_, body := get(t, mustHandler(t, newFake(tt.role)), "/app/w/ws1/settings", testUser)
+		if got := strings.Contains(body, `name="require_two_factor"`); got != tt.wantSwitch {
+			t.Errorf("%s: settings page has the two-factor switch = %v, want %v", tt.role, got, tt.wantSwitch)
+		}
+		if !strings.Contains(body, `id="security"`) {
+			t.Errorf("%s: settings page lacks the security section", tt.role)
+		}
+	}
+	// An owner without two-factor sign-in is told to turn it on first.
+	_, body := get(t, mustHandler(t, newFake(mcpgate.RoleOwner)), "/app/w/ws1/settings", testUser)
+	if !strings.Contains(body, `href="/app/account#two-factor"`) {
+		t.Error("owner without two-factor sign-in is not sent to set it up")
+	}
+}

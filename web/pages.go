@@ -285,7 +285,11 @@ type keyRow struct {
 }
 
 type settingsPage struct {
-	Admin       bool
+	Admin bool
+	// Owner may change the workspace's two-factor policy; OwnTOTP says
+	// whether they have two-factor sign-in on, as turning it on needs.
+	Owner       bool
+	OwnTOTP     bool
 	Me          string
 	Members     []mcpgate.Member
 	Invitations []mcpgate.Invitation
@@ -298,8 +302,14 @@ type settingsPage struct {
 func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ws, u := workspaceFrom(ctx), mcpgate.UserFromContext(ctx)
-	p := settingsPage{Admin: ws.Role.CanAdmin(), Me: u.ID}
+	p := settingsPage{Admin: ws.Role.CanAdmin(), Owner: ws.Role == mcpgate.RoleOwner, Me: u.ID}
 	var err error
+	if p.Owner {
+		if p.OwnTOTP, err = h.svc.Accounts.TOTPEnabled(ctx, u); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+	}
 	if p.Members, err = h.svc.Workspaces.Members(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return

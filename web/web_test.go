@@ -25,6 +25,10 @@ var testNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 func (f *fakeData) EmailVerified(context.Context, *mcpgate.User) (bool, error) { return true, nil }
 func (f *fakeData) MailEnabled() bool                                          { return false }
 
+// TOTPEnabled is what the account and settings pages ask: on when the fake
+// says so.
+func (f *fakeData) TOTPEnabled(context.Context, *mcpgate.User) (bool, error) { return f.totp, nil }
+
 // Sessions is the account page's list: this browser only.
 func (f *fakeData) Sessions(context.Context, *mcpgate.User, string) ([]mcpgate.Session, error) {
 	return []mcpgate.Session{{ID: "s1", Current: true, UserAgent: evil, Address: "192.0.2.1", CreatedAt: testNow}}, nil
@@ -55,6 +59,7 @@ type fakeData struct {
 	approvals   []mcpgate.ApprovalRequest // approvals_test.go
 	guardrails  mcpgate.Guardrails
 	grants      []mcpgate.Grant
+	totp        bool // two-factor sign-in of the viewer
 
 	lastAudit  mcpgate.AuditFilter
 	lastChart  string // the member CallsPerHour was asked for

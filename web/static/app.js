@@ -169,7 +169,14 @@
     if (!panel) return;
     panel.querySelectorAll('[data-fill]').forEach(function (el) {
       var v = data ? data[el.dataset.fill] : '';
-      el.textContent = v == null ? '' : String(v);
+      // A list (recovery codes) is shown one item a line.
+      el.textContent = v == null ? '' : Array.isArray(v) ? v.join('\n') : String(v);
+    });
+    // An image the API sent as a PNG data: URL (the two-factor QR code);
+    // nothing else is ever put in a src.
+    panel.querySelectorAll('img[data-fill-src]').forEach(function (el) {
+      var v = data ? data[el.dataset.fillSrc] : '';
+      if (typeof v === 'string' && v.indexOf('data:image/png;base64,') === 0) el.src = v;
     });
     if (data && data.key) {
       document.querySelectorAll('[data-snippet]').forEach(function (el) {
@@ -248,6 +255,9 @@
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
     if (action.indexOf('reveal:') === 0) {
       form.reset();
+      // data-done-hide: what the next step replaces (the two-factor
+      // enrolment once its recovery codes are shown).
+      if (form.dataset.doneHide) document.querySelectorAll(form.dataset.doneHide).forEach(function (el) { el.hidden = true; });
       if (form.dataset.addKeyRow) addKeyRow(form.dataset.addKeyRow, data);
       reveal(action.slice(7), data);
       return;
@@ -304,6 +314,12 @@
         if (r.cancelled) return;
         if (!r.res.ok) {
           revertSwitch(changed);
+          // The login's second step: the password was right and the account
+          // signs in with two factors.
+          if (form.dataset.secondFactor != null && r.data && r.data.error && r.data.error.code === 'totp_required') {
+            showSecondFactor(form);
+            return;
+          }
           if (r.res.status === 401 && !/\/auth\//.test(form.dataset.apiPath)) {
             window.location.assign('/login?next=' + encodeURIComponent(window.location.pathname));
             return;
@@ -321,6 +337,33 @@
     });
   }
 
+  // ---- login's second step: a code from the app, or a recovery code ----
+  function setFactor(form, which) {
+    var input = null;
+    form.querySelectorAll('[data-factor]').forEach(function (f) {
+      var on = f.dataset.factor === which;
+      f.hidden = !on;
+      f.querySelectorAll('input').forEach(function (el) {
+        el.disabled = !on;
+        el.required = on;
+        if (!on) el.value = '';
+        else input = el;
+      });
+    });
+    if (input) input.focus();
+  }
+
+  function showSecondFactor(form) {
+    var first = form.querySelector('[data-first-step]');
+    var second = form.querySelector('[data-second-step]');
+    if (!second) return;
+    // The email and password stay in the form (hidden, still sent): the
+    // second request carries them with the code.
+    if (first) first.hidden = true;
+    second.hidden = false;
+    setFactor(form, 'totp');
+  }
+
   document.addEventListener('submit', function (e) {
     var form = e.target;
     if (!(form instanceof HTMLFormElement) || !form.dataset.apiPath) return;
@@ -334,6 +377,10 @@
   });
   document.addEventListener('change', function (e) {
     var el = e.target;
+    // data-enables: a checkbox that unlocks a button ("I saved them").
+    if (el.dataset && el.dataset.enables) {
+      document.querySelectorAll(el.dataset.enables).forEach(function (b) { b.disabled = !el.checked; });
+    }
     var form = el.form;
     if (!form || form.dataset.auto == null || !form.dataset.apiPath) return;
     if (el.tagName === 'SELECT' && el.dataset.prev == null) el.dataset.prev = el.value;
@@ -378,6 +425,8 @@
       return;
     }
     if (e.target.closest('[data-reload]')) { window.location.reload(); return; }
+    var factor = e.target.closest('[data-factor-switch]');
+    if (factor && factor.form) { clearError(factor.form); setFactor(factor.form, factor.dataset.factorSwitch); return; }
     var setter = e.target.closest('[data-set-value]');
     if (setter) {
       var input = document.querySelector(setter.dataset.setValue);
