@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
@@ -22,11 +23,13 @@ import (
 // TestNoSecretLeavesItsPlace runs a whole journey through the real gateway
 // (sign-up, connect E2B, keys, MCP calls over the header and the connector
 // URL, create with env_vars, kill with confirmation, a dashboard tool call,
-// the audit log, revoke, logout, shutdown) and then scans everything it
+// the audit log, two-factor enrolment and sign-ins with a code and a recovery
+// code, revoke, logout, shutdown) and then scans everything it
 // produced: every log line, every response body, every row of every table.
 // None may contain the E2B key, an MCP key or its secret part, the session
-// JWT, the password, the vault root key, the JWT secret, an env var value, or
-// any envd/traffic token or other secret E2B returned.
+// JWT, the password, the vault root key, the JWT secret, an env var value, the
+// TOTP secret, a recovery code, or any envd/traffic token or other secret E2B
+// returned.
 func TestNoSecretLeavesItsPlace(t *testing.T) {
 	t.Parallel()
 	sim := e2bsim.New(e2bsim.Options{})
@@ -52,6 +55,38 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 	second := newClient(t, gw.URL, rec)
 	second.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword}, http.StatusOK, nil)
 	jwt2 := second.cookie(api.SessionCookie)
+
+	// Two-factor sign-in: the enrolment and the confirmation are the two
+	// answers that show its secret and recovery codes, by design; then a
+	// wrong code, a sign-in with a code and one with a recovery code.
+	var enrolment struct {
+		Secret string `json:"secret"`
+	}
+	var recovery struct {
+		Codes []string `json:"recovery_codes"`
+	}
+	tn.rec = nil
+	tn.must("POST", "/api/v1/me/totp", map[string]string{"current_password": testPassword}, http.StatusCreated, &enrolment)
+	first, err := totp.GenerateCode(enrolment.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.must("POST", "/api/v1/me/totp/confirm", map[string]string{"code": first}, http.StatusOK, &recovery)
+	tn.rec = rec
+	if len(recovery.Codes) != 10 {
+		t.Fatalf("recovery codes = %v", recovery.Codes)
+	}
+	// The next step's code (within the allowed skew): the first one is spent.
+	next, _ := totp.GenerateCode(enrolment.Secret, time.Now().Add(30*time.Second))
+	third := newClient(t, gw.URL, rec)
+	third.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword}, http.StatusUnauthorized, nil)
+	third.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword, "totp_code": first}, http.StatusUnauthorized, nil)
+	third.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword, "totp_code": next}, http.StatusOK, nil)
+	third.must("POST", "/api/v1/auth/logout", nil, http.StatusNoContent, nil)
+	third.must("POST", "/api/v1/auth/login", map[string]string{"email": tn.email, "password": testPassword,
+		"recovery_code": recovery.Codes[0]}, http.StatusOK, nil)
+	jwt3 := third.cookie(api.SessionCookie)
+	third.must("POST", "/api/v1/auth/logout", nil, http.StatusNoContent, nil)
 
 	envValue := "envsecret-" + testutil.RandomHex(16)
 	mustOK := func(r callResult, what string) map[string]any {
@@ -123,6 +158,11 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 		"MCP key secret": tn.key.Key[len(tn.key.Key)-43:], "read-only MCP key secret": readOnly.Key[len(readOnly.Key)-43:],
 		"session JWT": jwt, "second session JWT": jwt2, "JWT signature": jwt[strings.LastIndexByte(jwt, '.')+1:],
 		"password": testPassword, "ENCRYPTION_KEY": cfg.encKey, "JWT_SECRET": cfg.jwt, "env var value": envValue,
+		"third session JWT": jwt3, "TOTP secret": enrolment.Secret, "TOTP secret (lower case)": strings.ToLower(enrolment.Secret),
+	}
+	for i, c := range recovery.Codes {
+		secrets["recovery code "+string(rune('a'+i))] = c
+		secrets["recovery code "+string(rune('a'+i))+" without dashes"] = strings.ReplaceAll(c, "-", "")
 	}
 	simSecrets := sim.Secrets()
 	if len(simSecrets) < 2 {
@@ -134,7 +174,8 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 
 	db := mustDB(t, dsn)
 	rows := dumpTables(t, db)
-	if !strings.Contains(rows, tn.email) || !strings.Contains(rows, e2b.ToolKillSandbox) {
+	if !strings.Contains(rows, tn.email) || !strings.Contains(rows, e2b.ToolKillSandbox) || !strings.Contains(rows, "== totp_factors\n(") ||
+		!strings.Contains(rows, "== totp_recovery_codes\n(") {
 		t.Fatalf("the table dump lacks the user or the audit log: the scan would prove nothing")
 	}
 	if !strings.Contains(rec.all(), id) || !strings.Contains(logs.String(), `"msg":"request"`) {
