@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/pquerna/otp/totp"
 
 	"github.com/mcpgate/mcpgate/internal/mail/mailtest"
 )
@@ -18,8 +19,10 @@ import (
 // mail: sign up (keys are refused until the address is confirmed), confirm
 // the address from the emailed link, log out,
 // "Forgot password?", the link from the email, a new password (revoking the
-// MCP keys too), and a sign-in with it. Each new page is checked like the
-// journey's (axe, 390 px, console errors).
+// MCP keys too), and a sign-in with it; then sessions, a new email, two-factor
+// sign-in (enrol, sign in with a code and with a recovery code), and the
+// account's deletion. Each new page is checked like the journey's (axe,
+// 390 px, console errors).
 func TestWebAccountVerifyAndReset(t *testing.T) {
 	if _, err := os.Stat(webChromiumPath); err != nil {
 		t.Fatalf("%s not found: run scripts/ensure-chromium.sh", webChromiumPath)
@@ -183,6 +186,112 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	if n := smtp.Wait(t, email, "email address was changed"); !strings.Contains(n.Text, newEmail) {
 		t.Errorf("notice to the old address = %q", n.Text)
 	}
+
+	// Two-factor sign-in: enrol from the account page (the QR code and the
+	// key it shows; the test is the authenticator app), keep the recovery
+	// codes, sign out, sign in with a code, then with a recovery code.
+	webRun(t, ctx, "two-factor: start",
+		chromedp.Navigate(base+"/app/account#two-factor"), chromedp.WaitVisible(chromedp.ID("#totp-begin-form")),
+		chromedp.SendKeys(chromedp.ID("#totp-password"), newPassword),
+		chromedp.Click(chromedp.CSS(`#totp-begin-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#totp-enrol")),
+		webUntil(`document.querySelector('#totp-qr').src.startsWith('data:image/png;base64,') && document.querySelector('#totp-qr').complete && document.querySelector('#totp-qr').naturalWidth > 0`))
+	secret := webText(t, ctx, "#totp-secret")
+	if len(secret) != 32 {
+		t.Fatalf("the page shows the key %q, want 32 base32 characters", secret)
+	}
+	webShot(t, ctx, "43-two-factor-enrol")
+	webCheckPage(t, ctx, "account-two-factor-enrol")
+	code := func(at time.Time) string {
+		t.Helper()
+		c, err := totp.GenerateCode(secret, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	webRun(t, ctx, "two-factor: a wrong first code",
+		chromedp.SendKeys(chromedp.ID("#totp-confirm-code"), "000000"),
+		chromedp.Click(chromedp.CSS(`#totp-confirm-form button[type=submit]`)),
+		webUntil(`document.querySelector('#totp-confirm-form [data-form-error]').textContent.includes('not right')`))
+	first := code(time.Now())
+	webRun(t, ctx, "two-factor: confirm",
+		webClear("#totp-confirm-code"), chromedp.SendKeys(chromedp.ID("#totp-confirm-code"), first),
+		chromedp.Click(chromedp.CSS(`#totp-confirm-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#totp-codes")))
+	codes := strings.Fields(webText(t, ctx, "#recovery-codes"))
+	if len(codes) != 10 {
+		t.Fatalf("the page shows %d recovery codes (%q), want 10", len(codes), codes)
+	}
+	if n := webCount(t, ctx, "#totp-enrol:not([hidden])"); n != 0 {
+		t.Error("the QR code and key stay on the page next to the recovery codes")
+	}
+	webShot(t, ctx, "44-two-factor-recovery-codes")
+	webCheckPage(t, ctx, "account-two-factor-codes")
+	webRun(t, ctx, "two-factor: codes saved",
+		webUntil(`document.querySelector('#codes-done').disabled`),
+		chromedp.Click(chromedp.ID("#codes-saved")),
+		webUntil(`!document.querySelector('#codes-done').disabled`),
+		chromedp.Click(chromedp.ID("#codes-done")),
+		chromedp.WaitVisible(chromedp.ID("#totp-disable-form")))
+	if s := webText(t, ctx, "#two-factor-status"); !strings.Contains(s, "on") {
+		t.Errorf("two-factor status = %q", s)
+	}
+	webCheckPage(t, ctx, "account-two-factor-on")
+
+	logout := func(step string) {
+		t.Helper()
+		webRun(t, ctx, step,
+			chromedp.Click(chromedp.CSS(".user-menu summary")),
+			chromedp.Click(chromedp.CSS(`.user-menu button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(".hero")))
+	}
+	passwordStep := func(step string) {
+		t.Helper()
+		webRun(t, ctx, step,
+			chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
+			chromedp.SendKeys(chromedp.ID("#email"), newEmail),
+			chromedp.SendKeys(chromedp.ID("#password"), newPassword),
+			chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.ID("#totp-code")))
+	}
+	logout("two-factor: log out")
+	passwordStep("two-factor: password")
+	if webCount(t, ctx, "[data-first-step][hidden]") != 1 || webCount(t, ctx, "[data-second-step]:not([hidden])") != 1 {
+		t.Error("the second step does not replace the password step")
+	}
+	webShot(t, ctx, "45-login-two-factor")
+	webCheckPage(t, ctx, "login-two-factor")
+	// The first code was spent at confirmation; the code of the step after
+	// now is later than it and within the allowed skew.
+	webRun(t, ctx, "two-factor: the spent code",
+		chromedp.SendKeys(chromedp.ID("#totp-code"), first),
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
+		webUntil(`document.querySelector('#login-form [data-form-error]').textContent.includes('already used')`))
+	webRun(t, ctx, "two-factor: sign in with a code",
+		webClear("#totp-code"), chromedp.SendKeys(chromedp.ID("#totp-code"), code(time.Now().Add(30*time.Second))),
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	logout("two-factor: log out again")
+	passwordStep("two-factor: password again")
+	webRun(t, ctx, "two-factor: sign in with a recovery code",
+		chromedp.Click(chromedp.ID("#use-recovery-code")),
+		chromedp.WaitVisible(chromedp.ID("#recovery-code")),
+		chromedp.SendKeys(chromedp.ID("#recovery-code"), codes[0]))
+	webShot(t, ctx, "46-login-recovery-code")
+	webCheckPage(t, ctx, "login-recovery-code")
+	webRun(t, ctx, "two-factor: recovery code accepted",
+		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	// With it on, the owner may require it of the workspace's owners and
+	// admins.
+	webRun(t, ctx, "two-factor: require it in the workspace",
+		chromedp.Navigate(wsBase+"/settings#security"), chromedp.WaitVisible(chromedp.ID("#require-2fa-form")),
+		chromedp.Click(chromedp.ID("#require-2fa")), chromedp.WaitVisible(chromedp.ID("#confirm-ok")),
+		chromedp.Click(chromedp.ID("#confirm-ok")),
+		chromedp.WaitVisible(chromedp.CSS("#require-2fa-form .pill-ok")))
+	webShot(t, ctx, "47-settings-require-two-factor")
+	webCheckPage(t, ctx, "settings-security")
 
 	// Delete the account: a wrong password first, then the right one.
 	webRun(t, ctx, "delete: wrong password",
