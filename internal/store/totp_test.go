@@ -16,6 +16,19 @@ import (
 
 const totpSecret = mcpgate.Secret("JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")
 
+// mustPendingTOTP is a fresh database with a keyring and one person, ada,
+// whose enrolment with totpSecret is pending.
+func mustPendingTOTP(t *testing.T) (*store.DB, *vault.Keyring, string) {
+	t.Helper()
+	db := storetest.Open(t)
+	k := mustKeyringOn(t, db, testRoot)
+	ada := mustUser(t, db, "ada@example.com").ID
+	if err := db.BeginTOTP(context.Background(), k, ada, totpSecret); err != nil {
+		t.Fatal(err)
+	}
+	return db, k, ada
+}
+
 // TestTOTP_Sealed: the secret is stored sealed, bound to its person and row,
 // and a pending enrolment becomes the person's factor only when confirmed.
 func TestTOTP_Sealed(t *testing.T) {
@@ -97,13 +110,8 @@ func TestTOTP_Sealed(t *testing.T) {
 // TestTOTP_SpentOnce: a time step and a recovery code are each taken once,
 // however many requests race with them.
 func TestTOTP_SpentOnce(t *testing.T) {
-	db := storetest.Open(t)
+	db, _, ada := mustPendingTOTP(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	ada := mustUser(t, db, "ada@example.com").ID
-	if err := db.BeginTOTP(ctx, k, ada, totpSecret); err != nil {
-		t.Fatal(err)
-	}
 	hash := mcpgate.HashToken("code")
 	if err := db.ConfirmTOTP(ctx, ada, 1, [][]byte{hash}); err != nil {
 		t.Fatal(err)
@@ -130,13 +138,8 @@ func TestTOTP_SpentOnce(t *testing.T) {
 // re-seal moves them, the term usage counts them, and a term that still
 // seals one cannot be deleted.
 func TestTOTP_Rotation(t *testing.T) {
-	db := storetest.Open(t)
+	db, k, ada := mustPendingTOTP(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	ada := mustUser(t, db, "ada@example.com").ID
-	if err := db.BeginTOTP(ctx, k, ada, totpSecret); err != nil {
-		t.Fatal(err)
-	}
 	for range 2 {
 		if _, err := k.Rotate(ctx); err != nil {
 			t.Fatal(err)
