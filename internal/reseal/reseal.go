@@ -80,9 +80,10 @@ type Report struct {
 	// Left counts the rows still under an older term, Failed ones
 	// included, as of the last batch.
 	Left int64
-	// Failed lists the ids of the connections whose credential did not
-	// open (damaged, or sealed under a deleted term). They were left as
-	// they are; a later run tries them again.
+	// Failed lists the rows whose secret did not open (damaged, or sealed
+	// under a deleted term): a connection's id, or "totp_factors:<id>" for
+	// a TOTP secret. They were left as they are; a later run tries them
+	// again.
 	Failed []string
 	// Settling, in a progress report, is how much longer Run sweeps for
 	// rows written under the previous term before it returns.
