@@ -147,7 +147,8 @@ func (s *Service) ConfirmTOTP(ctx context.Context, u *mcpgate.User, code string)
 // factor away, nor can a stolen password. A wrong code counts as a failed
 // login.
 func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
-	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
+	sub, err := s.verifyCurrentPassword(ctx, u, current, addr)
+	if err != nil {
 		return err
 	}
 	f, err := s.db.FindTOTP(ctx, s.opts.Keyring, u.ID)
@@ -164,11 +165,12 @@ func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, curren
 	if ok, err := s.checkSecondFactor(ctx, u, f, c); err != nil {
 		return err
 	} else if !ok {
-		if err := s.throttle.fail(ctx, s.throttle.subjects(u.Email, addr)); err != nil {
+		if err := s.throttle.fail(ctx, sub); err != nil {
 			return err
 		}
 		return errWrongCode
 	}
+	_ = s.db.ClearLoginFailures(ctx, sub.pair)
 	if err := s.db.DisableTOTP(ctx, u.ID); err != nil {
 		return err
 	}
@@ -243,17 +245,19 @@ func matchTOTP(secret mcpgate.Secret, code string, now int64) (int64, bool) {
 	opts := hotp.ValidateOpts{Digits: totpDigits, Algorithm: totpAlgorithm}
 	cur := now / totpPeriod
 	var found int64
-	match := 0
+	ok := false
+	// Every step of the window is computed, matched or not, so the time
+	// taken says nothing about which one matched.
 	for step := cur - totpSkew; step <= cur+totpSkew; step++ {
 		want, err := hotp.GenerateCodeCustom(secret.Reveal(), uint64(step), opts)
 		if err != nil {
 			return 0, false
 		}
 		if subtle.ConstantTimeCompare([]byte(want), []byte(code)) == 1 {
-			found, match = step, 1
+			found, ok = step, true
 		}
 	}
-	return found, match == 1
+	return found, ok
 }
 
 // isTOTPCode reports whether s is six digits (spaces aside): what an

@@ -289,6 +289,27 @@ func TestTOTP_Disable(t *testing.T) {
 	}
 }
 
+// TestTOTP_DisableThrottled: wrong codes to turn two-factor sign-in off
+// count as failed logins, and the right password given with each does not
+// wipe the count, so the codes cannot be guessed through this route either.
+func TestTOTP_DisableThrottled(t *testing.T) {
+	e := newTOTPEnv(t)
+	ctx := context.Background()
+	secret, _ := e.enrol(t)
+	for i := range 5 {
+		if err := e.Service.DisableTOTP(ctx, e.u, "000000", goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+			t.Fatalf("DisableTOTP(wrong code %d) err = %v, want invalid", i, err)
+		}
+	}
+	e.clock.add(30 * time.Second)
+	if err := e.Service.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+		t.Fatalf("DisableTOTP(right code) after 5 wrong ones err = %v, want rate_limited", err)
+	}
+	if on, _ := e.Service.TOTPEnabled(ctx, e.u); !on {
+		t.Fatal("two-factor sign-in was turned off past the throttle")
+	}
+}
+
 // TestTOTP_ResetKeepsSecondFactor: a password reset link proves the mailbox,
 // not the second factor, so two-factor sign-in stays on.
 func TestTOTP_ResetKeepsSecondFactor(t *testing.T) {
