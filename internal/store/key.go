@@ -91,18 +91,5 @@ func (db *DB) FindKeyForAuth(ctx context.Context, id string) (*mcpgate.APIKey, [
 // TouchKeys records last use for a batch of keys. Callers batch it so the
 // call path never waits on this write.
 func (db *DB) TouchKeys(ctx context.Context, used map[string]time.Time) error {
-	if len(used) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(used))
-	times := make([]time.Time, 0, len(used))
-	for id, t := range used {
-		ids = append(ids, id)
-		times = append(times, t)
-	}
-	_, err := db.Pool.Exec(ctx, `
-		UPDATE api_keys k SET last_used_at = u.t
-		FROM unnest($1::text[], $2::timestamptz[]) AS u(id, t)
-		WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)`, ids, times)
-	return mapError(err, "")
+	return db.touchLastUsed(ctx, "api_keys", "text", used)
 }

@@ -306,20 +306,7 @@ func revokeGrantTx(ctx context.Context, tx pgx.Tx, workspaceID, id string) error
 
 // TouchGrants records last use for a batch of grants, off the call path.
 func (db *DB) TouchGrants(ctx context.Context, used map[string]time.Time) error {
-	if len(used) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(used))
-	times := make([]time.Time, 0, len(used))
-	for id, t := range used {
-		ids = append(ids, id)
-		times = append(times, t)
-	}
-	_, err := db.Pool.Exec(ctx, `
-		UPDATE oauth_grants g SET last_used_at = u.t
-		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, t)
-		WHERE g.id = u.id AND (g.last_used_at IS NULL OR g.last_used_at < u.t)`, ids, times)
-	return mapError(err, "")
+	return db.touchLastUsed(ctx, "oauth_grants", "uuid", used)
 }
 
 // PruneOAuth deletes what no longer matters: spent or expired codes, expired
