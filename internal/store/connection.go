@@ -130,18 +130,12 @@ type TermUsage struct {
 
 // ConnectionTermUsage counts credentials per key term.
 func (db *DB) ConnectionTermUsage(ctx context.Context) ([]TermUsage, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT key_term, count(*) FROM connections GROUP BY key_term ORDER BY key_term`)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TermUsage, error) {
-		var t TermUsage
+	return listRows(ctx, db, func(r pgx.Row, t *TermUsage) error {
 		var term int64
 		err := r.Scan(&term, &t.Rows)
 		t.Term = uint32(term)
-		return t, err
-	})
-	return out, mapError(err, "")
+		return err
+	}, `SELECT key_term, count(*) FROM connections GROUP BY key_term ORDER BY key_term`)
 }
 
 // CountSealedBelow counts the credentials sealed under a term older than

@@ -190,6 +190,20 @@ func (db *DB) touchLastUsed(ctx context.Context, table, idType string, used map[
 	return mapError(err, "")
 }
 
+// listRows runs a query and collects its rows, each filled in by scan, with
+// errors mapped as every store method maps them.
+func listRows[T any](ctx context.Context, db *DB, scan func(pgx.Row, *T) error, sql string, args ...any) ([]T, error) {
+	rows, err := db.Pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
+		var v T
+		return v, scan(r, &v)
+	})
+	return out, mapError(err, "")
+}
+
 // mapError turns database errors into coded errors: no rows become ENotFound
 // with the given message, unique violations EConflict, and an unreachable
 // database EUnavailable. Anything else is wrapped as it is.

@@ -30,18 +30,10 @@ func scanKey(r pgx.Row, k *mcpgate.APIKey) error {
 // ListKeys lists a workspace's keys, newest first; with userID set, only
 // that user's.
 func (db *DB) ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, scanKey, `
 		SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.workspace_id = $1 AND ($2 = '' OR k.user_id::text = $2)
 		ORDER BY k.created_at DESC`, workspaceID, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.APIKey, error) {
-		var k mcpgate.APIKey
-		return k, scanKey(r, &k)
-	})
-	return keys, mapError(err, "")
 }
 
 // FindKey returns one key of a workspace.

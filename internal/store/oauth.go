@@ -262,18 +262,10 @@ func (db *DB) FindGrant(ctx context.Context, workspaceID, id string) (*mcpgate.G
 // ListGrants lists a workspace's live grants, newest first; with userID
 // set, only that user's.
 func (db *DB) ListGrants(ctx context.Context, workspaceID, userID string) ([]mcpgate.Grant, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, func(r pgx.Row, g *mcpgate.Grant) error { return scanGrant(r, g) }, `
 		SELECT `+grantColumns+` FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id JOIN users u ON u.id = g.user_id
 		WHERE g.workspace_id = $1 AND ($2 = '' OR g.user_id::text = $2) AND g.revoked_at IS NULL
 		ORDER BY g.created_at DESC`, workspaceID, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	gs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Grant, error) {
-		var g mcpgate.Grant
-		return g, scanGrant(r, &g)
-	})
-	return gs, mapError(err, "")
 }
 
 // RevokeGrant revokes a live grant of a workspace and deletes its tokens;
