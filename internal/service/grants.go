@@ -10,11 +10,7 @@ import (
 // Grants implements mcpgate.GrantService: all of the workspace's live
 // grants for an admin, a member's own otherwise.
 func (s *Service) Grants(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Grant, error) {
-	owner := ""
-	if !a.CanAdmin() {
-		owner = a.UserID
-	}
-	return s.db.ListGrants(ctx, a.WorkspaceID, owner)
+	return s.db.ListGrants(ctx, a.WorkspaceID, visibleOwner(a))
 }
 
 // RevokeGrant implements mcpgate.GrantService: its owner or a workspace
@@ -22,7 +18,7 @@ func (s *Service) Grants(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Grant
 // grant of another workspace to everyone.
 func (s *Service) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) error {
 	g, err := s.db.FindGrant(ctx, a.WorkspaceID, id)
-	if err == nil && (g.RevokedAt != nil || (!a.CanAdmin() && g.UserID != a.UserID)) {
+	if err == nil && (g.RevokedAt != nil || !mayManage(a, g.UserID)) {
 		err = mcpgate.Errorf(mcpgate.ENotFound, "grant not found")
 	}
 	if err == nil {
