@@ -2,9 +2,9 @@ package service
 
 import (
 	"context"
-	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // Grants implements mcpgate.GrantService: all of the workspace's live
@@ -32,17 +32,9 @@ func (s *Service) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) 
 	return nil
 }
 
-// CacheTrust is the services' rule for how long a cached entry may be used
-// (see cacheTrust): fresh for the TTL only while the invalidation listener
-// is connected, and standing in through a database outage for the grace.
-// Caches outside the package that must honour revocations the same way
-// (the OAuth access-token authenticator) follow it too.
-type CacheTrust interface {
-	Fresh(fetched time.Time) bool
-	Stale(fetched time.Time) bool
-	Failed()
-	SkipReload(fetched time.Time) bool
-}
-
-// CacheTrust returns the services' cache trust.
-func (s *Service) CacheTrust() CacheTrust { return s.trust }
+// CacheTrust returns the services' rule for how long a cached entry may be
+// used (see cacheTrust): fresh for the TTL only while the invalidation
+// listener is connected, and standing in through a database outage for the
+// grace. Caches outside the package that must honour revocations the same
+// way (the OAuth access-token authenticator) follow it too.
+func (s *Service) CacheTrust() trustcache.Trust { return s.trust }
