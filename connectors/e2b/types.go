@@ -8,7 +8,10 @@ import (
 // The wire types below mirror E2B's OpenAPI schemas (field names exactly as
 // E2B spells them). Fields that carry secrets are deliberately absent or typed
 // Withheld, so a secret E2B sends is dropped while decoding and can reach
-// neither a tool output nor a log line.
+// neither a tool output nor a log line. internal/e2bsim declares its own
+// copies on purpose: it models E2B's server independently (secrets sent,
+// omitempty as infra does), so the contract test compares two readings of
+// E2B, not one type with itself.
 
 // Withheld stands in for a secret value E2B returns. Decoding discards the
 // value and records only that one was present; encoding renders

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// The wire types here are the simulator's own reading of E2B's server, not
+// the connector's (connectors/e2b/types.go): sharing one would make the
+// contract test compare a type with itself.
+
 // networkConfig is E2B's SandboxNetworkConfig.
 type networkConfig struct {
 	AllowPublicTraffic *bool                    `json:"allowPublicTraffic,omitempty"`
