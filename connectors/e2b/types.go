@@ -52,14 +52,9 @@ type TemplateAlias struct {
 	Namespace *string `json:"namespace"`
 }
 
-// Template is a team template as GET /v2/templates returns it. BuildID is the
-// zero UUID, and CPUCount and MemoryMB are 0, when no build is ready.
-type Template struct {
+// templateFields are the fields E2B's Template and TemplateWithBuilds share.
+type templateFields struct {
 	TemplateID    string     `json:"templateID"`
-	BuildID       string     `json:"buildID"`
-	CPUCount      int32      `json:"cpuCount"`
-	MemoryMB      int32      `json:"memoryMB"`
-	DiskSizeMB    int32      `json:"diskSizeMB"`
 	Public        bool       `json:"public"`
 	Aliases       []string   `json:"aliases"`
 	Names         []string   `json:"names"`
@@ -67,23 +62,26 @@ type Template struct {
 	UpdatedAt     time.Time  `json:"updatedAt"`
 	LastSpawnedAt *time.Time `json:"lastSpawnedAt"`
 	SpawnCount    int64      `json:"spawnCount"`
-	BuildCount    int32      `json:"buildCount"`
-	EnvdVersion   string     `json:"envdVersion"`
-	BuildStatus   string     `json:"buildStatus"`
+}
+
+// Template is a team template as GET /v2/templates returns it. BuildID is the
+// zero UUID, and CPUCount and MemoryMB are 0, when no build is ready.
+type Template struct {
+	templateFields
+	BuildID     string `json:"buildID"`
+	CPUCount    int32  `json:"cpuCount"`
+	MemoryMB    int32  `json:"memoryMB"`
+	DiskSizeMB  int32  `json:"diskSizeMB"`
+	BuildCount  int32  `json:"buildCount"`
+	EnvdVersion string `json:"envdVersion"`
+	BuildStatus string `json:"buildStatus"`
 }
 
 // TemplateWithBuilds is GET /templates/{templateID}: one page of a template's
 // builds.
 type TemplateWithBuilds struct {
-	TemplateID    string          `json:"templateID"`
-	Public        bool            `json:"public"`
-	Aliases       []string        `json:"aliases"`
-	Names         []string        `json:"names"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	LastSpawnedAt *time.Time      `json:"lastSpawnedAt"`
-	SpawnCount    int64           `json:"spawnCount"`
-	Builds        []TemplateBuild `json:"builds"`
+	templateFields
+	Builds []TemplateBuild `json:"builds"`
 }
 
 // TemplateBuild is one build of a template.
