@@ -102,6 +102,36 @@ func (e *env) mustCall(name string, args any) map[string]any {
 	return out
 }
 
+// pages calls a paged tool, passing each next_token back with the same
+// arguments, until a page has none; it returns every page's output.
+func (e *env) pages(name string, args map[string]any) []map[string]any {
+	e.t.Helper()
+	var pages []map[string]any
+	for {
+		out := e.mustCall(name, args)
+		pages = append(pages, out)
+		next, ok := out["next_token"].(string)
+		if !ok {
+			return pages
+		}
+		if len(pages) > 100 {
+			e.t.Fatalf("%s: paging does not end", name)
+		}
+		args["next_token"] = next
+	}
+}
+
+// itemIDs collects the field of every item listed under list, over pages.
+func itemIDs(pages []map[string]any, list, field string) []string {
+	var ids []string
+	for _, out := range pages {
+		for _, it := range out[list].([]any) {
+			ids = append(ids, it.(map[string]any)[field].(string))
+		}
+	}
+	return ids
+}
+
 // checkSecrets fails the test if any secret the simulator issued or was
 // given appears in any output or error text seen.
 func (e *env) checkSecrets() {

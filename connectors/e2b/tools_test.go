@@ -57,22 +57,7 @@ func TestTools_templates(t *testing.T) {
 	}
 
 	// Paging to the end with limit 1: three templates, newest first.
-	var ids []string
-	args := map[string]any{"limit": 1}
-	for page := 0; ; page++ {
-		out := e.mustCall(e2b.ToolListTemplates, args)
-		for _, it := range out["data"].([]any) {
-			ids = append(ids, it.(map[string]any)["template_id"].(string))
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		if page > 5 {
-			t.Fatal("paging does not end")
-		}
-		args["next_token"] = next
-	}
+	ids := itemIDs(e.pages(e2b.ToolListTemplates, map[string]any{"limit": 1}), "data", "template_id")
 	if len(ids) != 3 {
 		t.Fatalf("templates over all pages = %v, want 3", ids)
 	}
@@ -83,19 +68,9 @@ func TestTools_templates(t *testing.T) {
 	}
 
 	myApp := all[2].(map[string]any)["template_id"].(string)
-	var builds int
-	args = map[string]any{"template_id": myApp, "limit": 1}
-	for {
-		out := e.mustCall(e2b.ToolListTemplateBuilds, args)
-		builds += len(out["builds"].([]any))
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
-	}
-	if builds != 3 {
-		t.Errorf("builds over all pages = %d, want 3", builds)
+	builds := itemIDs(e.pages(e2b.ToolListTemplateBuilds, map[string]any{"template_id": myApp, "limit": 1}), "builds", "build_id")
+	if len(builds) != 3 {
+		t.Errorf("builds over all pages = %v, want 3", builds)
 	}
 
 	_, err := e.call(e2b.ToolListTemplateBuilds, map[string]any{"template_id": base["template_id"]})
@@ -197,21 +172,15 @@ func TestTools_listSandboxes(t *testing.T) {
 	}
 
 	// Paging to the end, filtered by metadata.
-	seen := map[string]bool{}
-	args := map[string]any{"limit": 2, "metadata": "user=u0&app=prod", "state": "running"}
-	for pages := 0; ; pages++ {
-		out := e.mustCall(e2b.ToolListSandboxes, args)
+	pages := e.pages(e2b.ToolListSandboxes, map[string]any{"limit": 2, "metadata": "user=u0&app=prod", "state": "running"})
+	for _, out := range pages {
 		if out["total_running"].(float64) != 4 {
 			t.Errorf("total_running = %v, want 4", out["total_running"])
 		}
-		for _, it := range out["data"].([]any) {
-			seen[it.(map[string]any)["sandbox_id"].(string)] = true
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
+	}
+	seen := map[string]bool{}
+	for _, id := range itemIDs(pages, "data", "sandbox_id") {
+		seen[id] = true
 	}
 	if len(seen) != 4 {
 		t.Errorf("sandboxes over all pages = %d, want 4", len(seen))
@@ -315,19 +284,7 @@ func TestTools_snapshots(t *testing.T) {
 			t.Fatalf("create snapshot: status %d", resp.StatusCode)
 		}
 	}
-	var ids []string
-	args := map[string]any{"limit": 2}
-	for {
-		out := e.mustCall(e2b.ToolListSnapshots, args)
-		for _, s := range out["data"].([]any) {
-			ids = append(ids, s.(map[string]any)["snapshot_id"].(string))
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
-	}
+	ids := itemIDs(e.pages(e2b.ToolListSnapshots, map[string]any{"limit": 2}), "data", "snapshot_id")
 	if len(ids) != 3 || !strings.HasSuffix(ids[0], "/third:default") {
 		t.Errorf("snapshots = %v", ids)
 	}
@@ -634,18 +591,6 @@ func TestTools_createSecure(t *testing.T) {
 	}
 	if strings.Contains(fmt.Sprint(out), "ea_x") {
 		t.Errorf("access token in output: %v", out)
-	}
-}
-
-// TestTools_concurrencyLimit: the concurrency 429 has no Retry-After; the
-// message says what lifts the limit instead of a wait that would not.
-func TestTools_concurrencyLimit(t *testing.T) {
-	e := newEnv(t, e2bsim.Options{MaxRunning: 1})
-	e.create(nil)
-	_, err := e.call(e2b.ToolCreateSandbox, nil)
-	wantCode(t, err, mcpgate.ETooMany)
-	if msg := mcpgate.ErrorMessage(err); !strings.Contains(msg, "concurrent sandboxes") || !strings.Contains(msg, "Pause or kill") {
-		t.Errorf("message = %q", msg)
 	}
 }
 
