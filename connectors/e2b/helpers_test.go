@@ -102,6 +102,20 @@ func (e *env) mustCall(name string, args any) map[string]any {
 	return out
 }
 
+// assess decodes args as the gateway does and runs the tool's guard.
+func (e *env) assess(tool, args string) (connectors.Assessment, error) {
+	e.t.Helper()
+	tl := e.tool(tool)
+	if tl.Guard == nil {
+		e.t.Fatalf("%s has no guard", tool)
+	}
+	decoded, err := tl.Decode([]byte(args))
+	if err != nil {
+		e.t.Fatalf("Decode(%s) err = %v", args, err)
+	}
+	return tl.Guard(context.Background(), testKey, decoded)
+}
+
 // pages calls a paged tool, passing each next_token back with the same
 // arguments, until a page has none; it returns every page's output.
 func (e *env) pages(name string, args map[string]any) []map[string]any {
