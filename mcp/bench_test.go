@@ -149,7 +149,7 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: benchBearer{key, tr}},
+		&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: BearerTransport{Key: key, Base: tr}},
 			MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -165,17 +165,6 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 			}
 		}
 	})
-}
-
-type benchBearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (b benchBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.base.RoundTrip(r)
 }
 
 // benchWriter is a ResponseWriter that keeps only the status and size, so

@@ -31,7 +31,7 @@ func TestToolsList_golden(t *testing.T) {
 	for _, scope := range []mcpgate.Scope{mcpgate.ScopeFull, mcpgate.ScopeReadOnly} {
 		key, _ := fx.AddKey(t, scope)
 		cs, err := sdk.NewClient(&sdk.Implementation{Name: "golden", Version: "v0"}, nil).Connect(t.Context(),
-			&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: gwBearer{key: key}}, MaxRetries: -1}, nil)
+			&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: mcp.BearerTransport{Key: key}}, MaxRetries: -1}, nil)
 		if err != nil {
 			t.Fatalf("Connect() err = %v", err)
 		}
