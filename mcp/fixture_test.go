@@ -123,3 +123,11 @@ func (b BearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return b.Base.RoundTrip(r)
 }
+
+// KeyRequest is a request to /mcp that presents key as a bearer token, for
+// calling an authenticator directly.
+func KeyRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	return r
+}
