@@ -12,16 +12,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
-func mustAuditWorkspace(t *testing.T, db *store.DB, email string) (user, ws string) {
-	t.Helper()
-	u := mustUser(t, db, email)
-	wss, err := db.WorkspacesOfUser(context.Background(), u.ID)
-	if err != nil || len(wss) == 0 {
-		t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
-	}
-	return u.ID, wss[0].ID
-}
-
 func mustInsertAudit(t *testing.T, db *store.DB, events ...mcpgate.AuditEvent) {
 	t.Helper()
 	if err := db.InsertAudit(context.Background(), events); err != nil {
@@ -43,7 +33,7 @@ func count(t *testing.T, db *store.DB, q string, args ...any) int {
 func TestListAudit_PagesAcrossPartitionsAndFiltersSource(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
+	ws, u := mustWorkspace(t, db, "a@example.com")
 	now := time.Now().UTC()
 	var events []mcpgate.AuditEvent
 	for i := range 30 {
@@ -52,7 +42,7 @@ func TestListAudit_PagesAcrossPartitionsAndFiltersSource(t *testing.T) {
 			src = "dashboard"
 		}
 		// Ten days back, several rows on the same instant: the id breaks ties.
-		events = append(events, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "e2b_list_sandboxes",
+		events = append(events, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "e2b_list_sandboxes",
 			Outcome: mcpgate.OutcomeOK, Source: mcpgate.Source(src), CreatedAt: now.Add(-time.Duration(i/2) * 16 * time.Hour)})
 	}
 	mustInsertAudit(t, db, events...)
@@ -108,17 +98,17 @@ func TestListAudit_PagesAcrossPartitionsAndFiltersSource(t *testing.T) {
 func TestInsertAudit_KeepsHourlyRollup(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
+	ws, u := mustWorkspace(t, db, "a@example.com")
 	hour := time.Now().UTC().Truncate(time.Hour)
 	ev := func(at time.Time, actor string, o mcpgate.Outcome, kind string) mcpgate.AuditEvent {
 		return mcpgate.AuditEvent{WorkspaceID: ws, ActorID: actor, Kind: mcpgate.AuditKind(kind), Action: "x", Outcome: o, Source: "mcp", CreatedAt: at}
 	}
-	mustInsertAudit(t, db, ev(hour.Add(time.Minute), user, mcpgate.OutcomeOK, "tool_call"),
-		ev(hour.Add(2*time.Minute), user, mcpgate.OutcomeDenied, "tool_call"),
+	mustInsertAudit(t, db, ev(hour.Add(time.Minute), u.ID, mcpgate.OutcomeOK, "tool_call"),
+		ev(hour.Add(2*time.Minute), u.ID, mcpgate.OutcomeDenied, "tool_call"),
 		ev(hour.Add(3*time.Minute), "", mcpgate.OutcomeOK, "tool_call"),
-		ev(hour.Add(4*time.Minute), user, mcpgate.OutcomeOK, "admin"),
-		ev(hour.Add(-time.Minute), user, mcpgate.OutcomeError, "tool_call"))
-	mustInsertAudit(t, db, ev(hour.Add(5*time.Minute), user, mcpgate.OutcomeOK, "tool_call"))
+		ev(hour.Add(4*time.Minute), u.ID, mcpgate.OutcomeOK, "admin"),
+		ev(hour.Add(-time.Minute), u.ID, mcpgate.OutcomeError, "tool_call"))
+	mustInsertAudit(t, db, ev(hour.Add(5*time.Minute), u.ID, mcpgate.OutcomeOK, "tool_call"))
 	buckets, err := db.AuditHourly(ctx, ws, "", hour.Add(-time.Hour))
 	if err != nil {
 		t.Fatalf("AuditHourly() err = %v", err)
@@ -128,14 +118,14 @@ func TestInsertAudit_KeepsHourlyRollup(t *testing.T) {
 		!buckets[1].Hour.Equal(want[1].Hour) || buckets[1].Calls != 4 || buckets[1].Errors != 1 {
 		t.Fatalf("AuditHourly() = %+v, want %+v", buckets, want)
 	}
-	mine, err := db.AuditHourly(ctx, ws, user, hour)
+	mine, err := db.AuditHourly(ctx, ws, u.ID, hour)
 	if err != nil || len(mine) != 1 || mine[0].Calls != 3 {
 		t.Fatalf("AuditHourly(actor) = %+v, %v; want 3 calls", mine, err)
 	}
-	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x",
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "x",
 		Outcome: mcpgate.OutcomeError, Source: "dashboard", CreatedAt: hour.Add(6 * time.Minute)})
 	for src, want := range map[string][2]int{"mcp": {3, 1}, "dashboard": {1, 1}, "": {4, 2}} {
-		got, err := db.AuditHourlyFrom(ctx, ws, user, src, hour)
+		got, err := db.AuditHourlyFrom(ctx, ws, u.ID, src, hour)
 		if err != nil || len(got) != 1 || got[0].Calls != want[0] || got[0].Errors != want[1] {
 			t.Fatalf("AuditHourlyFrom(actor, %q) = %+v, %v; want %v", src, got, err, want)
 		}
@@ -148,11 +138,11 @@ func TestInsertAudit_KeepsHourlyRollup(t *testing.T) {
 func TestInsertAudit_AddsPartitionsAndSkipsDeletedWorkspaces(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
+	ws, u := mustWorkspace(t, db, "a@example.com")
 	gone := mustUser(t, db, "gone@example.com")
 	goneWS, _ := db.WorkspacesOfUser(ctx, gone.ID)
 	far := time.Now().UTC().AddDate(0, 0, 40)
-	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x",
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "x",
 		Outcome: mcpgate.OutcomeOK, Source: "mcp", CreatedAt: far})
 	if n := count(t, db, `SELECT count(*) FROM audit_log WHERE created_at = $1`, far); n != 1 {
 		t.Fatalf("rows on a day 40 days ahead = %d, want 1", n)
@@ -181,7 +171,7 @@ func TestInsertAudit_AddsPartitionsAndSkipsDeletedWorkspaces(t *testing.T) {
 func TestMaintainAudit_Retention(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
+	ws, u := mustWorkspace(t, db, "a@example.com")
 	now := time.Now().UTC()
 	const retention = 30 * 24 * time.Hour
 	var legacy string
@@ -197,7 +187,7 @@ func TestMaintainAudit_Retention(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := func(at time.Time) mcpgate.AuditEvent {
-		return mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK,
+		return mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK,
 			Source: "mcp", CreatedAt: at}
 	}
 	mustInsertAudit(t, db, ev(now.AddDate(0, 0, -40)), ev(now.AddDate(0, 0, -1)))
@@ -274,8 +264,8 @@ func TestMaintainAudit_Retention(t *testing.T) {
 // Without a retention nothing is removed.
 func TestMaintainAudit_NoRetentionKeepsEverything(t *testing.T) {
 	db := storetest.Open(t)
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
-	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x",
+	ws, u := mustWorkspace(t, db, "a@example.com")
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "x",
 		Outcome: mcpgate.OutcomeOK, Source: "mcp", CreatedAt: time.Now().AddDate(-3, 0, 0)})
 	res, err := db.MaintainAudit(context.Background(), time.Now(), 0)
 	if err != nil || res.PartitionsDropped != 0 {
@@ -291,14 +281,14 @@ func TestMaintainAudit_NoRetentionKeepsEverything(t *testing.T) {
 func TestStreamAudit_ScopedOrderedAndFiltered(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	a, wsA := mustAuditWorkspace(t, db, "a@example.com")
-	b, wsB := mustAuditWorkspace(t, db, "b@example.com")
+	wsA, a := mustWorkspace(t, db, "a@example.com")
+	wsB, b := mustWorkspace(t, db, "b@example.com")
 	now := time.Now().UTC()
 	for i := range 5 {
 		mustInsertAudit(t, db,
-			mcpgate.AuditEvent{WorkspaceID: wsA, ActorID: a, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK, Source: "mcp",
+			mcpgate.AuditEvent{WorkspaceID: wsA, ActorID: a.ID, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK, Source: "mcp",
 				CreatedAt: now.Add(-time.Duration(i) * 20 * time.Hour)},
-			mcpgate.AuditEvent{WorkspaceID: wsB, ActorID: b, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK, Source: "mcp",
+			mcpgate.AuditEvent{WorkspaceID: wsB, ActorID: b.ID, Kind: "tool_call", Action: "x", Outcome: mcpgate.OutcomeOK, Source: "mcp",
 				CreatedAt: now.Add(-time.Duration(i) * 20 * time.Hour)})
 	}
 	var got []mcpgate.AuditEvent
@@ -313,7 +303,7 @@ func TestStreamAudit_ScopedOrderedAndFiltered(t *testing.T) {
 		t.Fatalf("StreamAudit(since 70h) = %d rows, want 4", len(got))
 	}
 	for i, e := range got {
-		if e.WorkspaceID != wsA || e.ActorID != a {
+		if e.WorkspaceID != wsA || e.ActorID != a.ID {
 			t.Fatalf("StreamAudit() row of workspace %s actor %s", e.WorkspaceID, e.ActorID)
 		}
 		if i > 0 && e.CreatedAt.Before(got[i-1].CreatedAt) {

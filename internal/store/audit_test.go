@@ -12,18 +12,16 @@ import (
 func TestAudit_ListAndHourlyScopedByWorkspaceAndActor(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	a := mustUser(t, db, "a@example.com")
-	b := mustUser(t, db, "b@example.com")
-	wsA, _ := db.WorkspacesOfUser(ctx, a.ID)
-	wsB, _ := db.WorkspacesOfUser(ctx, b.ID)
+	wsA, a := mustWorkspace(t, db, "a@example.com")
+	wsB, b := mustWorkspace(t, db, "b@example.com")
 	now := time.Now().UTC()
 	ev := func(ws, actor string, outcome mcpgate.Outcome) mcpgate.AuditEvent {
 		return mcpgate.AuditEvent{WorkspaceID: ws, ActorID: actor, Kind: "tool_call", Action: "e2b_list_sandboxes",
 			Outcome: outcome, CreatedAt: now}
 	}
 	err := db.InsertAudit(ctx, []mcpgate.AuditEvent{
-		ev(wsA[0].ID, a.ID, mcpgate.OutcomeOK), ev(wsA[0].ID, a.ID, mcpgate.OutcomeError),
-		ev(wsA[0].ID, "", mcpgate.OutcomeOK), ev(wsB[0].ID, b.ID, mcpgate.OutcomeOK),
+		ev(wsA, a.ID, mcpgate.OutcomeOK), ev(wsA, a.ID, mcpgate.OutcomeError),
+		ev(wsA, "", mcpgate.OutcomeOK), ev(wsB, b.ID, mcpgate.OutcomeOK),
 	})
 	if err != nil {
 		t.Fatalf("InsertAudit() err = %v", err)
@@ -32,10 +30,10 @@ func TestAudit_ListAndHourlyScopedByWorkspaceAndActor(t *testing.T) {
 		name, ws, actor      string
 		wantCalls, wantFails int
 	}{
-		{name: "whole workspace", ws: wsA[0].ID, wantCalls: 3, wantFails: 1},
-		{name: "one actor", ws: wsA[0].ID, actor: a.ID, wantCalls: 2, wantFails: 1},
-		{name: "actor of another workspace", ws: wsA[0].ID, actor: b.ID},
-		{name: "other workspace", ws: wsB[0].ID, wantCalls: 1},
+		{name: "whole workspace", ws: wsA, wantCalls: 3, wantFails: 1},
+		{name: "one actor", ws: wsA, actor: a.ID, wantCalls: 2, wantFails: 1},
+		{name: "actor of another workspace", ws: wsA, actor: b.ID},
+		{name: "other workspace", ws: wsB, wantCalls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,18 +39,6 @@ var (
 	otherRoot = []byte("store-test-root-key-other-456789")
 )
 
-// mustWorkspace creates a user and returns the id of their personal
-// workspace, and the user.
-func mustWorkspace(t *testing.T, db *store.DB, email string) (string, *mcpgate.User) {
-	t.Helper()
-	u := mustUser(t, db, email)
-	ws, err := db.WorkspacesOfUser(context.Background(), u.ID)
-	if err != nil || len(ws) != 1 {
-		t.Fatalf("WorkspacesOfUser() = %v, %v", ws, err)
-	}
-	return ws[0].ID, u
-}
-
 func mustPut(t *testing.T, db *store.DB, k store.Sealer, ws, userID, connector, key string) *mcpgate.Connection {
 	t.Helper()
 	c := &mcpgate.Connection{WorkspaceID: ws, Connector: connector, KeyHint: "e2b_…" + key[len(key)-4:],

@@ -14,8 +14,7 @@ import (
 func TestTouch_MovesLastUsedForwardOnly(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	u := mustUser(t, db, "touch@example.com")
-	ws := mustPersonal(t, db, u)
+	ws, u := mustWorkspace(t, db, "touch@example.com")
 	key := &mcpgate.APIKey{ID: "touchkey0001", WorkspaceID: ws, UserID: u.ID, Name: "k", Scope: mcpgate.ScopeFull}
 	if err := db.CreateKey(ctx, key, []byte("hash")); err != nil {
 		t.Fatal(err)
