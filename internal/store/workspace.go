@@ -80,16 +80,17 @@ func scanMember(r pgx.Row, m *mcpgate.Member) error {
 	return r.Scan(&m.WorkspaceID, &m.UserID, &m.Email, &m.Role, &m.JoinedAt)
 }
 
-// lockOwners locks the workspace's member rows and returns how many owners it
-// has, so that two concurrent changes cannot both remove "the other" owner.
-func lockOwners(ctx context.Context, tx pgx.Tx, workspaceID string) (int, error) {
+// isLastOwner locks the workspace's member rows, so that two concurrent
+// changes cannot both remove "the other" owner, and reports whether userID
+// is its only owner. A user who is not a member is pgx.ErrNoRows.
+func isLastOwner(ctx context.Context, tx pgx.Tx, workspaceID, userID string) (bool, error) {
 	rows, err := tx.Query(ctx, `SELECT role FROM members WHERE workspace_id = $1 FOR UPDATE`, workspaceID)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	owners := 0
 	for _, r := range roles {
@@ -97,7 +98,11 @@ func lockOwners(ctx context.Context, tx pgx.Tx, workspaceID string) (int, error)
 			owners++
 		}
 	}
-	return owners, nil
+	var current mcpgate.Role
+	if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
+		return false, err
+	}
+	return current == mcpgate.RoleOwner && owners <= 1, nil
 }
 
 // UpdateMemberRole changes a member's role. The last owner cannot be demoted.
@@ -107,15 +112,11 @@ func (db *DB) UpdateMemberRole(ctx context.Context, workspaceID, userID string, 
 	}
 	var m mcpgate.Member
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		owners, err := lockOwners(ctx, tx, workspaceID)
+		last, err := isLastOwner(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return err
 		}
-		var current mcpgate.Role
-		if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
-			return err
-		}
-		if current == mcpgate.RoleOwner && role != mcpgate.RoleOwner && owners <= 1 {
+		if last && role != mcpgate.RoleOwner {
 			return mcpgate.Errorf(mcpgate.EConflict, "the last owner cannot be demoted; make another member owner first")
 		}
 		return scanMember(tx.QueryRow(ctx, `
@@ -152,15 +153,11 @@ func (db *DB) RemoveMember(ctx context.Context, workspaceID, userID string) erro
 		return mcpgate.Errorf(mcpgate.ENotFound, "member not found")
 	}
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		owners, err := lockOwners(ctx, tx, workspaceID)
+		last, err := isLastOwner(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return err
 		}
-		var current mcpgate.Role
-		if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
-			return err
-		}
-		if current == mcpgate.RoleOwner && owners <= 1 {
+		if last {
 			return mcpgate.Errorf(mcpgate.EConflict, "the last owner cannot be removed; make another member owner first")
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
