@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,6 +37,19 @@ func mustPersonal(t *testing.T, db *store.DB, u *mcpgate.User) string {
 	return ws[0].ID
 }
 
+// unlisted turns a listing into a lookup's answer, for the isolation table:
+// ENotFound when none of list is the other workspace's row (mine), and nil,
+// a leak, when one is.
+func unlisted[T any](list []T, err error, mine func(T) bool) error {
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(list, mine) {
+		return nil
+	}
+	return mcpgate.Errorf(mcpgate.ENotFound, "not listed")
+}
+
 // Every store method that takes a workspace id sees only that workspace:
 // A's rows, asked for through B's workspace, are not found and stay as they
 // were.
@@ -60,27 +74,11 @@ func TestWorkspaceIsolation(t *testing.T) {
 		{name: "DeleteInvitation", call: func() error { return db.DeleteInvitation(ctx, wsB, invA.ID) }},
 		{name: "ListMembers", call: func() error {
 			ms, err := db.ListMembers(ctx, wsB)
-			if err != nil {
-				return err
-			}
-			for _, m := range ms {
-				if m.UserID == a.ID {
-					return nil // leaked: not a not-found error
-				}
-			}
-			return mcpgate.Errorf(mcpgate.ENotFound, "not listed")
+			return unlisted(ms, err, func(m mcpgate.Member) bool { return m.UserID == a.ID })
 		}},
 		{name: "ListInvitations", call: func() error {
 			invs, err := db.ListInvitations(ctx, wsB)
-			if err != nil {
-				return err
-			}
-			for _, i := range invs {
-				if i.ID == invA.ID {
-					return nil
-				}
-			}
-			return mcpgate.Errorf(mcpgate.ENotFound, "not listed")
+			return unlisted(invs, err, func(i mcpgate.Invitation) bool { return i.ID == invA.ID })
 		}},
 		{name: "FindMembership bad id", call: func() error { _, err := db.FindMembership(ctx, "nope", a.ID); return err }},
 		{name: "ListMembers bad id", call: func() error {
