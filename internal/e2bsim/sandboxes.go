@@ -94,18 +94,27 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, required bool) bo
 // state (handlers decide what a pausing or killing one answers), writing 400
 // or 404 itself; callers hold s.mu.
 func (s *Server) findSandbox(w http.ResponseWriter, r *http.Request, t *team) (*sandbox, string, bool) {
-	raw := r.PathValue("sandboxID")
+	id, ok := parseSandboxID(w, r.PathValue("sandboxID"))
+	if !ok {
+		return nil, "", false
+	}
+	sb := s.sandboxes[id]
+	if sb == nil || sb.team != t.id {
+		notFound(w, id)
+		return nil, id, false
+	}
+	return sb, id, true
+}
+
+// parseSandboxID reads a sandbox ID as E2B does, dropping the "-<clientID>"
+// suffix that SDKs may append; any other shape is 400 (written here).
+func parseSandboxID(w http.ResponseWriter, raw string) (string, bool) {
 	m := sandboxIDShape.FindStringSubmatch(raw)
 	if m == nil {
 		writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "")
-		return nil, "", false
+		return "", false
 	}
-	sb := s.sandboxes[m[1]]
-	if sb == nil || sb.team != t.id {
-		notFound(w, m[1])
-		return nil, m[1], false
-	}
-	return sb, m[1], true
+	return m[1], true
 }
 
 // withSandbox runs fn on the request's sandbox of the caller's team, under

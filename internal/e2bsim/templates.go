@@ -175,12 +175,10 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sandboxID, name := q.Get("sandboxID"), q.Get("name")
 	if sandboxID != "" {
-		m := sandboxIDShape.FindStringSubmatch(sandboxID)
-		if m == nil {
-			writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "") // infra handlers/snapshot_template_list.go
+		var ok bool
+		if sandboxID, ok = parseSandboxID(w, sandboxID); !ok { // infra handlers/snapshot_template_list.go
 			return
 		}
-		sandboxID = m[1]
 	}
 	type snapshotJSON struct {
 		SnapshotID string   `json:"snapshotID"`
