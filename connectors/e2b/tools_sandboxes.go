@@ -97,10 +97,7 @@ func (c *Connector) createSandboxTool() *connectors.Tool {
 		}
 		out := CreateSandboxOut{SandboxID: s.SandboxID, TemplateID: s.TemplateID, Alias: s.Alias, EnvdVersion: s.EnvdVersion,
 			State: "running", TimeoutSeconds: in.Timeout, OnTimeout: onTimeout, Secure: body.Secure,
-			Host: sandboxHost(s.SandboxID, s.Domain)}
-		if s.Domain != nil {
-			out.Domain = *s.Domain
-		}
+			Domain: orZero(s.Domain), Host: sandboxHost(s.SandboxID, s.Domain)}
 		return out, nil
 	})
 }
