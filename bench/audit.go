@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -41,14 +40,11 @@ type auditWriterStats struct {
 // and times until every one is written (Close drains the queue).
 func measureAuditWriter(ctx context.Context, dsn string, rows int, rate float64) (auditWriterStats, error) {
 	st := auditWriterStats{Rows: rows, QueueCap: 10000, OfferedRate: rate}
-	db, err := store.Open(ctx, dsn)
+	db, err := openMigrated(ctx, dsn)
 	if err != nil {
 		return st, err
 	}
 	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		return st, err
-	}
 	// A few workspaces and actors, as the rollup sees them in production.
 	type who struct{ ws, user string }
 	var whos []who
@@ -78,39 +74,24 @@ func measureAuditWriter(ctx context.Context, dsn string, rows int, rate float64)
 	// samples.
 	run := func(record func(w *audit.Writer)) (time.Duration, int, int, error) {
 		w := audit.New(audit.Options{Sink: db, QueueSize: st.QueueCap})
-		var maxQ, sat atomic.Int64
-		stop := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			t := time.NewTicker(5 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					if n := int64(w.Len()); n > maxQ.Load() {
-						maxQ.Store(n)
-					}
-					if w.Saturated() {
-						sat.Add(1)
-					}
-				}
+		var maxQ, sat int
+		stopSampling := sampleEvery(5*time.Millisecond, func() {
+			maxQ = max(maxQ, w.Len())
+			if w.Saturated() {
+				sat++
 			}
-		}()
+		})
 		start := time.Now()
 		record(w)
 		closeCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
 		err := w.Close(closeCtx)
 		elapsed := time.Since(start)
-		close(stop)
-		<-sampled
+		stopSampling()
 		if err != nil {
 			return elapsed, 0, 0, fmt.Errorf("audit writer did not drain: %w", err)
 		}
-		return elapsed, int(maxQ.Load()), int(sat.Load()), nil
+		return elapsed, maxQ, sat, nil
 	}
 	const callers = 16
 	elapsed, maxQ, sat, err := run(func(w *audit.Writer) {
@@ -257,14 +238,11 @@ func measureAuditScale(ctx context.Context, admin string, n int, logf func(strin
 		return res, err
 	}
 	defer drop()
-	db, err := store.Open(ctx, dsn)
+	db, err := openMigrated(ctx, dsn)
 	if err != nil {
 		return res, err
 	}
 	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		return res, err
-	}
 	logf("audit scale: generating %d rows over %d days", n, res.Days)
 	start := time.Now()
 	fx, err := storetest.FillAudit(ctx, db, storetest.AuditFill{Rows: n, Days: res.Days})
@@ -349,4 +327,17 @@ func parseCounts(s string) ([]int, error) {
 		out = append(out, n*mult)
 	}
 	return out, nil
+}
+
+// openMigrated opens the store on dsn with every migration applied.
+func openMigrated(ctx context.Context, dsn string) (*store.DB, error) {
+	db, err := store.Open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }

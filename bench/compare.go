@@ -215,26 +215,13 @@ func median(xs []float64) float64 {
 func openComparison(ctx context.Context, gw, direct []caller, gwPID int, rate float64, d, warmup time.Duration) *openCompare {
 	oc := &openCompare{Rate: rate, Seconds: d.Seconds()}
 	openLoop(ctx, gw, rate, warmup)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				if u := readUsage(gwPID); u.valid {
-					oc.RSSSamplesMB = append(oc.RSSSamplesMB, float64(u.rss)/(1<<20))
-				}
-			}
+	stopSampling := sampleEvery(time.Second, func() {
+		if u := readUsage(gwPID); u.valid {
+			oc.RSSSamplesMB = append(oc.RSSSamplesMB, float64(u.rss)/(1<<20))
 		}
-	}()
+	})
 	oc.Gateway = openLoop(ctx, gw, rate, d)
-	close(stop)
-	<-done
+	stopSampling()
 	if n := len(oc.RSSSamplesMB); n > 0 {
 		oc.RSSStartMB, oc.RSSEndMB = oc.RSSSamplesMB[0], oc.RSSSamplesMB[n-1]
 		oc.RSSPeakMB = slices.Max(oc.RSSSamplesMB)

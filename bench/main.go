@@ -19,7 +19,6 @@ import (
 	"runtime/trace"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -333,39 +332,12 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	// profiled, so the profile is the gateway's (plus its MCP clients).
 	profile := func(name string, fn func() stats) func() stats {
 		if c.trace != "" {
-			inner := fn
-			fn = func() stats {
-				f, err := os.Create(c.trace + "." + name)
-				if err != nil {
-					logf("trace: %v", err)
-					return inner()
-				}
-				defer f.Close()
-				if err := trace.Start(f); err != nil {
-					logf("trace: %v", err)
-					return inner()
-				}
-				defer trace.Stop()
-				return inner()
-			}
+			fn = recording("trace", c.trace+"."+name, trace.Start, trace.Stop, fn, logf)
 		}
-		if c.cpuprofile == "" {
-			return fn
+		if c.cpuprofile != "" {
+			fn = recording("cpuprofile", c.cpuprofile+"."+name, pprof.StartCPUProfile, pprof.StopCPUProfile, fn, logf)
 		}
-		return func() stats {
-			f, err := os.Create(c.cpuprofile + "." + name)
-			if err != nil {
-				logf("cpuprofile: %v", err)
-				return fn()
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				logf("cpuprofile: %v", err)
-				return fn()
-			}
-			defer pprof.StopCPUProfile()
-			return fn()
-		}
+		return fn
 	}
 
 	gwTransport := newTransport(maxC)
@@ -392,31 +364,15 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	}
 	measure := func(p *phase, fn func() stats) {
 		var samples []int64
-		var mu sync.Mutex
-		stopSampling := make(chan struct{})
-		sampled := make(chan struct{})
-		go func() {
-			defer close(sampled)
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopSampling:
-					return
-				case <-t.C:
-					if u := readUsage(gwPID); u.valid {
-						mu.Lock()
-						samples = append(samples, u.rss)
-						mu.Unlock()
-					}
-				}
+		stopSampling := sampleEvery(250*time.Millisecond, func() {
+			if u := readUsage(gwPID); u.valid {
+				samples = append(samples, u.rss)
 			}
-		}()
+		})
 		g0, s0, b0 := readUsage(gwPID), readUsage(sim.pid()), readUsage(os.Getpid())
 		p.Gateway = fn()
 		g1, s1, b1 := readUsage(gwPID), readUsage(sim.pid()), readUsage(os.Getpid())
-		close(stopSampling)
-		<-sampled
+		stopSampling()
 		if n := float64(p.Gateway.Calls+p.Gateway.Errors) / 1000; n > 0 {
 			p.GatewayCPUPer1k = (g1.cpu - g0.cpu).Seconds() / n
 			p.SimCPUPer1k = (s1.cpu - s0.cpu).Seconds() / n
@@ -649,4 +605,25 @@ func loadAvg() float64 {
 	}
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
+}
+
+// recording wraps fn so that it runs while start and stop record a profile
+// or trace into the file at path. When the file or the recording cannot be
+// started, fn runs all the same and the problem is logged: a benchmark
+// should not be lost to a profiling flag.
+func recording(what, path string, start func(io.Writer) error, stop func(), fn func() stats, logf func(string, ...any)) func() stats {
+	return func() stats {
+		f, err := os.Create(path)
+		if err != nil {
+			logf("%s: %v", what, err)
+			return fn()
+		}
+		defer f.Close()
+		if err := start(f); err != nil {
+			logf("%s: %v", what, err)
+			return fn()
+		}
+		defer stop()
+		return fn()
+	}
 }

@@ -186,3 +186,28 @@ func (t *tailBuffer) String() string {
 }
 
 var _ io.Writer = (*tailBuffer)(nil)
+
+// sampleEvery runs sample every interval, in a goroutine of its own, until
+// the stop it returns is called. stop returns once sampling has ended, so
+// what sample wrote may be read after it without a lock.
+func sampleEvery(interval time.Duration, sample func()) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}

@@ -47,12 +47,31 @@ type Annotations struct {
 // output.
 type Handler func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
 
-// Tool is one callable operation of a connector.
+// Tool is one callable operation of a connector: its Spec as the connector
+// declared it, with the schemas built from it.
 type Tool struct {
-	Name        string
-	Title       string
-	Description string
-	Annotations Annotations
+	// Spec is what the connector declared. Its Schema and Output have been
+	// applied to InputSchema and OutputSchema and are nil here.
+	Spec
+	// OutputSchema is the JSON schema of the tool's result, inferred from its
+	// output type, so that MCP clients can validate and type the structured
+	// content. Never mutate it.
+	OutputSchema *jsonschema.Schema
+	// InputSchema is the JSON schema of the arguments, with defaults and
+	// bounds. Never mutate it: it is shared by every server.
+	InputSchema *jsonschema.Schema
+
+	resolved *jsonschema.Resolved
+	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
+
+	// resolvedOut checks results against OutputSchema (ValidateOutput).
+	resolvedOut *jsonschema.Resolved
+}
+
+// Spec describes a tool for NewTool.
+type Spec struct {
+	Name, Title, Description string
+	Annotations              Annotations
 	// CostsMoney marks tools that start or extend billed resources; a
 	// workspace may require confirmation for all of them.
 	CostsMoney bool
@@ -71,37 +90,9 @@ type Tool struct {
 	// needs.
 	Guard   Guard
 	Follows string
-	// OutputSchema is the JSON schema of the tool's result, inferred from its
-	// output type, so that MCP clients can validate and type the structured
-	// content. Never mutate it.
-	OutputSchema *jsonschema.Schema
-	// InputSchema is the JSON schema of the arguments, with defaults and
-	// bounds. Never mutate it: it is shared by every server.
-	InputSchema *jsonschema.Schema
 	// Timeout bounds one call of the tool; zero means the gateway's
 	// default. A tool that fans out to many upstream calls sets a longer
 	// one.
-	Timeout time.Duration
-
-	resolved *jsonschema.Resolved
-	run      func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error)
-
-	// resolvedOut checks results against OutputSchema (ValidateOutput).
-	resolvedOut *jsonschema.Resolved
-}
-
-// Spec describes a tool for NewTool.
-type Spec struct {
-	Name, Title, Description string
-	Annotations              Annotations
-	CostsMoney               bool
-	DefaultEnabled           bool
-	DefaultNeedsConfirmation bool
-	DefaultApproval          mcpgate.Approval
-	// Guard and Follows: see Tool.
-	Guard   Guard
-	Follows string
-	// Timeout, when set, replaces the gateway's default call timeout.
 	Timeout time.Duration
 	// Schema, when set, adjusts the schema inferred from the input type:
 	// defaults, bounds, enums, patterns.
@@ -147,13 +138,9 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: resolve output schema: %v", spec.Name, err))
 	}
+	spec.Schema, spec.Output = nil, nil // applied above; a Tool's schemas are final
 	return &Tool{
-		OutputSchema: out, resolvedOut: resolvedOut,
-		Name: spec.Name, Title: spec.Title, Description: spec.Description,
-		Annotations: spec.Annotations, CostsMoney: spec.CostsMoney,
-		DefaultEnabled: spec.DefaultEnabled, DefaultNeedsConfirmation: spec.DefaultNeedsConfirmation,
-		DefaultApproval: spec.DefaultApproval, Guard: spec.Guard, Follows: spec.Follows,
-		InputSchema: schema, Timeout: spec.Timeout, resolved: resolved,
+		Spec: spec, OutputSchema: out, resolvedOut: resolvedOut, InputSchema: schema, resolved: resolved,
 		run: func(ctx context.Context, credential mcpgate.Secret, args json.RawMessage) (any, error) {
 			var in In
 			dec := json.NewDecoder(bytes.NewReader(args))

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -68,17 +67,11 @@ func newBenchGateway(b *testing.B) (*Fixture, string) {
 	return fx, key
 }
 
-func benchRequest(key string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	r.Header.Set("Authorization", "Bearer "+key)
-	return r
-}
-
 // BenchmarkAuthenticate is the key lookup of every MCP request, with the key
 // cached (the steady state): parse, SHA-256, constant-time compare.
 func BenchmarkAuthenticate(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	r := benchRequest(key)
+	r := KeyRequest(key)
 	if a, err := fx.Keys.Authenticate(r); err != nil || a == nil {
 		b.Fatalf("Authenticate() = %v, %v", a, err)
 	}
@@ -96,7 +89,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 // invalidated: one query of the test database.
 func BenchmarkAuthenticateMiss(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	r := benchRequest(key)
+	r := KeyRequest(key)
 	b.ReportAllocs()
 	for b.Loop() {
 		fx.Keys.Invalidate("keys", fx.Workspace)
@@ -110,7 +103,7 @@ func BenchmarkAuthenticateMiss(b *testing.B) {
 // cached tool set for the key's scope.
 func BenchmarkPolicyCheck(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	a, _ := fx.Keys.Authenticate(benchRequest(key))
+	a, _ := fx.Keys.Authenticate(KeyRequest(key))
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -127,7 +120,7 @@ func BenchmarkPolicyCheck(b *testing.B) {
 // validation, credential, the tool, audit, metrics and output encoding.
 func BenchmarkCall(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	a, _ := fx.Keys.Authenticate(benchRequest(key))
+	a, _ := fx.Keys.Authenticate(KeyRequest(key))
 	ctx := context.Background()
 	call := mcpgate.ToolCall{Tool: "bench_get_sandbox", Arguments: json.RawMessage(`{"sandbox_id":"i0123456789abcdefghij"}`)}
 	b.ReportAllocs()
@@ -149,7 +142,7 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "bench", Version: "v0"}, nil).Connect(ctx,
-		&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: benchBearer{key, tr}},
+		&sdk.StreamableClientTransport{Endpoint: fx.URL + "/mcp", HTTPClient: &http.Client{Transport: BearerTransport{Key: key, Base: tr}},
 			MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)
@@ -165,17 +158,6 @@ func BenchmarkToolsCallHTTP(b *testing.B) {
 			}
 		}
 	})
-}
-
-type benchBearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (b benchBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.base.RoundTrip(r)
 }
 
 // benchWriter is a ResponseWriter that keeps only the status and size, so

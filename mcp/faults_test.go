@@ -51,7 +51,7 @@ func connect(t *testing.T, h http.Handler, key string) (*sdk.ClientSession, func
 	t.Helper()
 	srv := httptest.NewServer(h)
 	tr := &http.Transport{}
-	hc := &http.Client{Transport: gwBearer{key: key, base: tr}}
+	hc := &http.Client{Transport: mcp.BearerTransport{Key: key, Base: tr}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "v0"}, nil).Connect(ctx,

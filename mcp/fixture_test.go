@@ -7,6 +7,7 @@ package mcp
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -104,4 +105,29 @@ func (f *Fixture) AddKey(tb testing.TB, scope mcpgate.Scope) (key, id string) {
 		tb.Fatalf("CreateKey() err = %v", err)
 	}
 	return key, k.ID
+}
+
+// BearerTransport sends Key as a bearer token through Base (by default
+// http.DefaultTransport): how an MCP client presents its key.
+type BearerTransport struct {
+	Key  string
+	Base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (b BearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.Key)
+	if b.Base == nil {
+		return http.DefaultTransport.RoundTrip(r)
+	}
+	return b.Base.RoundTrip(r)
+}
+
+// KeyRequest is a request to /mcp that presents key as a bearer token, for
+// calling an authenticator directly.
+func KeyRequest(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	return r
 }

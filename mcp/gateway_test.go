@@ -97,22 +97,6 @@ func newGWGateway(t *testing.T) *gwGateway {
 	return tg
 }
 
-// gwBearer sends a key as a bearer token through base (by default
-// http.DefaultTransport).
-type gwBearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (b gwBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	if b.base == nil {
-		return http.DefaultTransport.RoundTrip(r)
-	}
-	return b.base.RoundTrip(r)
-}
-
 // connect opens a client session with a key; version "" is 2026-07-28.
 func (tg *gwGateway) connect(t *testing.T, key, version string, opts *sdk.ClientOptions) *sdk.ClientSession {
 	t.Helper()
@@ -121,7 +105,7 @@ func (tg *gwGateway) connect(t *testing.T, key, version string, opts *sdk.Client
 		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v0"}, opts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: gwBearer{key: key}}, MaxRetries: -1}, so)
+		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: mcp.BearerTransport{Key: key}}, MaxRetries: -1}, so)
 	if err != nil {
 		t.Fatalf("Connect() err = %v", err)
 	}

@@ -1,7 +1,7 @@
 package mcp_test
 
 // Tests of issue 15's hardening of the MCP endpoint, over real HTTP on the
-// real services: bodies, origins, limits.
+// real services: bodies, origins, limits, and a database outage.
 
 import (
 	"encoding/json"
@@ -145,6 +145,41 @@ func TestMCP_PersonAndWorkspaceLimits(t *testing.T) {
 			status, _, body := postMCP(t, f.URL, keys[3], call, nil)
 			if status != http.StatusOK || !strings.Contains(body, tt.msg) || !strings.Contains(body, `"isError":true`) {
 				t.Fatalf("4th call, 4th key: %d %s, want a tool error naming %q", status, body, tt.msg)
+			}
+		})
+	}
+}
+
+// TestDatabaseAway_RPCShaped503: when the database is away and nothing
+// cached stands in, the endpoint answers 503 with Retry-After and a JSON-RPC
+// error for the request's id: never go-sdk's 400 "no server available", and
+// never a 401 for a valid key it could not check.
+func TestDatabaseAway_RPCShaped503(t *testing.T) {
+	fx := mcp.NewFixture(t, mcp.FixtureOptions{Registry: connectors.NewRegistry(newGWConnector()), Credential: "demo-credential"})
+	known, _ := fx.AddKey(t, mcpgate.ScopeFull)
+	unknown, _ := fx.AddKey(t, mcpgate.ScopeFull)
+	// The known key is in the cache; the workspace's policy is not yet.
+	if a, err := fx.Keys.Authenticate(mcp.KeyRequest(known)); err != nil || a == nil {
+		t.Fatalf("warm the key cache: %v", err)
+	}
+	fx.DB.Pool.Close()
+	for _, tt := range []struct{ name, key string }{{"policy not loadable", known}, {"key not checkable", unknown}} {
+		t.Run(tt.name, func(t *testing.T) {
+			status, header, b := postMCP(t, fx.URL, tt.key, `{"jsonrpc":"2.0","id":"call-7","method":"tools/list","params":{}}`,
+				map[string]string{"MCP-Protocol-Version": "2025-11-25"})
+			var msg struct {
+				JSONRPC string          `json:"jsonrpc"`
+				ID      json.RawMessage `json:"id"`
+				Error   *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if status != http.StatusServiceUnavailable || header.Get("Retry-After") == "" ||
+				json.Unmarshal([]byte(b), &msg) != nil || msg.JSONRPC != "2.0" || string(msg.ID) != `"call-7"` || msg.Error == nil ||
+				!strings.Contains(msg.Error.Message, "try again") {
+				t.Fatalf("answer = %d (Retry-After %q) %s; want a JSON-RPC-shaped 503 for id call-7", status,
+					header.Get("Retry-After"), b)
 			}
 		})
 	}

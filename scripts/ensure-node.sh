@@ -11,24 +11,13 @@ set -eu
 
 say() { echo "ensure-node: $*" >&2; }
 fail() { say "$*"; exit 1; }
+. "$(dirname "$0")/apt.sh"
 
 command -v npx >/dev/null 2>&1 && exit 0
 
-what="npx (Node.js) is missing; the mcp-remote test needs it"
-command -v apt-get >/dev/null 2>&1 ||
-	fail "$what and this is not a Debian-like system: install Node.js 18 or later with npm"
-
-if [ "$(id -u)" -eq 0 ]; then
-	sudo=""
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-	sudo="sudo -n"
-else
-	fail "$what: run 'sudo apt-get update && sudo apt-get install -y nodejs npm', then run this again"
-fi
-
-say "installing nodejs and npm (apt-get update, then apt-get install)"
-$sudo apt-get update -qq >&2 || fail "apt-get update failed"
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nodejs npm >&2 ||
-	fail "apt-get install nodejs npm failed"
+apt_install "npx (Node.js) is missing; the mcp-remote test needs it" \
+	"install Node.js 18 or later with npm" \
+	"run 'sudo apt-get update && sudo apt-get install -y nodejs npm', then run this again" \
+	nodejs npm
 command -v npx >/dev/null 2>&1 || fail "nodejs and npm were installed but npx is not on PATH"
 say "node installed: $(node --version 2>/dev/null)"

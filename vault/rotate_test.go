@@ -184,13 +184,21 @@ func TestKeyring_RekeyRetriesAfterConcurrentRotate(t *testing.T) {
 	}
 }
 
+// mustUnseenTerm opens two replicas on one store and has the first rotate
+// and seal pt under the new term, which the second (returned) has not
+// loaded yet.
+func mustUnseenTerm(t *testing.T, pt string) (st *memStore, b *vault.Keyring, ct []byte) {
+	t.Helper()
+	st = newMemStore()
+	a := mustOpen(t, rootA, st, vault.Options{})
+	b = mustOpen(t, rootA, st, vault.Options{})
+	mustRotate(t, a)
+	return st, b, mustSeal(t, a, []byte(pt), aad1)
+}
+
 func TestKeyring_ReplicaOpensNewTerm(t *testing.T) {
 	ctx := context.Background()
-	st := newMemStore()
-	a := mustOpen(t, rootA, st, vault.Options{})
-	b := mustOpen(t, rootA, st, vault.Options{})
-	mustRotate(t, a)
-	ct := mustSeal(t, a, []byte("from a"), aad1)
+	_, b, ct := mustUnseenTerm(t, "from a")
 
 	if _, err := b.Open(ct, []byte(aad1)); !errors.Is(err, vault.ErrUnknownTerm) {
 		t.Fatalf("Open() before refresh err = %v, want %v", err, vault.ErrUnknownTerm)
@@ -210,11 +218,7 @@ func TestKeyring_ReplicaOpensNewTerm(t *testing.T) {
 
 func TestKeyring_RefreshCoalesces(t *testing.T) {
 	ctx := context.Background()
-	st := newMemStore()
-	a := mustOpen(t, rootA, st, vault.Options{})
-	b := mustOpen(t, rootA, st, vault.Options{})
-	mustRotate(t, a)
-	ct := mustSeal(t, a, []byte("x"), aad1)
+	st, b, ct := mustUnseenTerm(t, "x")
 
 	gate := make(chan struct{})
 	st.mu.Lock()

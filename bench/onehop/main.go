@@ -8,12 +8,12 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"io"
 	"log"
 	"net/http"
-	"net/url"
 	"time"
+
+	"github.com/mcpgate/mcpgate/bench/upstream"
 )
 
 type request struct {
@@ -45,33 +45,16 @@ type response struct {
 }
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:0", "address to serve on")
-	e2b := flag.String("e2b", "", "E2B API base URL")
-	key := flag.String("e2b-key", "", "E2B API key")
-	flag.Parse()
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}}
+	listen, e2b := upstream.Flags()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in request
 		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil || in.Method != "tools/call" {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet,
-			*e2b+"/sandboxes/"+url.PathEscape(in.Params.Arguments.SandboxID), nil)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		req.Header.Set("X-API-Key", *key)
-		resp, err := hc.Do(req)
+		b, err := e2b.GetSandbox(r.Context(), in.Params.Arguments.SandboxID)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			http.Error(w, "e2b failed", http.StatusBadGateway)
 			return
 		}
 		out, err := json.Marshal(response{JSONRPC: "2.0", ID: in.ID,
@@ -83,6 +66,6 @@ func main() {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = w.Write(append(append([]byte("event: message\ndata: "), out...), "\n\n"...))
 	})
-	srv := &http.Server{Addr: *listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Addr: listen, Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	log.Fatal(srv.ListenAndServe())
 }

@@ -83,6 +83,9 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestErrors_realStatuses: the simulator's own refusals. E2B's concurrency
+// 429 has no Retry-After; the gateway suggests a wait anyway, and the
+// message says what lifts the limit, which waiting alone would not.
 func TestErrors_realStatuses(t *testing.T) {
 	e := newEnv(t, e2bsim.Options{MaxRunning: 1})
 	e.create(nil)
@@ -90,6 +93,9 @@ func TestErrors_realStatuses(t *testing.T) {
 	wantCode(t, err, mcpgate.ETooMany)
 	if mcpgate.ErrorRetryAfter(err) <= 0 {
 		t.Errorf("RetryAfter = %d, want > 0", mcpgate.ErrorRetryAfter(err))
+	}
+	if msg := mcpgate.ErrorMessage(err); !strings.Contains(msg, "concurrent sandboxes") || !strings.Contains(msg, "Pause or kill") {
+		t.Errorf("message = %q", msg)
 	}
 	e.sim.BlockTeam(testKey.Reveal(), true)
 	_, err = e.call(e2b.ToolCreateSandbox, nil)

@@ -1,19 +1,11 @@
 package e2b_test
 
 import (
-	"bytes"
-	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/tools.golden.json")
 
 // TestTools_golden pins the public contract: names, titles, descriptions,
 // annotations, policy defaults, input and output schemas. A change shows up as a
@@ -39,22 +31,5 @@ func TestTools_golden(t *testing.T) {
 			CostsMoney: tl.CostsMoney, DefaultEnabled: tl.DefaultEnabled,
 			DefaultNeedsConfirmation: tl.DefaultNeedsConfirmation, InputSchema: tl.InputSchema, OutputSchema: tl.OutputSchema})
 	}
-	got, err := json.MarshalIndent(list, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "tools.golden.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("tool list differs from %s (-want +got):\n%s", path, cmp.Diff(string(want), string(got)))
-	}
+	golden.JSON(t, "tools.golden.json", list)
 }

@@ -71,10 +71,8 @@ func (c *Connector) guardCreate(_ context.Context, _ mcpgate.Secret, args map[st
 // guardSetTimeout reads the sandbox's current end: a new end earlier than
 // it, on a sandbox that is killed at its timeout, ends it early.
 func (c *Connector) guardSetTimeout(ctx context.Context, key mcpgate.Secret, args map[string]any) (connectors.Assessment, error) {
-	timeout := time.Duration(intArg(args, "timeout")) * time.Second
+	id, timeout, d, err := c.lifetimeChange(ctx, key, args)
 	as := connectors.Assessment{Lifetime: timeout}
-	id := stringArg(args, "sandbox_id")
-	d, err := c.client.GetSandbox(ctx, key, id)
 	if err != nil {
 		return as, err
 	}
@@ -96,10 +94,8 @@ func (c *Connector) guardSetTimeout(ctx context.Context, key mcpgate.Secret, arg
 // of its template; a resume that leaves a sandbox killed at its timeout
 // less than a minute is a kill (see above).
 func (c *Connector) guardResume(ctx context.Context, key mcpgate.Secret, args map[string]any) (connectors.Assessment, error) {
-	timeout := time.Duration(intArg(args, "timeout")) * time.Second
+	id, timeout, d, err := c.lifetimeChange(ctx, key, args)
 	as := connectors.Assessment{Lifetime: timeout}
-	id := stringArg(args, "sandbox_id")
-	d, err := c.client.GetSandbox(ctx, key, id)
 	if err != nil {
 		return as, err
 	}
@@ -115,6 +111,15 @@ func (c *Connector) guardResume(ctx context.Context, key mcpgate.Secret, args ma
 		}
 	}
 	return as, nil
+}
+
+// lifetimeChange reads what the guards of a timeout change weigh: the
+// sandbox, the timeout asked for, and the sandbox as E2B reports it now.
+func (c *Connector) lifetimeChange(ctx context.Context, key mcpgate.Secret, args map[string]any) (id string, timeout time.Duration, d SandboxDetail, err error) {
+	id = stringArg(args, "sandbox_id")
+	timeout = time.Duration(intArg(args, "timeout")) * time.Second
+	d, err = c.client.GetSandbox(ctx, key, id)
+	return id, timeout, d, err
 }
 
 // Running implements connectors.RunningCounter: E2B's count of the team's

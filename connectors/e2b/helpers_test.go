@@ -102,6 +102,50 @@ func (e *env) mustCall(name string, args any) map[string]any {
 	return out
 }
 
+// assess decodes args as the gateway does and runs the tool's guard.
+func (e *env) assess(tool, args string) (connectors.Assessment, error) {
+	e.t.Helper()
+	tl := e.tool(tool)
+	if tl.Guard == nil {
+		e.t.Fatalf("%s has no guard", tool)
+	}
+	decoded, err := tl.Decode([]byte(args))
+	if err != nil {
+		e.t.Fatalf("Decode(%s) err = %v", args, err)
+	}
+	return tl.Guard(context.Background(), testKey, decoded)
+}
+
+// pages calls a paged tool, passing each next_token back with the same
+// arguments, until a page has none; it returns every page's output.
+func (e *env) pages(name string, args map[string]any) []map[string]any {
+	e.t.Helper()
+	var pages []map[string]any
+	for {
+		out := e.mustCall(name, args)
+		pages = append(pages, out)
+		next, ok := out["next_token"].(string)
+		if !ok {
+			return pages
+		}
+		if len(pages) > 100 {
+			e.t.Fatalf("%s: paging does not end", name)
+		}
+		args["next_token"] = next
+	}
+}
+
+// itemIDs collects the field of every item listed under list, over pages.
+func itemIDs(pages []map[string]any, list, field string) []string {
+	var ids []string
+	for _, out := range pages {
+		for _, it := range out[list].([]any) {
+			ids = append(ids, it.(map[string]any)[field].(string))
+		}
+	}
+	return ids
+}
+
 // checkSecrets fails the test if any secret the simulator issued or was
 // given appears in any output or error text seen.
 func (e *env) checkSecrets() {

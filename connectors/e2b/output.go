@@ -100,15 +100,11 @@ func redactIf(w Withheld) string {
 }
 
 func sandboxDetailOut(d SandboxDetail) SandboxDetailOut {
-	out := SandboxDetailOut{SandboxOut: sandboxOut(d.ListedSandbox), AllowInternetAccess: d.AllowInternetAccess, Lifecycle: d.Lifecycle}
-	if d.Domain != nil {
-		out.Domain = *d.Domain
-	}
+	out := SandboxDetailOut{SandboxOut: sandboxOut(d.ListedSandbox), AllowInternetAccess: d.AllowInternetAccess,
+		Lifecycle: d.Lifecycle, Domain: orZero(d.Domain)}
 	if n := d.Network; n != nil {
-		no := &NetworkOut{AllowPublicTraffic: n.AllowPublicTraffic, AllowOut: n.AllowOut, DenyOut: n.DenyOut}
-		if n.MaskRequestHost != nil {
-			no.MaskRequestHost = *n.MaskRequestHost
-		}
+		no := &NetworkOut{AllowPublicTraffic: n.AllowPublicTraffic, AllowOut: n.AllowOut, DenyOut: n.DenyOut,
+			MaskRequestHost: orZero(n.MaskRequestHost)}
 		if p := n.EgressProxy; p != nil {
 			no.EgressProxy = &EgressProxyOut{Address: p.Address, Username: redactIf(p.Username), Password: redactIf(p.Password)}
 		}
@@ -185,13 +181,8 @@ type DefaultTemplateOut struct {
 
 func defaultTemplateOut(t DefaultTemplate) DefaultTemplateOut {
 	out := DefaultTemplateOut{TemplateID: t.ID, BuildID: t.BuildID, CPUCount: t.VCPU, MemoryMB: t.RAMMB,
-		Public: t.Public, BuildCount: t.BuildCount, SpawnCount: t.SpawnCount, CreatedAt: timestamp(t.CreatedAt)}
-	if t.TotalDiskSizeMB != nil {
-		out.DiskSizeMB = *t.TotalDiskSizeMB
-	}
-	if t.EnvdVersion != nil {
-		out.EnvdVersion = *t.EnvdVersion
-	}
+		DiskSizeMB: orZero(t.TotalDiskSizeMB), EnvdVersion: orZero(t.EnvdVersion), Public: t.Public,
+		BuildCount: t.BuildCount, SpawnCount: t.SpawnCount, CreatedAt: timestamp(t.CreatedAt)}
 	for _, a := range t.Aliases {
 		name := a.Alias
 		if a.Namespace != nil && *a.Namespace != "" {
@@ -216,15 +207,9 @@ type BuildOut struct {
 }
 
 func buildOut(b TemplateBuild) BuildOut {
-	out := BuildOut{BuildID: b.BuildID, Status: b.Status, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
-		CreatedAt: timestamp(b.CreatedAt), UpdatedAt: timestamp(b.UpdatedAt), FinishedAt: timestampPtr(b.FinishedAt)}
-	if b.DiskSizeMB != nil {
-		out.DiskSizeMB = *b.DiskSizeMB
-	}
-	if b.EnvdVersion != nil {
-		out.EnvdVersion = *b.EnvdVersion
-	}
-	return out
+	return BuildOut{BuildID: b.BuildID, Status: b.Status, CPUCount: b.CPUCount, MemoryMB: b.MemoryMB,
+		DiskSizeMB: orZero(b.DiskSizeMB), EnvdVersion: orZero(b.EnvdVersion), CreatedAt: timestamp(b.CreatedAt),
+		UpdatedAt: timestamp(b.UpdatedAt), FinishedAt: timestampPtr(b.FinishedAt)}
 }
 
 // LogOut is one sandbox log entry. TimestampMS is the entry's time in Unix
@@ -263,6 +248,15 @@ func sandboxHost(id string, domain *string) string {
 		d = *domain
 	}
 	return "<port>-" + id + "." + d
+}
+
+// orZero is *p, or the zero value where E2B sent null or nothing.
+func orZero[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
 }
 
 // mapItems converts a slice, keeping nil as an empty list so outputs always

@@ -17,6 +17,12 @@ type SandboxIn struct {
 	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID, e.g. from e2b_list_sandboxes"`
 }
 
+// SandboxRef is the sandbox_id argument of the tools that act on one
+// sandbox and take more arguments.
+type SandboxRef struct {
+	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
+}
+
 // CreateSandboxIn is e2b_create_sandbox's input.
 type CreateSandboxIn struct {
 	TemplateID          string            `json:"template_id,omitempty" jsonschema:"template ID or name (alias, namespace/alias, optionally :tag), or a snapshot_id"`
@@ -97,10 +103,7 @@ func (c *Connector) createSandboxTool() *connectors.Tool {
 		}
 		out := CreateSandboxOut{SandboxID: s.SandboxID, TemplateID: s.TemplateID, Alias: s.Alias, EnvdVersion: s.EnvdVersion,
 			State: "running", TimeoutSeconds: in.Timeout, OnTimeout: onTimeout, Secure: body.Secure,
-			Host: sandboxHost(s.SandboxID, s.Domain)}
-		if s.Domain != nil {
-			out.Domain = *s.Domain
-		}
+			Domain: orZero(s.Domain), Host: sandboxHost(s.SandboxID, s.Domain)}
 		return out, nil
 	})
 }
@@ -232,7 +235,7 @@ func (c *Connector) getSandboxTool() *connectors.Tool {
 
 // LogsIn is e2b_get_sandbox_logs's input.
 type LogsIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
+	SandboxRef
 	Cursor    int64  `json:"cursor,omitempty" jsonschema:"start from this time, in Unix milliseconds (use next_cursor of the previous call); omit for the newest"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"how many entries to return (1-1000)"`
 	Direction string `json:"direction,omitempty" jsonschema:"backward (newest first) or forward (oldest first) from the cursor"`
@@ -287,9 +290,9 @@ func (c *Connector) getSandboxLogsTool() *connectors.Tool {
 
 // MetricsIn is e2b_get_sandbox_metrics's input.
 type MetricsIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
-	Start     int64  `json:"start,omitempty" jsonschema:"start of the range, in Unix seconds; omit for the first sample"`
-	End       int64  `json:"end,omitempty" jsonschema:"end of the range, in Unix seconds; omit for the latest sample"`
+	SandboxRef
+	Start int64 `json:"start,omitempty" jsonschema:"start of the range, in Unix seconds; omit for the first sample"`
+	End   int64 `json:"end,omitempty" jsonschema:"end of the range, in Unix seconds; omit for the latest sample"`
 }
 
 // MetricsOut is e2b_get_sandbox_metrics's output.
@@ -358,8 +361,8 @@ func (c *Connector) getSandboxMetricsTool() *connectors.Tool {
 
 // SetTimeoutIn is e2b_set_sandbox_timeout's input.
 type SetTimeoutIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
-	Timeout   int    `json:"timeout" jsonschema:"seconds from now until the sandbox ends (60 or more); replaces the current end time"`
+	SandboxRef
+	Timeout int `json:"timeout" jsonschema:"seconds from now until the sandbox ends (60 or more); replaces the current end time"`
 }
 
 // SetTimeoutOut is e2b_set_sandbox_timeout's output.
@@ -453,8 +456,8 @@ func (c *Connector) timeoutNotFound(ctx context.Context, key mcpgate.Secret, id 
 
 // PauseIn is e2b_pause_sandbox's input.
 type PauseIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
-	Memory    bool   `json:"memory,omitempty" jsonschema:"keep memory and running processes (true) or only the filesystem (false: processes are lost)"`
+	SandboxRef
+	Memory bool `json:"memory,omitempty" jsonschema:"keep memory and running processes (true) or only the filesystem (false: processes are lost)"`
 }
 
 // PauseOut is e2b_pause_sandbox's output.
@@ -488,8 +491,8 @@ func (c *Connector) pauseSandboxTool() *connectors.Tool {
 
 // ResumeIn is e2b_resume_sandbox's input.
 type ResumeIn struct {
-	SandboxID string `json:"sandbox_id" jsonschema:"the sandbox ID"`
-	Timeout   int    `json:"timeout,omitempty" jsonschema:"seconds from now the sandbox should run at least"`
+	SandboxRef
+	Timeout int `json:"timeout,omitempty" jsonschema:"seconds from now the sandbox should run at least"`
 }
 
 // ResumeOut is e2b_resume_sandbox's output.

@@ -13,6 +13,13 @@ type PageIn struct {
 	NextToken string `json:"next_token,omitempty" jsonschema:"the next_token of the previous page, unchanged; omit for the first page"`
 }
 
+// PageOut is the output of the list tools that page with next_token: one
+// page of items, and the token of the next when there is one.
+type PageOut[T any] struct {
+	Data      []T    `json:"data"`
+	NextToken string `json:"next_token,omitempty"`
+}
+
 // NoInput is the input of tools without arguments.
 type NoInput struct{}
 
@@ -40,10 +47,7 @@ func (c *Connector) listDefaultTemplatesTool() *connectors.Tool {
 }
 
 // TemplatesOut is e2b_list_templates's output.
-type TemplatesOut struct {
-	Data      []TemplateOut `json:"data"`
-	NextToken string        `json:"next_token,omitempty"`
-}
+type TemplatesOut = PageOut[TemplateOut]
 
 func (c *Connector) listTemplatesTool() *connectors.Tool {
 	return connectors.NewTool(connectors.Spec{
@@ -122,10 +126,7 @@ type SnapshotOut struct {
 }
 
 // SnapshotsOut is e2b_list_snapshots's output.
-type SnapshotsOut struct {
-	Data      []SnapshotOut `json:"data"`
-	NextToken string        `json:"next_token,omitempty"`
-}
+type SnapshotsOut = PageOut[SnapshotOut]
 
 func (c *Connector) listSnapshotsTool() *connectors.Tool {
 	return connectors.NewTool(connectors.Spec{

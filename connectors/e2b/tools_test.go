@@ -57,22 +57,7 @@ func TestTools_templates(t *testing.T) {
 	}
 
 	// Paging to the end with limit 1: three templates, newest first.
-	var ids []string
-	args := map[string]any{"limit": 1}
-	for page := 0; ; page++ {
-		out := e.mustCall(e2b.ToolListTemplates, args)
-		for _, it := range out["data"].([]any) {
-			ids = append(ids, it.(map[string]any)["template_id"].(string))
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		if page > 5 {
-			t.Fatal("paging does not end")
-		}
-		args["next_token"] = next
-	}
+	ids := itemIDs(e.pages(e2b.ToolListTemplates, map[string]any{"limit": 1}), "data", "template_id")
 	if len(ids) != 3 {
 		t.Fatalf("templates over all pages = %v, want 3", ids)
 	}
@@ -83,19 +68,9 @@ func TestTools_templates(t *testing.T) {
 	}
 
 	myApp := all[2].(map[string]any)["template_id"].(string)
-	var builds int
-	args = map[string]any{"template_id": myApp, "limit": 1}
-	for {
-		out := e.mustCall(e2b.ToolListTemplateBuilds, args)
-		builds += len(out["builds"].([]any))
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
-	}
-	if builds != 3 {
-		t.Errorf("builds over all pages = %d, want 3", builds)
+	builds := itemIDs(e.pages(e2b.ToolListTemplateBuilds, map[string]any{"template_id": myApp, "limit": 1}), "builds", "build_id")
+	if len(builds) != 3 {
+		t.Errorf("builds over all pages = %v, want 3", builds)
 	}
 
 	_, err := e.call(e2b.ToolListTemplateBuilds, map[string]any{"template_id": base["template_id"]})
@@ -197,21 +172,15 @@ func TestTools_listSandboxes(t *testing.T) {
 	}
 
 	// Paging to the end, filtered by metadata.
-	seen := map[string]bool{}
-	args := map[string]any{"limit": 2, "metadata": "user=u0&app=prod", "state": "running"}
-	for pages := 0; ; pages++ {
-		out := e.mustCall(e2b.ToolListSandboxes, args)
+	pages := e.pages(e2b.ToolListSandboxes, map[string]any{"limit": 2, "metadata": "user=u0&app=prod", "state": "running"})
+	for _, out := range pages {
 		if out["total_running"].(float64) != 4 {
 			t.Errorf("total_running = %v, want 4", out["total_running"])
 		}
-		for _, it := range out["data"].([]any) {
-			seen[it.(map[string]any)["sandbox_id"].(string)] = true
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
+	}
+	seen := map[string]bool{}
+	for _, id := range itemIDs(pages, "data", "sandbox_id") {
+		seen[id] = true
 	}
 	if len(seen) != 4 {
 		t.Errorf("sandboxes over all pages = %d, want 4", len(seen))
@@ -315,19 +284,7 @@ func TestTools_snapshots(t *testing.T) {
 			t.Fatalf("create snapshot: status %d", resp.StatusCode)
 		}
 	}
-	var ids []string
-	args := map[string]any{"limit": 2}
-	for {
-		out := e.mustCall(e2b.ToolListSnapshots, args)
-		for _, s := range out["data"].([]any) {
-			ids = append(ids, s.(map[string]any)["snapshot_id"].(string))
-		}
-		next, ok := out["next_token"].(string)
-		if !ok {
-			break
-		}
-		args["next_token"] = next
-	}
+	ids := itemIDs(e.pages(e2b.ToolListSnapshots, map[string]any{"limit": 2}), "data", "snapshot_id")
 	if len(ids) != 3 || !strings.HasSuffix(ids[0], "/third:default") {
 		t.Errorf("snapshots = %v", ids)
 	}
@@ -637,18 +594,6 @@ func TestTools_createSecure(t *testing.T) {
 	}
 }
 
-// TestTools_concurrencyLimit: the concurrency 429 has no Retry-After; the
-// message says what lifts the limit instead of a wait that would not.
-func TestTools_concurrencyLimit(t *testing.T) {
-	e := newEnv(t, e2bsim.Options{MaxRunning: 1})
-	e.create(nil)
-	_, err := e.call(e2b.ToolCreateSandbox, nil)
-	wantCode(t, err, mcpgate.ETooMany)
-	if msg := mcpgate.ErrorMessage(err); !strings.Contains(msg, "concurrent sandboxes") || !strings.Contains(msg, "Pause or kill") {
-		t.Errorf("message = %q", msg)
-	}
-}
-
 // TestTools_emptyResults: empty lists are results too, and must satisfy the
 // output schemas (e.call validates every output).
 func TestTools_emptyResults(t *testing.T) {
@@ -685,4 +630,93 @@ func TestTools_findIdleFanOutBounded(t *testing.T) {
 	if out["checked"].(float64) != 200 || out["truncated"] != true {
 		t.Errorf("checked = %v, truncated = %v; want 200 and true", out["checked"], out["truncated"])
 	}
+}
+
+func TestGuard_setTimeout(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	killed := e.create(map[string]any{"timeout": 3600})
+	paused := e.create(map[string]any{"timeout": 3600, "auto_pause": true})
+	tests := []struct {
+		name, args  string
+		wantFollows bool
+	}{
+		{"earlier end, killed at timeout", `{"sandbox_id":"` + killed + `","timeout":60}`, true},
+		{"just earlier", `{"sandbox_id":"` + killed + `","timeout":3599}`, true},
+		{"later end", `{"sandbox_id":"` + killed + `","timeout":7200}`, false},
+		{"earlier end, auto-paused", `{"sandbox_id":"` + paused + `","timeout":60}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as, err := e.assess(e2b.ToolSetSandboxTimeout, tt.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := as.Follows == e2b.ToolKillSandbox; got != tt.wantFollows {
+				t.Fatalf("Follows = %q, want kill: %v", as.Follows, tt.wantFollows)
+			}
+			if tt.wantFollows && !strings.Contains(as.Reason, "not auto-paused") {
+				t.Errorf("Reason = %q", as.Reason)
+			}
+			if as.Lifetime < time.Minute || as.Starts {
+				t.Errorf("Assessment = %+v, want the lifetime and no start", as)
+			}
+		})
+	}
+	_, err := e.assess(e2b.ToolSetSandboxTimeout, `{"sandbox_id":"iaaaaaaaaaaaaaaaaaaaa","timeout":60}`)
+	wantCode(t, err, mcpgate.ENotFound)
+}
+
+func TestGuard_resumeAndCreate(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	sb := e.create(map[string]any{"timeout": 3600})
+	as, err := e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":30}`)
+	if err != nil || as.Starts || as.Follows != "" {
+		t.Errorf("extending a running one = %+v, %v; want nothing started, nothing followed", as, err)
+	}
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": sb})
+	as, err = e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":30}`)
+	if err != nil || !as.Starts || as.Follows != e2b.ToolKillSandbox {
+		t.Errorf("resuming a paused one for 30 s = %+v, %v; want a start that follows kill", as, err)
+	}
+	as, err = e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`"}`)
+	if err != nil || !as.Starts || as.Follows != "" || as.Lifetime != 300*time.Second {
+		t.Errorf("resuming for the default 300 s = %+v, %v", as, err)
+	}
+	as, err = e.assess(e2b.ToolCreateSandbox, `{"template_id":"python:v2","timeout":120}`)
+	if err != nil || !as.Starts || as.Lifetime != 2*time.Minute || len(as.Templates) != 1 || as.Templates[0] != "python" {
+		t.Errorf("create = %+v, %v; want one start of template python for 2 min", as, err)
+	}
+	as, _ = e.assess(e2b.ToolCreateSandbox, `{}`)
+	if as.Templates[0] != "base" || as.Lifetime != 300*time.Second {
+		t.Errorf("create with defaults = %+v", as)
+	}
+	n, err := e.conn.Running(context.Background(), testKey)
+	if err != nil || n != 0 {
+		t.Errorf("Running() = %d, %v; want 0 (the one sandbox is paused)", n, err)
+	}
+	e.create(nil)
+	if n, _ := e.conn.Running(context.Background(), testKey); n != 1 {
+		t.Errorf("Running() = %d, want 1", n)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	e := newEnv(t, e2bsim.Options{})
+	sb := e.create(map[string]any{"timeout": 600, "metadata": map[string]any{"owner": "ana", "app": "web"}})
+	e.clock.Advance(5 * time.Minute)
+	got, err := e.conn.Describe(context.Background(), testKey, e2b.ToolKillSandbox, map[string]any{"sandbox_id": sb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Kill sandbox " + sb, "cannot be resumed", "running", "template base", "started 5 min ago",
+		"ends in 5 min", "metadata app=web, owner=ana"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Describe(kill) = %q, want %q in it", got, want)
+		}
+	}
+	if got, err := e.conn.Describe(context.Background(), testKey, e2b.ToolListSandboxes, map[string]any{}); got != "" || err != nil {
+		t.Errorf("Describe(list) = %q, %v; want the generic summary", got, err)
+	}
+	_, err = e.conn.Describe(context.Background(), testKey, e2b.ToolKillSandbox, map[string]any{"sandbox_id": "iaaaaaaaaaaaaaaaaaaaa"})
+	wantCode(t, err, mcpgate.ENotFound)
 }

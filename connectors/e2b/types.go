@@ -8,7 +8,10 @@ import (
 // The wire types below mirror E2B's OpenAPI schemas (field names exactly as
 // E2B spells them). Fields that carry secrets are deliberately absent or typed
 // Withheld, so a secret E2B sends is dropped while decoding and can reach
-// neither a tool output nor a log line.
+// neither a tool output nor a log line. internal/e2bsim declares its own
+// copies on purpose: it models E2B's server independently (secrets sent,
+// omitempty as infra does), so the contract test compares two readings of
+// E2B, not one type with itself.
 
 // Withheld stands in for a secret value E2B returns. Decoding discards the
 // value and records only that one was present; encoding renders
@@ -49,14 +52,9 @@ type TemplateAlias struct {
 	Namespace *string `json:"namespace"`
 }
 
-// Template is a team template as GET /v2/templates returns it. BuildID is the
-// zero UUID, and CPUCount and MemoryMB are 0, when no build is ready.
-type Template struct {
+// templateFields are the fields E2B's Template and TemplateWithBuilds share.
+type templateFields struct {
 	TemplateID    string     `json:"templateID"`
-	BuildID       string     `json:"buildID"`
-	CPUCount      int32      `json:"cpuCount"`
-	MemoryMB      int32      `json:"memoryMB"`
-	DiskSizeMB    int32      `json:"diskSizeMB"`
 	Public        bool       `json:"public"`
 	Aliases       []string   `json:"aliases"`
 	Names         []string   `json:"names"`
@@ -64,23 +62,26 @@ type Template struct {
 	UpdatedAt     time.Time  `json:"updatedAt"`
 	LastSpawnedAt *time.Time `json:"lastSpawnedAt"`
 	SpawnCount    int64      `json:"spawnCount"`
-	BuildCount    int32      `json:"buildCount"`
-	EnvdVersion   string     `json:"envdVersion"`
-	BuildStatus   string     `json:"buildStatus"`
+}
+
+// Template is a team template as GET /v2/templates returns it. BuildID is the
+// zero UUID, and CPUCount and MemoryMB are 0, when no build is ready.
+type Template struct {
+	templateFields
+	BuildID     string `json:"buildID"`
+	CPUCount    int32  `json:"cpuCount"`
+	MemoryMB    int32  `json:"memoryMB"`
+	DiskSizeMB  int32  `json:"diskSizeMB"`
+	BuildCount  int32  `json:"buildCount"`
+	EnvdVersion string `json:"envdVersion"`
+	BuildStatus string `json:"buildStatus"`
 }
 
 // TemplateWithBuilds is GET /templates/{templateID}: one page of a template's
 // builds.
 type TemplateWithBuilds struct {
-	TemplateID    string          `json:"templateID"`
-	Public        bool            `json:"public"`
-	Aliases       []string        `json:"aliases"`
-	Names         []string        `json:"names"`
-	CreatedAt     time.Time       `json:"createdAt"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	LastSpawnedAt *time.Time      `json:"lastSpawnedAt"`
-	SpawnCount    int64           `json:"spawnCount"`
-	Builds        []TemplateBuild `json:"builds"`
+	templateFields
+	Builds []TemplateBuild `json:"builds"`
 }
 
 // TemplateBuild is one build of a template.

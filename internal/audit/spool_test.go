@@ -44,24 +44,34 @@ func events(n int) []mcpgate.AuditEvent {
 	return out
 }
 
-func TestSpool_RoundTrip(t *testing.T) {
-	dir := t.TempDir()
+// mustOpenSpool opens the spool in dir, bounded at 1 MiB.
+func mustOpenSpool(t *testing.T, dir string) *audit.Spool {
+	t.Helper()
 	sp, err := audit.OpenSpool(dir, 1<<20)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("OpenSpool() err = %v", err)
 	}
+	return sp
+}
+
+// reopen closes sp and opens its directory again, as the next process does.
+func reopen(t *testing.T, sp *audit.Spool, dir string) *audit.Spool {
+	t.Helper()
+	_ = sp.Close()
+	return mustOpenSpool(t, dir)
+}
+
+func TestSpool_RoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	sp := mustOpenSpool(t, dir)
 	if n, err := sp.Append(events(25)); n != 25 || err != nil {
 		t.Fatalf("Append() = %d, %v", n, err)
 	}
 	if st, _ := os.Stat(sp.Path()); st.Mode().Perm() != 0o600 {
 		t.Errorf("spool mode = %v, want 0600", st.Mode().Perm())
 	}
-	_ = sp.Close()
 	// A new process opens it and replays.
-	sp, err = audit.OpenSpool(dir, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp = reopen(t, sp, dir)
 	sink := &sinkOf{}
 	res, err := sp.Replay(context.Background(), sink, 10)
 	if err != nil || res.Replayed != 25 || res.Damaged != 0 || len(sink.events) != 25 || sink.batches != 3 {
@@ -82,14 +92,14 @@ func TestSpool_RoundTrip(t *testing.T) {
 // damaged and the records before it are all replayed.
 func TestSpool_TornTail(t *testing.T) {
 	dir := t.TempDir()
-	sp, _ := audit.OpenSpool(dir, 1<<20)
+	sp := mustOpenSpool(t, dir)
 	_, _ = sp.Append(events(5))
 	_ = sp.Close()
 	b, _ := os.ReadFile(filepath.Join(dir, audit.SpoolFile))
 	if err := os.WriteFile(filepath.Join(dir, audit.SpoolFile), b[:len(b)-7], 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sp, _ = audit.OpenSpool(dir, 1<<20)
+	sp = mustOpenSpool(t, dir)
 	sink := &sinkOf{}
 	res, err := sp.Replay(context.Background(), sink, 100)
 	if err != nil || res.Replayed != 4 || res.Damaged != 1 {
@@ -101,14 +111,13 @@ func TestSpool_TornTail(t *testing.T) {
 // the next replay inserts each event exactly once.
 func TestSpool_ReplayResumesWithoutDuplicates(t *testing.T) {
 	dir := t.TempDir()
-	sp, _ := audit.OpenSpool(dir, 1<<20)
+	sp := mustOpenSpool(t, dir)
 	_, _ = sp.Append(events(30))
 	sink := &sinkOf{failAfter: 2}
 	if _, err := sp.Replay(context.Background(), sink, 10); err == nil {
 		t.Fatal("Replay() with a failing database err = nil")
 	}
-	_ = sp.Close()
-	sp, _ = audit.OpenSpool(dir, 1<<20)
+	sp = reopen(t, sp, dir)
 	res, err := sp.Replay(context.Background(), sink, 10)
 	if err != nil || res.Replayed != 10 {
 		t.Fatalf("resumed Replay() = %+v, %v; want the last 10", res, err)
@@ -160,10 +169,7 @@ func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
 // next start's replay writes each one once.
 func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
 	dir := t.TempDir()
-	sp, err := audit.OpenSpool(dir, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp := mustOpenSpool(t, dir)
 	w := audit.New(audit.Options{Sink: downSink{}, Spool: sp, FlushEvery: time.Hour, BatchSize: 50})
 	for _, ev := range events(325) {
 		w.Record(context.Background(), ev)
@@ -180,11 +186,7 @@ func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
 	if took := time.Since(start); took > 12*time.Second {
 		t.Logf("Close took %s", took) // informative; the bound is Close's context
 	}
-	_ = sp.Close()
-	sp, err = audit.OpenSpool(dir, 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sp = reopen(t, sp, dir)
 	sink := &sinkOf{}
 	res, err := sp.Replay(context.Background(), sink, 100)
 	if err != nil || res.Replayed != 325 || len(sink.events) != 325 {

@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// The wire types here are the simulator's own reading of E2B's server, not
+// the connector's (connectors/e2b/types.go): sharing one would make the
+// contract test compare a type with itself.
+
 // networkConfig is E2B's SandboxNetworkConfig.
 type networkConfig struct {
 	AllowPublicTraffic *bool                    `json:"allowPublicTraffic,omitempty"`
@@ -90,18 +94,37 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, required bool) bo
 // state (handlers decide what a pausing or killing one answers), writing 400
 // or 404 itself; callers hold s.mu.
 func (s *Server) findSandbox(w http.ResponseWriter, r *http.Request, t *team) (*sandbox, string, bool) {
-	raw := r.PathValue("sandboxID")
+	id, ok := parseSandboxID(w, r.PathValue("sandboxID"))
+	if !ok {
+		return nil, "", false
+	}
+	sb := s.sandboxes[id]
+	if sb == nil || sb.team != t.id {
+		notFound(w, id)
+		return nil, id, false
+	}
+	return sb, id, true
+}
+
+// parseSandboxID reads a sandbox ID as E2B does, dropping the "-<clientID>"
+// suffix that SDKs may append; any other shape is 400 (written here).
+func parseSandboxID(w http.ResponseWriter, raw string) (string, bool) {
 	m := sandboxIDShape.FindStringSubmatch(raw)
 	if m == nil {
 		writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "")
-		return nil, "", false
+		return "", false
 	}
-	sb := s.sandboxes[m[1]]
-	if sb == nil || sb.team != t.id {
-		notFound(w, m[1])
-		return nil, m[1], false
+	return m[1], true
+}
+
+// withSandbox runs fn on the request's sandbox of the caller's team, under
+// s.mu; when there is no such sandbox, findSandbox has answered.
+func (s *Server) withSandbox(w http.ResponseWriter, r *http.Request, fn func(sb *sandbox, id string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sb, id, ok := s.findSandbox(w, r, s.team(r)); ok {
+		fn(sb, id)
 	}
-	return sb, m[1], true
 }
 
 // notFound is E2B's 404 for a sandbox (infra utils/messages.go).
@@ -334,35 +357,31 @@ func listed(sb *sandbox) listedSandbox {
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, id, ok := s.findSandbox(w, r, s.team(r))
-	if !ok {
-		return
-	}
-	if sb.state == stateKilling {
-		notFound(w, id) // infra handlers/sandbox_get.go: a sandbox being killed is gone for the user
-		return
-	}
-	out := sandboxDetail{listedSandbox: listed(sb), AllowInternetAccess: sb.allowInternet,
-		Lifecycle: lifecycle{AutoResume: sb.autoResume, OnTimeout: "kill"}}
-	if sb.autoPause {
-		out.Lifecycle.OnTimeout = "pause"
-	}
-	if sb.secure {
-		// Paused sandboxes get a freshly minted token on every read, as on E2B.
-		out.EnvdAccessToken = s.token("ea_")
-	}
-	if n := sb.network; n != nil {
-		nn := *n
-		if n.EgressProxy != nil {
-			p := *n.EgressProxy
-			p.Password = "" // E2B never returns the password
-			nn.EgressProxy = &p
+	s.withSandbox(w, r, func(sb *sandbox, id string) {
+		if sb.state == stateKilling {
+			notFound(w, id) // infra handlers/sandbox_get.go: a sandbox being killed is gone for the user
+			return
 		}
-		out.Network = &nn
-	}
-	writeJSON(w, http.StatusOK, out)
+		out := sandboxDetail{listedSandbox: listed(sb), AllowInternetAccess: sb.allowInternet,
+			Lifecycle: lifecycle{AutoResume: sb.autoResume, OnTimeout: "kill"}}
+		if sb.autoPause {
+			out.Lifecycle.OnTimeout = "pause"
+		}
+		if sb.secure {
+			// Paused sandboxes get a freshly minted token on every read, as on E2B.
+			out.EnvdAccessToken = s.token("ea_")
+		}
+		if n := sb.network; n != nil {
+			nn := *n
+			if n.EgressProxy != nil {
+				p := *n.EgressProxy
+				p.Password = "" // E2B never returns the password
+				nn.EgressProxy = &p
+			}
+			out.Network = &nn
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
 }
 
 // handleKill is DELETE /sandboxes/{id} (infra handlers/sandbox_kill.go):
@@ -370,19 +389,15 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 // already being killed answers 204 again, one being paused is waited for and
 // then deleted.
 func (s *Server) handleKill(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, _, ok := s.findSandbox(w, r, s.team(r))
-	if !ok {
-		return
-	}
-	if sb.state == statePausing {
-		sb.state = statePaused
-	}
-	if sb.state != stateKilling {
-		s.kill(sb, s.now())
-	}
-	w.WriteHeader(http.StatusNoContent)
+	s.withSandbox(w, r, func(sb *sandbox, _ string) {
+		if sb.state == statePausing {
+			sb.state = statePaused
+		}
+		if sb.state != stateKilling {
+			s.kill(sb, s.now())
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
 }
 
 // handleTimeout is POST /sandboxes/{id}/timeout. It follows infra
@@ -395,36 +410,50 @@ func (s *Server) handleTimeout(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Timeout *int32 `json:"timeout"`
 	}
-	if !decodeBody(w, r, &in, true) {
+	if !decodeBody(w, r, &in, true) || !timeoutGiven(w, in.Timeout) {
 		return
 	}
-	if in.Timeout == nil || *in.Timeout < 0 {
+	s.withSandbox(w, r, func(sb *sandbox, id string) {
+		switch sb.state {
+		case statePaused:
+			notFound(w, id)
+			return
+		case statePausing, stateKilling:
+			changingState(w, id, sb.state)
+			return
+		}
+		now := s.now()
+		end, ok := s.keepAliveEnd(w, sb, now, time.Duration(*in.Timeout)*time.Second)
+		if !ok {
+			return
+		}
+		sb.endAt = end
+		s.dirty = true
+		s.sweep(now) // timeout 0 ends it now
+		w.WriteHeader(http.StatusNoContent)
+	})
+}
+
+// timeoutGiven answers 400 as E2B's validator does unless the body's
+// timeout is present and not negative.
+func timeoutGiven(w http.ResponseWriter, timeout *int32) bool {
+	if timeout == nil || *timeout < 0 {
 		writeError(w, http.StatusBadRequest, `request body has an error: doesn't match schema: Error at "/timeout": property "timeout" is missing or below 0`, "")
-		return
+		return false
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, id, ok := s.findSandbox(w, r, s.team(r))
-	if !ok {
-		return
-	}
-	switch sb.state {
-	case statePaused:
-		notFound(w, id)
-		return
-	case statePausing, stateKilling:
-		changingState(w, id, sb.state)
-		return
-	}
-	now := s.now()
-	if now.Sub(sb.startedAt) > s.maxLifetime {
+	return true
+}
+
+// keepAliveEnd is a running sandbox's new end time, now + timeout, cut at
+// the plan's maximum lifetime counted from its start (infra
+// orchestrator/keep_alive.go); a sandbox already past that maximum is 400.
+func (s *Server) keepAliveEnd(w http.ResponseWriter, sb *sandbox, now time.Time, timeout time.Duration) (time.Time, bool) {
+	lived := now.Sub(sb.startedAt)
+	if lived > s.maxLifetime {
 		writeError(w, http.StatusBadRequest, "Max instance length exceeded", "")
-		return
+		return time.Time{}, false
 	}
-	sb.endAt = now.Add(min(time.Duration(*in.Timeout)*time.Second, s.maxLifetime-now.Sub(sb.startedAt)))
-	s.dirty = true
-	s.sweep(now) // timeout 0 ends it now
-	w.WriteHeader(http.StatusNoContent)
+	return now.Add(min(timeout, s.maxLifetime-lived)), true
 }
 
 // handlePause is POST /sandboxes/{id}/pause (infra handlers/sandbox_pause.go).
@@ -435,23 +464,19 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	if !decodeBody(w, r, &in, false) {
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sb, id, ok := s.findSandbox(w, r, s.team(r))
-	if !ok {
-		return
-	}
-	switch sb.state {
-	case stateKilling:
-		notFound(w, id) // RemoveSandbox reports a killing sandbox as not found
-		return
-	case statePaused, statePausing: // pausing: E2B waits for it, then finds the snapshot
-		writeError(w, http.StatusConflict, fmt.Sprintf("Error pausing sandbox - sandbox '%s' is already paused", id), "")
-		return
-	}
-	s.pause(sb, s.now(), in.Memory == nil || *in.Memory)
-	s.dirty = true
-	w.WriteHeader(http.StatusNoContent)
+	s.withSandbox(w, r, func(sb *sandbox, id string) {
+		switch sb.state {
+		case stateKilling:
+			notFound(w, id) // RemoveSandbox reports a killing sandbox as not found
+			return
+		case statePaused, statePausing: // pausing: E2B waits for it, then finds the snapshot
+			writeError(w, http.StatusConflict, fmt.Sprintf("Error pausing sandbox - sandbox '%s' is already paused", id), "")
+			return
+		}
+		s.pause(sb, s.now(), in.Memory == nil || *in.Memory)
+		s.dirty = true
+		w.WriteHeader(http.StatusNoContent)
+	})
 }
 
 // handleConnect is POST /sandboxes/{id}/connect (infra
@@ -464,11 +489,7 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		Timeout *int32 `json:"timeout"`
 		Memory  *bool  `json:"memory"`
 	}
-	if !decodeBody(w, r, &in, true) {
-		return
-	}
-	if in.Timeout == nil || *in.Timeout < 0 {
-		writeError(w, http.StatusBadRequest, `request body has an error: doesn't match schema: Error at "/timeout": property "timeout" is missing or below 0`, "")
+	if !decodeBody(w, r, &in, true) || !timeoutGiven(w, in.Timeout) {
 		return
 	}
 	if in.Memory != nil {
@@ -493,11 +514,11 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 		changingState(w, id, sb.state)
 		return
 	case stateRunning:
-		if now.Sub(sb.startedAt) > s.maxLifetime {
-			writeError(w, http.StatusBadRequest, "Max instance length exceeded", "")
+		end, ok := s.keepAliveEnd(w, sb, now, timeout)
+		if !ok {
 			return
 		}
-		if end := now.Add(min(timeout, s.maxLifetime-now.Sub(sb.startedAt))); end.After(sb.endAt) {
+		if end.After(sb.endAt) {
 			sb.endAt = end
 			s.dirty = true
 		}
@@ -529,18 +550,10 @@ func (s *Server) handleSnapshotCreate(w http.ResponseWriter, r *http.Request) {
 	t := s.team(r)
 	name, tag := "", "default"
 	if in.Name != nil {
-		ident, tg, hasTag := strings.Cut(strings.TrimSpace(*in.Name), ":")
-		if hasTag && tg != "" && !strings.EqualFold(tg, "default") {
-			tag = tg
+		var ok bool
+		if name, tag, _, ok = splitSnapshotName(w, t, strings.TrimSpace(*in.Name)); !ok {
+			return
 		}
-		if ns, alias, ok := strings.Cut(ident, "/"); ok {
-			if ns != t.namespace {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
-				return
-			}
-			ident = alias
-		}
-		name = ident
 	}
 	sb, id, ok := s.findSandbox(w, r, t)
 	if !ok {

@@ -47,10 +47,8 @@ func (sb *sandbox) logAt(i int64) logEntry {
 
 func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	id := r.PathValue("sandboxID")
-	m := sandboxIDShape.FindStringSubmatch(id)
-	if m == nil {
-		writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "")
+	id, ok := parseSandboxID(w, r.PathValue("sandboxID"))
+	if !ok {
 		return
 	}
 	var cursor int64
@@ -89,7 +87,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	t := s.team(r)
 	out := []logEntry{}
-	sb := s.telemetryOf(t, m[1])
+	sb := s.telemetryOf(t, id)
 	if sb == nil {
 		// E2B does not check the sandbox here (infra handlers/sandbox_logs.go
 		// asks the log store only): unknown ids get no logs, not the 404 the
@@ -187,9 +185,8 @@ func (sb *sandbox) metricAt(t time.Time) metric {
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	m := sandboxIDShape.FindStringSubmatch(r.PathValue("sandboxID"))
-	if m == nil {
-		writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "")
+	id, ok := parseSandboxID(w, r.PathValue("sandboxID"))
+	if !ok {
 		return
 	}
 	var bounds [2]*time.Time
@@ -213,7 +210,7 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	t := s.team(r)
 	out := []metric{}
-	sb := s.telemetryOf(t, m[1])
+	sb := s.telemetryOf(t, id)
 	if sb == nil {
 		writeJSON(w, http.StatusOK, out) // E2B does not check the sandbox here either
 		return

@@ -138,6 +138,26 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// splitSnapshotName reads a snapshot name, [namespace/]name[:tag], as infra
+// handlers/snapshot_template_create.go and snapshot_template_list.go do: a
+// namespace other than the team's is 400 (written here), and an empty or
+// "default" tag (in any case) is "default". hasTag says whether the name
+// carried a tag at all.
+func splitSnapshotName(w http.ResponseWriter, t *team, full string) (name, tag string, hasTag, ok bool) {
+	name, tag, hasTag = strings.Cut(full, ":")
+	if tag == "" || strings.EqualFold(tag, "default") {
+		tag = "default"
+	}
+	if ns, alias, found := strings.Cut(name, "/"); found {
+		if ns != t.namespace {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
+			return "", "", false, false
+		}
+		name = alias
+	}
+	return name, tag, hasTag, true
+}
+
 // allTemplates is every template of every team plus the public ones;
 // callers hold s.mu.
 func (s *Server) allTemplates() []*template {
@@ -155,12 +175,10 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sandboxID, name := q.Get("sandboxID"), q.Get("name")
 	if sandboxID != "" {
-		m := sandboxIDShape.FindStringSubmatch(sandboxID)
-		if m == nil {
-			writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "") // infra handlers/snapshot_template_list.go
+		var ok bool
+		if sandboxID, ok = parseSandboxID(w, sandboxID); !ok { // infra handlers/snapshot_template_list.go
 			return
 		}
-		sandboxID = m[1]
 	}
 	type snapshotJSON struct {
 		SnapshotID string   `json:"snapshotID"`
@@ -171,21 +189,14 @@ func (s *Server) handleSnapshots(w http.ResponseWriter, r *http.Request) {
 	// name matches every tag, name:tag only that tag.
 	var filterName, filterTag string
 	if name != "" {
-		ident, tag, hasTag := strings.Cut(name, ":")
-		if hasTag {
-			filterTag = "default"
-			if tag != "" && !strings.EqualFold(tag, "default") {
-				filterTag = tag
-			}
-		}
-		if ns, alias, ok := strings.Cut(ident, "/"); ok {
-			if ns != t.namespace {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("namespace '%s' must match your team '%s'", ns, t.namespace), "")
-				return
-			}
-			ident = alias
+		ident, tag, hasTag, ok := splitSnapshotName(w, t, name)
+		if !ok {
+			return
 		}
 		filterName = ident
+		if hasTag {
+			filterTag = tag
+		}
 	}
 	var list []snapshotJSON
 	for i := len(t.snapshots) - 1; i >= 0; i-- { // newest first

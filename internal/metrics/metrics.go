@@ -112,30 +112,26 @@ func New(opts Options) *Registry {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	if opts.AuditQueue != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpgate_audit_queue_depth",
-			Help: "Audit events waiting to be written to the database.",
-		}, func() float64 { return float64(opts.AuditQueue()) }))
+		m.reg.MustRegister(gauge("mcpgate_audit_queue_depth", "Audit events waiting to be written to the database.",
+			func() float64 { return float64(opts.AuditQueue()) }))
 	}
 	if opts.DBStats != nil {
 		m.reg.MustRegister(&poolCollector{stat: opts.DBStats})
 	}
 	if opts.SpoolBytes != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpgate_audit_spool_bytes",
-			Help: "Bytes of audit events in the local spool, waiting for the next start to be written.",
-		}, func() float64 { return float64(opts.SpoolBytes()) }))
+		m.reg.MustRegister(gauge("mcpgate_audit_spool_bytes",
+			"Bytes of audit events in the local spool, waiting for the next start to be written.",
+			func() float64 { return float64(opts.SpoolBytes()) }))
 	}
 	if opts.Listening != nil {
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcpgate_invalidation_listener_connected",
-			Help: "1 while the cross-replica invalidation listener is connected, 0 while it reconnects.",
-		}, func() float64 {
-			if opts.Listening() {
-				return 1
-			}
-			return 0
-		}))
+		m.reg.MustRegister(gauge("mcpgate_invalidation_listener_connected",
+			"1 while the cross-replica invalidation listener is connected, 0 while it reconnects.",
+			func() float64 {
+				if opts.Listening() {
+					return 1
+				}
+				return 0
+			}))
 	}
 	// Pre-create the series of the label values known up front, so that
 	// dashboards and alerts see zeros rather than absent series.
@@ -144,6 +140,11 @@ func New(opts Options) *Registry {
 		m.authFails.WithLabelValues(r)
 	}
 	return m
+}
+
+// gauge is a gauge read from value at each scrape.
+func gauge(name, help string, value func() float64) prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, value)
 }
 
 func orDev(v string) string {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/lastused"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // TokenAuthenticator is the mcpgate.Authenticator of OAuth access tokens,
@@ -22,25 +21,20 @@ type TokenAuthenticator struct {
 	db       *store.DB
 	srv      *Server
 	resource string
-	trust    CacheTrust
 	now      func() time.Time
 
-	tokens sync.Map // string(hash) -> *cachedToken
-	gen    atomic.Uint64
+	tokens *trustcache.Cache[store.AccessToken] // by string(hash)
 
 	used *lastused.Recorder
-}
-
-type cachedToken struct {
-	tok     store.AccessToken
-	fetched time.Time
 }
 
 // NewAuthenticator returns the access-token authenticator for the server's
 // resource and starts its last-used flush; Close stops it.
 func (s *Server) NewAuthenticator() *TokenAuthenticator {
-	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, trust: s.opts.Trust, now: s.now}
-	a.used = lastused.New(lastused.Options{Write: s.db.TouchGrants, Now: s.now, Tick: a.sweep,
+	a := &TokenAuthenticator{db: s.db, srv: s, resource: s.resource, now: s.now,
+		tokens: trustcache.New[store.AccessToken](trustcache.Options{Trust: s.opts.Trust, Now: s.now})}
+	// Each flush also sweeps the cache, so that it holds only tokens in use.
+	a.used = lastused.New(lastused.Options{Write: s.db.TouchGrants, Now: s.now, Tick: a.tokens.Sweep,
 		OnError: func(err error, n int) { s.log.Warn("record grant last use", "err", err, "grants", n) }})
 	s.tokens = a
 	return a
@@ -85,36 +79,26 @@ func refused(reason string) error { return &mcpgate.AuthError{Reason: "oauth_" +
 func (a *TokenAuthenticator) check(ctx context.Context, tok string) (*mcpgate.Actor, error) {
 	hash := mcpgate.HashToken(tok)
 	now := a.now()
-	cached, _ := a.tokens.Load(string(hash))
-	ct, _ := cached.(*cachedToken)
-	if ct == nil || !(a.trust.Fresh(ct.fetched) || a.trust.SkipReload(ct.fetched)) {
-		gen := a.gen.Load()
+	// While the database is away, the token as known before stands in,
+	// exactly as a key does (service.cacheTrust).
+	t, err := a.tokens.Get(ctx, string(hash), func(ctx context.Context) (store.AccessToken, error) {
 		t, err := a.db.FindAccessToken(ctx, hash)
-		switch {
-		case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
-			return nil, refused("unknown")
-		case err != nil:
-			a.trust.Failed()
-			if ct == nil || !a.trust.Stale(ct.fetched) {
-				return nil, err
-			}
-			// The database is away: the token as known before stands in,
-			// exactly as a key does (service.cacheTrust).
-		default:
-			ct = &cachedToken{tok: *t, fetched: now}
-			a.tokens.Store(string(hash), ct)
-			// A load that overlapped an invalidation may have read the
-			// grant before it was revoked: do not keep it.
-			if a.gen.Load() != gen {
-				a.tokens.CompareAndDelete(string(hash), ct)
-			}
+		if err != nil {
+			return store.AccessToken{}, err
 		}
+		return *t, nil
+	})
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return nil, refused("unknown")
 	}
-	g := &ct.tok.Grant
+	if err != nil {
+		return nil, err
+	}
+	g := &t.Grant
 	switch {
 	case g.RevokedAt != nil:
 		return nil, refused("revoked")
-	case !now.Before(ct.tok.ExpiresAt):
+	case !now.Before(t.ExpiresAt):
 		return nil, refused("expired")
 	case g.Resource != a.resource:
 		// RFC 8707: a token for another resource (another gateway, or a
@@ -132,25 +116,10 @@ func (a *TokenAuthenticator) Invalidate(kind, workspaceID string) {
 	if kind != store.InvalidateGrants && kind != store.InvalidateKeys && kind != "" {
 		return
 	}
-	a.gen.Add(1)
-	a.tokens.Range(func(k, v any) bool {
-		if kind == "" || workspaceID == "" || v.(*cachedToken).tok.Grant.WorkspaceID == workspaceID {
-			a.tokens.Delete(k)
-		}
-		return true
+	a.tokens.Invalidate(func(t store.AccessToken) bool {
+		return kind == "" || workspaceID == "" || t.Grant.WorkspaceID == workspaceID
 	})
 }
 
 // Close writes last-used times and stops their flush.
 func (a *TokenAuthenticator) Close() { a.used.Close() }
-
-// sweep drops entries that can serve neither as fresh nor through an
-// outage, so the cache holds only tokens in use.
-func (a *TokenAuthenticator) sweep() {
-	a.tokens.Range(func(k, v any) bool {
-		if f := v.(*cachedToken).fetched; !a.trust.Fresh(f) && !a.trust.Stale(f) {
-			a.tokens.Delete(k)
-		}
-		return true
-	})
-}

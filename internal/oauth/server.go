@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // Lifetimes (design §12 and issue 16).
@@ -71,7 +72,7 @@ type Options struct {
 	// Trust decides how long a cached access token may be used: the
 	// services' rule, so that tokens follow the same revocation and outage
 	// guarantees as keys. Nil (tests): fresh for CacheTTL.
-	Trust CacheTrust
+	Trust trustcache.Trust
 	// CacheTTL is the TTL of the default Trust (default 30 s).
 	CacheTTL time.Duration
 	CIMD     CIMDOptions
@@ -102,20 +103,7 @@ type rateEntry struct {
 	last time.Time
 }
 
-// CacheTrust decides how long a cached entry may be used
-// (service.CacheTrust).
-type CacheTrust interface {
-	// Fresh: usable without a reload.
-	Fresh(fetched time.Time) bool
-	// Stale: may stand in when a reload cannot reach the database.
-	Stale(fetched time.Time) bool
-	// Failed records a reload that could not reach the database.
-	Failed()
-	// SkipReload: the database failed a moment ago; do not wait on it.
-	SkipReload(fetched time.Time) bool
-}
-
-// ttlTrust is the default CacheTrust: a TTL, and nothing stands in.
+// ttlTrust is the default trust: a TTL, and nothing stands in.
 type ttlTrust struct {
 	ttl time.Duration
 	now func() time.Time

@@ -80,10 +80,7 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 		t.Errorf("%s does not record the shutdown:\n%s", c.LogFile(), log)
 	}
 
-	c = mustStart(t, dir)
-	if got := mustNote(t, c); got != "kept" {
-		t.Errorf("after restart note = %q, want %q", got, "kept")
-	}
+	wantNote(t, mustStart(t, dir), "kept")
 }
 
 func TestSecondStartRefused(t *testing.T) {
@@ -157,10 +154,7 @@ func TestRestartAfterPostmasterKilled(t *testing.T) {
 	t.Parallel()
 	dir := mustDataDir(t)
 	c := mustStart(t, dir)
-	conn := mustConnect(t, c.DSN())
-	mustExec(t, conn, "CREATE TABLE notes (body text NOT NULL)")
-	mustExec(t, conn, "INSERT INTO notes VALUES ('survived')")
-	conn.Close(context.Background())
+	mustWriteNote(t, c.DSN(), "survived")
 
 	if err := syscall.Kill(postmasterPID(t, dir), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -172,10 +166,7 @@ func TestRestartAfterPostmasterKilled(t *testing.T) {
 		t.Fatalf("want a stale postmaster.pid for this test, stat err = %v", err)
 	}
 
-	c = mustStart(t, dir)
-	if got := mustNote(t, c); got != "survived" {
-		t.Errorf("after restart note = %q, want %q", got, "survived")
-	}
+	wantNote(t, mustStart(t, dir), "survived")
 }
 
 // When mcpgate itself dies without Stop, the server runs on as an orphan; the
@@ -199,11 +190,7 @@ func TestRestartAfterOwnerCrash(t *testing.T) {
 	if err != nil {
 		t.Fatalf("helper did not report its DSN: %v", err)
 	}
-	dsn := strings.TrimSpace(line)
-	conn := mustConnect(t, dsn)
-	mustExec(t, conn, "CREATE TABLE notes (body text NOT NULL)")
-	mustExec(t, conn, "INSERT INTO notes VALUES ('orphaned')")
-	conn.Close(context.Background())
+	mustWriteNote(t, strings.TrimSpace(line), "orphaned")
 
 	// While the helper lives, its lock keeps us out, across processes.
 	if _, err := pgembed.Start(context.Background(), pgembed.Options{Dir: dir}); !errors.Is(err, pgembed.ErrInUse) {
@@ -220,9 +207,7 @@ func TestRestartAfterOwnerCrash(t *testing.T) {
 	if got := postmasterPID(t, dir); got != orphan {
 		t.Errorf("postmaster pid = %d, want the adopted orphan %d", got, orphan)
 	}
-	if got := mustNote(t, c); got != "orphaned" {
-		t.Errorf("after adoption note = %q, want %q", got, "orphaned")
-	}
+	wantNote(t, c, "orphaned")
 	if err := c.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop() err = %v", err)
 	}
@@ -308,7 +293,18 @@ func mustExec(t *testing.T, conn *pgx.Conn, sql string) {
 	}
 }
 
-func mustNote(t *testing.T, c *pgembed.Cluster) string {
+// mustWriteNote commits one note in a new table of the cluster at dsn, for
+// wantNote to find after a restart.
+func mustWriteNote(t *testing.T, dsn, body string) {
+	t.Helper()
+	conn := mustConnect(t, dsn)
+	defer conn.Close(context.Background())
+	mustExec(t, conn, "CREATE TABLE notes (body text NOT NULL)")
+	mustExec(t, conn, "INSERT INTO notes VALUES ('"+body+"')")
+}
+
+// wantNote checks that the note committed before a restart is there.
+func wantNote(t *testing.T, c *pgembed.Cluster, want string) {
 	t.Helper()
 	conn := mustConnect(t, c.DSN())
 	defer conn.Close(context.Background())
@@ -316,7 +312,9 @@ func mustNote(t *testing.T, c *pgembed.Cluster) string {
 	if err := conn.QueryRow(context.Background(), "SELECT body FROM notes").Scan(&body); err != nil {
 		t.Fatalf("select note err = %v", err)
 	}
-	return body
+	if body != want {
+		t.Errorf("note after the restart = %q, want %q", body, want)
+	}
 }
 
 func postmasterPID(t *testing.T, dir string) int {

@@ -2,19 +2,15 @@ package service
 
 import (
 	"context"
-	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // Grants implements mcpgate.GrantService: all of the workspace's live
 // grants for an admin, a member's own otherwise.
 func (s *Service) Grants(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Grant, error) {
-	owner := ""
-	if !a.CanAdmin() {
-		owner = a.UserID
-	}
-	return s.db.ListGrants(ctx, a.WorkspaceID, owner)
+	return s.db.ListGrants(ctx, a.WorkspaceID, visibleOwner(a))
 }
 
 // RevokeGrant implements mcpgate.GrantService: its owner or a workspace
@@ -22,7 +18,7 @@ func (s *Service) Grants(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Grant
 // grant of another workspace to everyone.
 func (s *Service) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) error {
 	g, err := s.db.FindGrant(ctx, a.WorkspaceID, id)
-	if err == nil && (g.RevokedAt != nil || (!a.CanAdmin() && g.UserID != a.UserID)) {
+	if err == nil && (g.RevokedAt != nil || !mayManage(a, g.UserID)) {
 		err = mcpgate.Errorf(mcpgate.ENotFound, "grant not found")
 	}
 	if err == nil {
@@ -36,17 +32,9 @@ func (s *Service) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) 
 	return nil
 }
 
-// CacheTrust is the services' rule for how long a cached entry may be used
-// (see cacheTrust): fresh for the TTL only while the invalidation listener
-// is connected, and standing in through a database outage for the grace.
-// Caches outside the package that must honour revocations the same way
-// (the OAuth access-token authenticator) follow it too.
-type CacheTrust interface {
-	Fresh(fetched time.Time) bool
-	Stale(fetched time.Time) bool
-	Failed()
-	SkipReload(fetched time.Time) bool
-}
-
-// CacheTrust returns the services' cache trust.
-func (s *Service) CacheTrust() CacheTrust { return s.trust }
+// CacheTrust returns the services' rule for how long a cached entry may be
+// used (see cacheTrust): fresh for the TTL only while the invalidation
+// listener is connected, and standing in through a database outage for the
+// grace. Caches outside the package that must honour revocations the same
+// way (the OAuth access-token authenticator) follow it too.
+func (s *Service) CacheTrust() trustcache.Trust { return s.trust }

@@ -6,13 +6,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/lastused"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // KeyAuthenticator is the mcpgate.Authenticator of MCP keys, presented in
@@ -20,23 +19,18 @@ import (
 // X-API-Key. It caches keys (with the hash of their secret, never the
 // secret) and batches last-used times off the call path.
 type KeyAuthenticator struct {
-	db    *store.DB
-	log   *slog.Logger
-	trust *cacheTrust
-	now   func() time.Time
+	db  *store.DB
+	log *slog.Logger
+	now func() time.Time
 
-	keys sync.Map // key id -> *cachedKey
-	gen  atomic.Uint64
+	keys *trustcache.Cache[cachedKey] // by key id
 
 	used *lastused.Recorder
-
-	beforeCache func() // tests: see Service.beforeCache
 }
 
 type cachedKey struct {
-	key     mcpgate.APIKey
-	hash    []byte
-	fetched time.Time
+	key  mcpgate.APIKey
+	hash []byte
 }
 
 // Auth failure reasons, for metrics and logs only, never responses.
@@ -50,7 +44,8 @@ const (
 // NewKeyAuthenticator returns the key authenticator of the service's
 // database and starts its last-used flush; Close stops it.
 func (s *Service) NewKeyAuthenticator() *KeyAuthenticator {
-	a := &KeyAuthenticator{db: s.db, log: s.log, trust: s.trust, now: s.now, beforeCache: s.beforeCache}
+	a := &KeyAuthenticator{db: s.db, log: s.log, now: s.now,
+		keys: trustcache.New[cachedKey](trustcache.Options{Trust: s.trust, Now: s.now, BeforeStore: s.beforeCache})}
 	a.used = lastused.New(lastused.Options{Write: s.db.TouchKeys, Now: s.now,
 		OnError: func(err error, n int) { s.log.Warn("record key last use", "err", err, "keys", n) }})
 	return a
@@ -94,36 +89,24 @@ func (a *KeyAuthenticator) check(ctx context.Context, presented string) (*mcpgat
 		return nil, &mcpgate.AuthError{Reason: reasonMalformed}
 	}
 	now := a.now()
-	cached, _ := a.keys.Load(id)
-	ck, _ := cached.(*cachedKey)
-	if ck == nil || !(a.trust.Fresh(ck.fetched) || a.trust.SkipReload(ck.fetched)) {
-		gen := a.gen.Load()
+	ck, err := a.keys.Get(ctx, id, func(ctx context.Context) (cachedKey, error) {
 		k, hash, err := a.db.FindKeyForAuth(ctx, id)
-		switch {
-		case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
-			return nil, &mcpgate.AuthError{Reason: reasonUnknown}
-		case err != nil:
-			a.trust.Failed()
-			if ck == nil || !a.trust.Stale(ck.fetched) {
-				return nil, err
-			}
-			// The database is away: the key as known before stands in.
-			return a.verify(ck, secret, now)
+		if err != nil {
+			return cachedKey{}, err
 		}
-		ck = &cachedKey{key: *k, hash: hash, fetched: now}
-		if a.beforeCache != nil {
-			a.beforeCache()
-		}
-		a.keys.Store(id, ck)
-		if a.gen.Load() != gen {
-			a.keys.CompareAndDelete(id, ck)
-		}
+		return cachedKey{key: *k, hash: hash}, nil
+	})
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return nil, &mcpgate.AuthError{Reason: reasonUnknown}
+	}
+	if err != nil {
+		return nil, err
 	}
 	return a.verify(ck, secret, now)
 }
 
 // verify checks a presented secret and the key's state.
-func (a *KeyAuthenticator) verify(ck *cachedKey, secret string, now time.Time) (*mcpgate.Actor, error) {
+func (a *KeyAuthenticator) verify(ck cachedKey, secret string, now time.Time) (*mcpgate.Actor, error) {
 	if subtle.ConstantTimeCompare(mcpgate.HashMCPKeySecret(secret), ck.hash) != 1 {
 		return nil, &mcpgate.AuthError{Reason: reasonUnknown}
 	}
@@ -143,13 +126,7 @@ func (a *KeyAuthenticator) Invalidate(kind, workspaceID string) {
 	if kind != InvalidateKeys && kind != "" {
 		return
 	}
-	a.gen.Add(1)
-	a.keys.Range(func(k, v any) bool {
-		if workspaceID == "" || v.(*cachedKey).key.WorkspaceID == workspaceID {
-			a.keys.Delete(k)
-		}
-		return true
-	})
+	a.keys.Invalidate(func(ck cachedKey) bool { return workspaceID == "" || ck.key.WorkspaceID == workspaceID })
 }
 
 // Close writes last-used times and stops their flush.

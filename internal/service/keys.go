@@ -45,18 +45,28 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 // Keys implements mcpgate.KeyService: all of the workspace's for an admin, a
 // member's own otherwise.
 func (s *Service) Keys(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.APIKey, error) {
-	owner := ""
-	if !a.CanAdmin() {
-		owner = a.UserID
-	}
-	return s.db.ListKeys(ctx, a.WorkspaceID, owner)
+	return s.db.ListKeys(ctx, a.WorkspaceID, visibleOwner(a))
 }
+
+// visibleOwner is the owner filter of the visibility rule keys and grants
+// share: "" (every owner) for a workspace admin, the member's own id
+// otherwise.
+func visibleOwner(a *mcpgate.Actor) string {
+	if a.CanAdmin() {
+		return ""
+	}
+	return a.UserID
+}
+
+// mayManage reports whether the actor may act on a credential of ownerID
+// (revoke a key or a grant): its owner or a workspace admin.
+func mayManage(a *mcpgate.Actor, ownerID string) bool { return a.CanAdmin() || ownerID == a.UserID }
 
 // RevokeKey implements mcpgate.KeyService: its owner or a workspace admin
 // may. Another member's key reads as not found to a member.
 func (s *Service) RevokeKey(ctx context.Context, a *mcpgate.Actor, id string) error {
 	k, err := s.db.FindKey(ctx, a.WorkspaceID, id)
-	if err == nil && !a.CanAdmin() && k.UserID != a.UserID {
+	if err == nil && !mayManage(a, k.UserID) {
 		err = mcpgate.Errorf(mcpgate.ENotFound, "key not found")
 	}
 	if err == nil {

@@ -16,21 +16,10 @@ import (
 func TestApprovals_WorkspaceIsolation(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	personal := func(email string) (userID, ws string) {
-		u, err := db.CreateUser(ctx, email, "hash", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wss, err := db.WorkspacesOfUser(ctx, u.ID)
-		if err != nil || len(wss) != 1 {
-			t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
-		}
-		return u.ID, wss[0].ID
-	}
-	userA, wsA := personal("a@example.com")
-	_, wsB := personal("b@example.com")
+	wsA, a := mustWorkspace(t, db, "a@example.com")
+	wsB, _ := mustWorkspace(t, db, "b@example.com")
 	now := time.Now()
-	ap := &mcpgate.ApprovalRequest{WorkspaceID: wsA, KeyID: "k1", RequestedBy: userA, Tool: "t", ToolTitle: "T",
+	ap := &mcpgate.ApprovalRequest{WorkspaceID: wsA, KeyID: "k1", RequestedBy: a.ID, Tool: "t", ToolTitle: "T",
 		Arguments: map[string]any{"x": "1"}, Summary: "s", ExpiresAt: now.Add(10 * time.Minute)}
 	if err := db.CreateApproval(ctx, ap, "hash1"); err != nil {
 		t.Fatal(err)
@@ -44,13 +33,13 @@ func TestApprovals_WorkspaceIsolation(t *testing.T) {
 	if n, _ := db.CountPendingApprovals(ctx, wsB, "", now); n != 0 {
 		t.Errorf("CountPendingApprovals(other workspace) = %d", n)
 	}
-	if ok, err := db.DecideApproval(ctx, wsB, ap.ID, userA, true, now); ok || err != nil {
+	if ok, err := db.DecideApproval(ctx, wsB, ap.ID, a.ID, true, now); ok || err != nil {
 		t.Errorf("DecideApproval(other workspace) = %v, %v; want false", ok, err)
 	}
-	if ok, _ := db.DecideApproval(ctx, wsA, ap.ID, userA, true, now); !ok {
+	if ok, _ := db.DecideApproval(ctx, wsA, ap.ID, a.ID, true, now); !ok {
 		t.Fatal("DecideApproval(own workspace) = false")
 	}
-	use := store.ApprovalUse{WorkspaceID: wsB, ID: ap.ID, KeyID: "k1", UserID: userA, Tool: "t", ArgsHash: "hash1", Now: now}
+	use := store.ApprovalUse{WorkspaceID: wsB, ID: ap.ID, KeyID: "k1", UserID: a.ID, Tool: "t", ArgsHash: "hash1", Now: now}
 	if ok, err := db.UseApproval(ctx, use); ok || err != nil {
 		t.Errorf("UseApproval(other workspace) = %v, %v; want false", ok, err)
 	}
@@ -67,7 +56,7 @@ func TestApprovals_WorkspaceIsolation(t *testing.T) {
 	if g, err := db.Guardrails(ctx, wsB); err != nil || g.MaxRunning != 0 {
 		t.Errorf("Guardrails(untouched) = %+v, %v", g, err)
 	}
-	if err := db.SetGuardrails(ctx, wsA, userA, mcpgate.Guardrails{MaxRunning: 3, AllowedTemplates: []string{"base"}}); err != nil {
+	if err := db.SetGuardrails(ctx, wsA, a.ID, mcpgate.Guardrails{MaxRunning: 3, AllowedTemplates: []string{"base"}}); err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := db.Guardrails(ctx, wsB); g.MaxRunning != 0 || len(g.AllowedTemplates) != 0 {

@@ -376,15 +376,7 @@ func (db *DB) AuditHourlyFrom(ctx context.Context, workspaceID, actorID, source 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditBucket, error) {
-		var b AuditBucket
-		return b, r.Scan(&b.Hour, &b.Calls, &b.Errors)
-	})
-	return out, mapError(err, "")
+	return listRows(ctx, db, func(r pgx.Row, b *AuditBucket) error { return r.Scan(&b.Hour, &b.Calls, &b.Errors) }, q, args...)
 }
 
 func auditHourlyQuery(workspaceID, actorID, source string, since time.Time) (string, []any, error) {

@@ -24,18 +24,18 @@ func TestMigrate_AuditPartitioningKeepsRowsBothWays(t *testing.T) {
 		t.Fatalf("Migrate() err = %v", err)
 	}
 	mustMigrateDownTo(t, db, 1)
-	user, ws := mustAuditWorkspace(t, db, "a@example.com")
+	ws, u := mustWorkspace(t, db, "a@example.com")
 	// The log as 00001 wrote it: tool calls over the last three days and an
 	// admin action recorded as "api".
 	if _, err := db.Pool.Exec(ctx, `
 		INSERT INTO audit_log (workspace_id, actor_id, kind, action, outcome, source, created_at)
 		SELECT $1, $2, 'tool_call', 'e2b_list_sandboxes', CASE WHEN g % 10 = 0 THEN 'error' ELSE 'ok' END, 'mcp',
 			now() - g * interval '1 hour'
-		FROM generate_series(1, 72) g`, ws, user); err != nil {
+		FROM generate_series(1, 72) g`, ws, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO audit_log (workspace_id, actor_id, kind, action, outcome, source)
-		VALUES ($1, $2, 'admin', 'key.created', 'ok', 'api')`, ws, user); err != nil {
+		VALUES ($1, $2, 'admin', 'key.created', 'ok', 'api')`, ws, u.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Migrate(ctx); err != nil {
@@ -59,7 +59,7 @@ func TestMigrate_AuditPartitioningKeepsRowsBothWays(t *testing.T) {
 	if calls != 72 || errs != 7 {
 		t.Fatalf("rollup after 00002 = %d calls, %d errors; want 72, 7", calls, errs)
 	}
-	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: user, Kind: "tool_call", Action: "x",
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, Kind: "tool_call", Action: "x",
 		Outcome: mcpgate.OutcomeOK, Source: "mcp"})
 	mustMigrateDownTo(t, db, 1)
 	if n := count(t, db, `SELECT count(*) FROM audit_log`); n != 74 {

@@ -161,18 +161,12 @@ func sealedUnion() string {
 // SealedTermUsage counts stored secrets per key term: E2B credentials and
 // TOTP secrets together.
 func (db *DB) SealedTermUsage(ctx context.Context) ([]TermUsage, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT key_term, count(*) FROM (`+sealedUnion()+`) s GROUP BY key_term ORDER BY key_term`)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TermUsage, error) {
-		var t TermUsage
+	return listRows(ctx, db, func(r pgx.Row, t *TermUsage) error {
 		var term int64
 		err := r.Scan(&term, &t.Rows)
 		t.Term = uint32(term)
-		return t, err
-	})
-	return out, mapError(err, "")
+		return err
+	}, `SELECT key_term, count(*) FROM (`+sealedUnion()+`) s GROUP BY key_term ORDER BY key_term`)
 }
 
 // CountSealedBelow counts the secrets sealed under a term older than term:

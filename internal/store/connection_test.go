@@ -39,18 +39,6 @@ var (
 	otherRoot = []byte("store-test-root-key-other-456789")
 )
 
-// mustWorkspace creates a user and returns the id of their personal
-// workspace, and the user.
-func mustWorkspace(t *testing.T, db *store.DB, email string) (string, *mcpgate.User) {
-	t.Helper()
-	u := mustUser(t, db, email)
-	ws, err := db.WorkspacesOfUser(context.Background(), u.ID)
-	if err != nil || len(ws) != 1 {
-		t.Fatalf("WorkspacesOfUser() = %v, %v", ws, err)
-	}
-	return ws[0].ID, u
-}
-
 func mustPut(t *testing.T, db *store.DB, k store.Sealer, ws, userID, connector, key string) *mcpgate.Connection {
 	t.Helper()
 	c := &mcpgate.Connection{WorkspaceID: ws, Connector: connector, KeyHint: "e2b_…" + key[len(key)-4:],
@@ -59,6 +47,22 @@ func mustPut(t *testing.T, db *store.DB, k store.Sealer, ws, userID, connector, 
 		t.Fatalf("PutConnection() err = %v", err)
 	}
 	return c
+}
+
+// mustKeyringDB is a fresh database with a keyring on it (testRoot).
+func mustKeyringDB(t *testing.T) (*store.DB, *vault.Keyring) {
+	t.Helper()
+	db := storetest.Open(t)
+	return db, mustKeyringOn(t, db, testRoot)
+}
+
+// mustConnected creates a user whose personal workspace holds key as its
+// e2b credential.
+func mustConnected(t *testing.T, db *store.DB, k store.Sealer, email, key string) (ws string, u *mcpgate.User) {
+	t.Helper()
+	ws, u = mustWorkspace(t, db, email)
+	mustPut(t, db, k, ws, u.ID, "e2b", key)
+	return ws, u
 }
 
 func mustOpenCredential(t *testing.T, db *store.DB, k store.Sealer, ws, connector string) string {
@@ -84,11 +88,9 @@ func rawConnection(t *testing.T, db *store.DB, ws, connector string) (id string,
 }
 
 func TestPutConnection_StoresNoPlaintext(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	ws, u := mustWorkspace(t, db, "a@example.com")
-	mustPut(t, db, k, ws, u.ID, "e2b", keyA)
+	ws, _ := mustConnected(t, db, k, "a@example.com", keyA)
 
 	_, ct, term := rawConnection(t, db, ws, "e2b")
 	secretPart := keyA[len("e2b_"):]
@@ -123,13 +125,10 @@ func TestPutConnection_StoresNoPlaintext(t *testing.T) {
 }
 
 func TestOpenCredential_CopiedCiphertextDoesNotOpen(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	wsA, ua := mustWorkspace(t, db, "a@example.com")
-	wsB, ub := mustWorkspace(t, db, "b@example.com")
-	mustPut(t, db, k, wsA, ua.ID, "e2b", keyA)
-	mustPut(t, db, k, wsB, ub.ID, "e2b", keyB)
+	wsA, ua := mustConnected(t, db, k, "a@example.com", keyA)
+	wsB, _ := mustConnected(t, db, k, "b@example.com", keyB)
 	mustPut(t, db, k, wsA, ua.ID, "other", keyB) // another row of the same workspace
 
 	_, ctA, _ := rawConnection(t, db, wsA, "e2b")
@@ -158,11 +157,9 @@ func TestOpenCredential_CopiedCiphertextDoesNotOpen(t *testing.T) {
 }
 
 func TestPutConnection_ReplaceKeepsOneRow(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	ws, u := mustWorkspace(t, db, "a@example.com")
-	mustPut(t, db, k, ws, u.ID, "e2b", keyA)
+	ws, u := mustConnected(t, db, k, "a@example.com", keyA)
 	id1, ct1, _ := rawConnection(t, db, ws, "e2b")
 	if err := db.MarkAuthFailure(ctx, ws, "e2b"); err != nil {
 		t.Fatalf("MarkAuthFailure() err = %v", err)
@@ -199,12 +196,10 @@ func TestPutConnection_ReplaceKeepsOneRow(t *testing.T) {
 }
 
 func TestConnection_WorkspaceIsolation(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
-	wsA, ua := mustWorkspace(t, db, "a@example.com")
+	wsA, _ := mustConnected(t, db, k, "a@example.com", keyA)
 	wsB, _ := mustWorkspace(t, db, "b@example.com")
-	mustPut(t, db, k, wsA, ua.ID, "e2b", keyA)
 
 	for _, ws := range []string{wsB, "not-a-uuid", "00000000-0000-0000-0000-000000000000"} {
 		t.Run(ws, func(t *testing.T) {
@@ -290,9 +285,8 @@ func checkAllOpen(t *testing.T, db *store.DB, k store.Sealer, want map[string]st
 }
 
 func TestResealOld(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
 	want := mustPopulate(t, db, k, 25)
 	if n, _, err := db.ResealOld(ctx, k, 10, nil); n != 0 || err != nil {
 		t.Fatalf("ResealOld() with nothing old = %d, %v; want 0, nil", n, err)
@@ -306,8 +300,7 @@ func TestResealOld(t *testing.T) {
 		t.Fatalf("Rotate() = %d, %v", term, err)
 	}
 	// A credential stored after the rotation is already under term 2.
-	ws, u := mustWorkspace(t, db, "late@example.com")
-	mustPut(t, db, k, ws, u.ID, "e2b", keyB)
+	ws, _ := mustConnected(t, db, k, "late@example.com", keyB)
 	want[ws] = keyB
 	usage, _ = db.SealedTermUsage(ctx)
 	if !cmp.Equal(usage, []store.TermUsage{{Term: 1, Rows: 25}, {Term: 2, Rows: 1}}) {
@@ -337,9 +330,8 @@ func TestResealOld(t *testing.T) {
 }
 
 func TestResealOld_ConcurrentRunsShareTheWork(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
 	want := mustPopulate(t, db, k, 40)
 	if _, err := k.Rotate(ctx); err != nil {
 		t.Fatalf("Rotate() err = %v", err)
@@ -375,9 +367,8 @@ func TestResealOld_ConcurrentRunsShareTheWork(t *testing.T) {
 }
 
 func TestDeleteVaultTerm(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
 	want := mustPopulate(t, db, k, 3)
 	for range 2 {
 		if _, err := k.Rotate(ctx); err != nil {
@@ -434,9 +425,8 @@ func TestDeleteVaultTerm(t *testing.T) {
 // A credential that no longer opens must not stop the others from moving to
 // the new term: before, every run retried the same damaged row first.
 func TestResealOld_SkipsDamagedRow(t *testing.T) {
-	db := storetest.Open(t)
+	db, k := mustKeyringDB(t)
 	ctx := context.Background()
-	k := mustKeyringOn(t, db, testRoot)
 	want := mustPopulate(t, db, k, 5)
 	var badWS string
 	for ws := range want {

@@ -169,6 +169,41 @@ func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db.Pool, fn)
 }
 
+// touchLastUsed moves last_used_at of a batch of rows of table forward to
+// their last-use times, in one statement; it never moves one back, so a late
+// batch from another replica cannot undo a newer mark. idType is the type
+// of the table's id column.
+func (db *DB) touchLastUsed(ctx context.Context, table, idType string, used map[string]time.Time) error {
+	if len(used) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(used))
+	times := make([]time.Time, 0, len(used))
+	for id, t := range used {
+		ids = append(ids, id)
+		times = append(times, t)
+	}
+	_, err := db.Pool.Exec(ctx, `
+		UPDATE `+table+` r SET last_used_at = u.t
+		FROM unnest($1::`+idType+`[], $2::timestamptz[]) AS u(id, t)
+		WHERE r.id = u.id AND (r.last_used_at IS NULL OR r.last_used_at < u.t)`, ids, times)
+	return mapError(err, "")
+}
+
+// listRows runs a query and collects its rows, each filled in by scan, with
+// errors mapped as every store method maps them.
+func listRows[T any](ctx context.Context, db *DB, scan func(pgx.Row, *T) error, sql string, args ...any) ([]T, error) {
+	rows, err := db.Pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (T, error) {
+		var v T
+		return v, scan(r, &v)
+	})
+	return out, mapError(err, "")
+}
+
 // mapError turns database errors into coded errors: no rows become ENotFound
 // with the given message, unique violations EConflict, and an unreachable
 // database EUnavailable. Anything else is wrapped as it is.

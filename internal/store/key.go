@@ -30,18 +30,10 @@ func scanKey(r pgx.Row, k *mcpgate.APIKey) error {
 // ListKeys lists a workspace's keys, newest first; with userID set, only
 // that user's.
 func (db *DB) ListKeys(ctx context.Context, workspaceID, userID string) ([]mcpgate.APIKey, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, scanKey, `
 		SELECT `+keyColumns+` FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.workspace_id = $1 AND ($2 = '' OR k.user_id::text = $2)
 		ORDER BY k.created_at DESC`, workspaceID, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.APIKey, error) {
-		var k mcpgate.APIKey
-		return k, scanKey(r, &k)
-	})
-	return keys, mapError(err, "")
 }
 
 // FindKey returns one key of a workspace.
@@ -91,18 +83,5 @@ func (db *DB) FindKeyForAuth(ctx context.Context, id string) (*mcpgate.APIKey, [
 // TouchKeys records last use for a batch of keys. Callers batch it so the
 // call path never waits on this write.
 func (db *DB) TouchKeys(ctx context.Context, used map[string]time.Time) error {
-	if len(used) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(used))
-	times := make([]time.Time, 0, len(used))
-	for id, t := range used {
-		ids = append(ids, id)
-		times = append(times, t)
-	}
-	_, err := db.Pool.Exec(ctx, `
-		UPDATE api_keys k SET last_used_at = u.t
-		FROM unnest($1::text[], $2::timestamptz[]) AS u(id, t)
-		WHERE k.id = u.id AND (k.last_used_at IS NULL OR k.last_used_at < u.t)`, ids, times)
-	return mapError(err, "")
+	return db.touchLastUsed(ctx, "api_keys", "text", used)
 }

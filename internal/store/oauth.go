@@ -262,18 +262,10 @@ func (db *DB) FindGrant(ctx context.Context, workspaceID, id string) (*mcpgate.G
 // ListGrants lists a workspace's live grants, newest first; with userID
 // set, only that user's.
 func (db *DB) ListGrants(ctx context.Context, workspaceID, userID string) ([]mcpgate.Grant, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, func(r pgx.Row, g *mcpgate.Grant) error { return scanGrant(r, g) }, `
 		SELECT `+grantColumns+` FROM oauth_grants g JOIN oauth_clients c ON c.id = g.client_id JOIN users u ON u.id = g.user_id
 		WHERE g.workspace_id = $1 AND ($2 = '' OR g.user_id::text = $2) AND g.revoked_at IS NULL
 		ORDER BY g.created_at DESC`, workspaceID, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	gs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Grant, error) {
-		var g mcpgate.Grant
-		return g, scanGrant(r, &g)
-	})
-	return gs, mapError(err, "")
 }
 
 // RevokeGrant revokes a live grant of a workspace and deletes its tokens;
@@ -306,20 +298,7 @@ func revokeGrantTx(ctx context.Context, tx pgx.Tx, workspaceID, id string) error
 
 // TouchGrants records last use for a batch of grants, off the call path.
 func (db *DB) TouchGrants(ctx context.Context, used map[string]time.Time) error {
-	if len(used) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(used))
-	times := make([]time.Time, 0, len(used))
-	for id, t := range used {
-		ids = append(ids, id)
-		times = append(times, t)
-	}
-	_, err := db.Pool.Exec(ctx, `
-		UPDATE oauth_grants g SET last_used_at = u.t
-		FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, t)
-		WHERE g.id = u.id AND (g.last_used_at IS NULL OR g.last_used_at < u.t)`, ids, times)
-	return mapError(err, "")
+	return db.touchLastUsed(ctx, "oauth_grants", "uuid", used)
 }
 
 // PruneOAuth deletes what no longer matters: spent or expired codes, expired

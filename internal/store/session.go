@@ -35,18 +35,12 @@ func (db *DB) DescribeSession(ctx context.Context, sessionID, address, userAgent
 
 // SessionsOfUser lists a user's live sessions, newest first.
 func (db *DB) SessionsOfUser(ctx context.Context, userID string) ([]mcpgate.Session, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, func(r pgx.Row, s *mcpgate.Session) error {
+		return r.Scan(&s.ID, &s.CreatedAt, &s.ExpiresAt, &s.Address, &s.UserAgent)
+	}, `
 		SELECT id, created_at, expires_at, address, user_agent FROM sessions
 		WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > now()
 		ORDER BY created_at DESC, id`, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Session, error) {
-		var s mcpgate.Session
-		return s, r.Scan(&s.ID, &s.CreatedAt, &s.ExpiresAt, &s.Address, &s.UserAgent)
-	})
-	return out, mapError(err, "")
 }
 
 // RevokeUserSession ends one session of the user; a session of anyone else

@@ -113,15 +113,9 @@ func (db *DB) SetInstanceAdmin(ctx context.Context, email string, admin bool) er
 
 // ListUsers lists every user of the instance, oldest first.
 func (db *DB) ListUsers(ctx context.Context) ([]mcpgate.User, error) {
-	rows, err := db.Pool.Query(ctx, `SELECT id, email, instance_admin, created_at FROM users ORDER BY created_at`)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	users, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.User, error) {
-		var u mcpgate.User
-		return u, r.Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
-	})
-	return users, mapError(err, "")
+	return listRows(ctx, db, func(r pgx.Row, u *mcpgate.User) error {
+		return r.Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+	}, `SELECT id, email, instance_admin, created_at FROM users ORDER BY created_at`)
 }
 
 // CreateSession records a dashboard session and returns its id.

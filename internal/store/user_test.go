@@ -18,6 +18,14 @@ func mustUser(t *testing.T, db *store.DB, email string) *mcpgate.User {
 	return u
 }
 
+// mustWorkspace creates a user and returns the id of their personal
+// workspace, and the user.
+func mustWorkspace(t *testing.T, db *store.DB, email string) (string, *mcpgate.User) {
+	t.Helper()
+	u := mustUser(t, db, email)
+	return mustPersonal(t, db, u), u
+}
+
 func TestCreateUser(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
@@ -38,22 +46,21 @@ func TestCreateUser(t *testing.T) {
 func TestMembership_IsolatedPerWorkspace(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()
-	a := mustUser(t, db, "a@example.com")
+	wsA, a := mustWorkspace(t, db, "a@example.com")
 	b := mustUser(t, db, "b@example.com")
-	wsA, _ := db.WorkspacesOfUser(ctx, a.ID)
-	if _, err := db.FindMembership(ctx, wsA[0].ID, b.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if _, err := db.FindMembership(ctx, wsA, b.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("FindMembership(other) err = %v, want not_found", err)
 	}
 	if _, err := db.FindMembership(ctx, "not-a-uuid", a.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("FindMembership(bad id) err = %v, want not_found", err)
 	}
-	if err := db.RemoveMember(ctx, wsA[0].ID, a.ID); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if err := db.RemoveMember(ctx, wsA, a.ID); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("RemoveMember(last owner) err = %v, want conflict", err)
 	}
-	if _, err := db.UpdateMemberRole(ctx, wsA[0].ID, a.ID, mcpgate.RoleMember); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if _, err := db.UpdateMemberRole(ctx, wsA, a.ID, mcpgate.RoleMember); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("UpdateMemberRole(last owner) err = %v, want conflict", err)
 	}
-	if err := db.RemoveMember(ctx, wsA[0].ID, b.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if err := db.RemoveMember(ctx, wsA, b.ID); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("RemoveMember(non-member) err = %v, want not_found", err)
 	}
 }

@@ -36,18 +36,16 @@ func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*mcpga
 
 // WorkspacesOfUser lists the workspaces the user belongs to, with their role.
 func (db *DB) WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, scanMembership, `
 		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.user_id = $1 ORDER BY w.personal DESC, w.created_at`, userID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Workspace, error) {
-		var w mcpgate.Workspace
-		return w, r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
-	})
-	return ws, mapError(err, "")
+}
+
+// scanMembership reads a workspace as one member sees it: id, name,
+// personal, created_at, require_two_factor and the member's role.
+func scanMembership(r pgx.Row, w *mcpgate.Workspace) error {
+	return r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
 }
 
 // FindMembership returns the workspace as seen by the user, with their role.
@@ -58,11 +56,10 @@ func (db *DB) FindMembership(ctx context.Context, workspaceID, userID string) (*
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, wsNotFound)
 	}
 	var w mcpgate.Workspace
-	err := db.Pool.QueryRow(ctx, `
+	err := scanMembership(db.Pool.QueryRow(ctx, `
 		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
-		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID).
-		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
+		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID), &w)
 	if err != nil {
 		return nil, mapError(err, wsNotFound)
 	}
@@ -71,30 +68,29 @@ func (db *DB) FindMembership(ctx context.Context, workspaceID, userID string) (*
 
 // ListMembers lists a workspace's members.
 func (db *DB) ListMembers(ctx context.Context, workspaceID string) ([]mcpgate.Member, error) {
-	rows, err := db.Pool.Query(ctx, `
-		SELECT m.workspace_id, m.user_id, u.email, m.role, m.joined_at
+	return listRows(ctx, db, scanMember, `
+		SELECT `+memberColumns+`
 		FROM members m JOIN users u ON u.id = m.user_id
 		WHERE m.workspace_id = $1 ORDER BY m.joined_at`, workspaceID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Member, error) {
-		var m mcpgate.Member
-		return m, r.Scan(&m.WorkspaceID, &m.UserID, &m.Email, &m.Role, &m.JoinedAt)
-	})
-	return ms, mapError(err, "")
 }
 
-// lockOwners locks the workspace's member rows and returns how many owners it
-// has, so that two concurrent changes cannot both remove "the other" owner.
-func lockOwners(ctx context.Context, tx pgx.Tx, workspaceID string) (int, error) {
+const memberColumns = `m.workspace_id, m.user_id, u.email, m.role, m.joined_at`
+
+func scanMember(r pgx.Row, m *mcpgate.Member) error {
+	return r.Scan(&m.WorkspaceID, &m.UserID, &m.Email, &m.Role, &m.JoinedAt)
+}
+
+// isLastOwner locks the workspace's member rows, so that two concurrent
+// changes cannot both remove "the other" owner, and reports whether userID
+// is its only owner. A user who is not a member is pgx.ErrNoRows.
+func isLastOwner(ctx context.Context, tx pgx.Tx, workspaceID, userID string) (bool, error) {
 	rows, err := tx.Query(ctx, `SELECT role FROM members WHERE workspace_id = $1 FOR UPDATE`, workspaceID)
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, err
+		return false, err
 	}
 	owners := 0
 	for _, r := range roles {
@@ -102,7 +98,11 @@ func lockOwners(ctx context.Context, tx pgx.Tx, workspaceID string) (int, error)
 			owners++
 		}
 	}
-	return owners, nil
+	var current mcpgate.Role
+	if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
+		return false, err
+	}
+	return current == mcpgate.RoleOwner && owners <= 1, nil
 }
 
 // UpdateMemberRole changes a member's role. The last owner cannot be demoted.
@@ -112,22 +112,17 @@ func (db *DB) UpdateMemberRole(ctx context.Context, workspaceID, userID string, 
 	}
 	var m mcpgate.Member
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		owners, err := lockOwners(ctx, tx, workspaceID)
+		last, err := isLastOwner(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return err
 		}
-		var current mcpgate.Role
-		if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
-			return err
-		}
-		if current == mcpgate.RoleOwner && role != mcpgate.RoleOwner && owners <= 1 {
+		if last && role != mcpgate.RoleOwner {
 			return mcpgate.Errorf(mcpgate.EConflict, "the last owner cannot be demoted; make another member owner first")
 		}
-		return tx.QueryRow(ctx, `
+		return scanMember(tx.QueryRow(ctx, `
 			UPDATE members m SET role = $3 FROM users u
 			WHERE m.workspace_id = $1 AND m.user_id = $2 AND u.id = m.user_id
-			RETURNING m.workspace_id, m.user_id, u.email, m.role, m.joined_at`, workspaceID, userID, role).
-			Scan(&m.WorkspaceID, &m.UserID, &m.Email, &m.Role, &m.JoinedAt)
+			RETURNING `+memberColumns, workspaceID, userID, role), &m)
 	})
 	if err != nil {
 		return nil, mapError(err, "member not found")
@@ -141,11 +136,10 @@ func (db *DB) FindMember(ctx context.Context, workspaceID, userID string) (*mcpg
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "member not found")
 	}
 	var m mcpgate.Member
-	err := db.Pool.QueryRow(ctx, `
-		SELECT m.workspace_id, m.user_id, u.email, m.role, m.joined_at
+	err := scanMember(db.Pool.QueryRow(ctx, `
+		SELECT `+memberColumns+`
 		FROM members m JOIN users u ON u.id = m.user_id
-		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID).
-		Scan(&m.WorkspaceID, &m.UserID, &m.Email, &m.Role, &m.JoinedAt)
+		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID), &m)
 	if err != nil {
 		return nil, mapError(err, "member not found")
 	}
@@ -159,15 +153,11 @@ func (db *DB) RemoveMember(ctx context.Context, workspaceID, userID string) erro
 		return mcpgate.Errorf(mcpgate.ENotFound, "member not found")
 	}
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		owners, err := lockOwners(ctx, tx, workspaceID)
+		last, err := isLastOwner(ctx, tx, workspaceID, userID)
 		if err != nil {
 			return err
 		}
-		var current mcpgate.Role
-		if err := tx.QueryRow(ctx, `SELECT role FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID).Scan(&current); err != nil {
-			return err
-		}
-		if current == mcpgate.RoleOwner && owners <= 1 {
+		if last {
 			return mcpgate.Errorf(mcpgate.EConflict, "the last owner cannot be removed; make another member owner first")
 		}
 		_, err = tx.Exec(ctx, `DELETE FROM members WHERE workspace_id = $1 AND user_id = $2`, workspaceID, userID)
@@ -190,18 +180,12 @@ func (db *DB) CreateInvitation(ctx context.Context, inv *mcpgate.Invitation, tok
 
 // ListInvitations lists a workspace's open invitations.
 func (db *DB) ListInvitations(ctx context.Context, workspaceID string) ([]mcpgate.Invitation, error) {
-	rows, err := db.Pool.Query(ctx, `
+	return listRows(ctx, db, func(r pgx.Row, i *mcpgate.Invitation) error {
+		return r.Scan(&i.ID, &i.WorkspaceID, &i.Email, &i.Role, &i.CreatedBy, &i.CreatedAt, &i.ExpiresAt, &i.AcceptedAt)
+	}, `
 		SELECT id, workspace_id, email, role, coalesce(created_by::text, ''), created_at, expires_at, accepted_at
 		FROM invitations WHERE workspace_id = $1 AND accepted_at IS NULL AND expires_at > now()
 		ORDER BY created_at DESC`, workspaceID)
-	if err != nil {
-		return nil, mapError(err, "")
-	}
-	invs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (mcpgate.Invitation, error) {
-		var i mcpgate.Invitation
-		return i, r.Scan(&i.ID, &i.WorkspaceID, &i.Email, &i.Role, &i.CreatedBy, &i.CreatedAt, &i.ExpiresAt, &i.AcceptedAt)
-	})
-	return invs, mapError(err, "")
 }
 
 // DeleteInvitation withdraws an open invitation.

@@ -72,8 +72,7 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("prepare template database: %v", templateErr)
 	}
 	name := "mcpgate_test_" + randomHex(6)
-	ctx := context.Background()
-	if err := withAdmin(ctx, admin, func(c *pgx.Conn) error {
+	return createDatabase(t, admin, name, "create test database", func(ctx context.Context, c *pgx.Conn) error {
 		var err error
 		for range 50 { // the template is briefly busy while another process copies it
 			_, err = c.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, templateName))
@@ -83,16 +82,7 @@ func NewDatabase(t testing.TB) string {
 			time.Sleep(100 * time.Millisecond)
 		}
 		return err
-	}); err != nil {
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() {
-		_ = withAdmin(ctx, admin, func(c *pgx.Conn) error {
-			_, err := c.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
-			return err
-		})
 	})
-	return withDatabase(admin, name)
 }
 
 // NewEmptyDatabase creates a database with no schema at all (for migration
@@ -101,12 +91,20 @@ func NewEmptyDatabase(t testing.TB) string {
 	t.Helper()
 	admin := AdminURL(t)
 	name := "mcpgate_empty_" + randomHex(6)
-	ctx := context.Background()
-	if err := withAdmin(ctx, admin, func(c *pgx.Conn) error {
+	return createDatabase(t, admin, name, "create empty database", func(ctx context.Context, c *pgx.Conn) error {
 		_, err := c.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, name))
 		return err
-	}); err != nil {
-		t.Fatalf("create empty database: %v", err)
+	})
+}
+
+// createDatabase runs create (which makes database name) as the admin,
+// drops the database when the test ends (terminating connections still
+// open), and returns its URL.
+func createDatabase(t testing.TB, admin, name, what string, create func(context.Context, *pgx.Conn) error) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := withAdmin(ctx, admin, func(c *pgx.Conn) error { return create(ctx, c) }); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 	t.Cleanup(func() {
 		_ = withAdmin(ctx, admin, func(c *pgx.Conn) error {
