@@ -2,11 +2,14 @@ package reliability
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,12 +75,13 @@ func (c *tally) add(r callResult) {
 	}
 }
 
-// TestDatabaseOutage stops PostgreSQL under a running gateway while calls
+// TestDatabaseOutage stops PostgreSQL under two running replicas while calls
 // are in flight, then starts it again. During the outage calls and API
 // writes fail clearly and /readyz answers 503; afterwards everything
-// recovers by itself: readiness, calls, the LISTEN connection (a revoke
-// propagates faster than the cache TTL), and every call a client saw
-// succeed has its audit row.
+// recovers by itself: readiness, calls, and every call a client saw succeed
+// has its audit row. A key revoked on replica 1 right after the database
+// is back (replica 2's invalidation listener may still be reconnecting) is
+// refused by replica 2 within revokeBound of the revoke.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
 	dir := clusterDir(t)
@@ -85,30 +89,48 @@ func TestDatabaseOutage(t *testing.T) {
 	dsn := cluster.DSN()
 	simURL := startSim(t)
 	var logs testutil.LockedBuffer
-	gw := startGateway(t, newGWConfig(t, dsn, simURL), &logs)
+	cfg := newGWConfig(t, dsn, simURL)
+	gw := startGateway(t, cfg, &logs)
+	gw2 := startGateway(t, cfg.replica(t), &logs)
 	tn := newTenant(t, gw.URL, nil)
 	second := tn.createKey("revoked after the outage")
 	cs := mustSession(t, gw.URL, tn.key.Key, false)
 	var seen tally
-	seen.add(call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil))
+	var mu sync.Mutex
+	var okTags []string
+	tagged := func(tag string) {
+		r := call(cs, 20*time.Second, e2b.ToolListSandboxes, probeArgs(tag), nil)
+		seen.add(r)
+		if r.ok() {
+			mu.Lock()
+			okTags = append(okTags, tag)
+			mu.Unlock()
+		}
+	}
+	tagged("baseline")
 	if seen.ok != 1 {
 		t.Fatalf("baseline call failed: %v", seen.failed)
+	}
+	// Replica 2 knows the second key, its workspace's policy and credential.
+	c2 := newRPCClient(t, gw2.URL, second.Key)
+	if r := c2.call(e2b.ToolListSandboxes, "replica-2-baseline"); !r.ok() {
+		t.Fatalf("baseline call on replica 2 = %v", r)
 	}
 
 	// Calls in flight while the database goes away and comes back.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 3 {
+	for w := range 3 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
+			for i := 0; ; i++ {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				seen.add(call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil))
+				tagged(fmt.Sprintf("w%d-%d", w, i))
 				time.Sleep(20 * time.Millisecond)
 			}
 		}()
@@ -128,7 +150,6 @@ func TestDatabaseOutage(t *testing.T) {
 	// serving calls without the database (their audit rows are written once
 	// it is back: checked below); anything else must fail clearly.
 	r := call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil)
-	seen.add(r)
 	if !r.ok() && (r.err != nil || !strings.Contains(r.text, "try again")) {
 		t.Errorf("call during the outage = %v, want success from the caches or a tool error asking to try again", r)
 	}
@@ -140,22 +161,49 @@ func TestDatabaseOutage(t *testing.T) {
 	if st != http.StatusServiceUnavailable {
 		t.Errorf("PUT connection during the outage = %d %s, want 503", st, body)
 	}
+	// Replica 2 keeps serving the second key on what it knew.
+	if !eventually(5*time.Second, func() bool { return metric(gw2.URL, "mcpgate_invalidation_listener_connected") == 0 }) {
+		t.Errorf("replica 2's /metrics does not show its listener disconnected during the outage")
+	}
+	if r := c2.call(e2b.ToolListSandboxes, "replica-2-outage"); !r.ok() {
+		t.Errorf("call on replica 2 during the outage = %v, want success from its caches", r)
+	}
 	time.Sleep(500 * time.Millisecond)
 
-	// Back again: nothing is restarted but PostgreSQL.
+	// Back again: nothing is restarted but PostgreSQL. At once, before any
+	// replica has said it recovered, the second key is revoked on replica
+	// 1; replica 2 must refuse it within revokeBound.
 	cluster = mustCluster(t, dir)
+	back := time.Now()
+	var connectedAt atomic.Int64 // when replica 2 showed its listener back
+	go func() {
+		for time.Since(back) < 20*time.Second {
+			if metric(gw2.URL, "mcpgate_invalidation_listener_connected") == 1 {
+				connectedAt.Store(int64(time.Since(back)))
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	sent, lag := revokeLag(t, tn, second, c2, revokeBound)
+	if lag > revokeBound {
+		t.Errorf("replica 2 refused the key revoked right after the outage %s after the revoke, want under %s", lag, revokeBound)
+	}
+
 	if !eventually(30*time.Second, func() bool { st, _ := httpGet(gw.URL + "/readyz"); return st == http.StatusOK }) {
 		t.Fatalf("/readyz did not recover after PostgreSQL came back\n%s", tail(logs.String(), 3000))
 	}
 	if !eventually(15*time.Second, func() bool {
 		r := call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil)
-		seen.add(r)
 		return r.ok()
 	}) {
 		t.Fatalf("calls did not recover\n%s", tail(logs.String(), 3000))
 	}
 	close(stop)
 	wg.Wait()
+	t.Logf("database back; %s later the revoke was sent on replica 1, and replica 2 refused the key %s after that "+
+		"(its invalidation listener was back %s after the database)", sent.Sub(back).Round(time.Millisecond),
+		lag.Round(time.Millisecond), time.Duration(connectedAt.Load()).Round(time.Millisecond))
 
 	for _, f := range seen.failed {
 		if f.err == nil && !strings.Contains(f.text, "try again") {
@@ -164,42 +212,22 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	t.Logf("calls: %d ok, %d failed during the outage", seen.ok, len(seen.failed))
 
-	// The listener reconnected: a revoke reaches the cache at once, not
-	// after the 30 s TTL.
-	cs2 := mustSession(t, gw.URL, second.Key, false)
-	r = call(cs2, 20*time.Second, e2b.ToolListSandboxes, nil, nil)
-	seen.add(r)
-	if !r.ok() {
-		t.Fatalf("call with the second key = %v", r)
-	}
-	tn.must("DELETE", "/api/v1/workspaces/"+tn.ws+"/keys/"+second.ID, nil, http.StatusNoContent, nil)
-	start := time.Now()
-	if !eventually(5*time.Second, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s, err := mcpSession(t, ctx, gw.URL, second.Key, false)
-		if err != nil {
-			return true
-		}
-		defer s.Close()
-		r := call(s, 10*time.Second, e2b.ToolListSandboxes, nil, nil)
-		seen.add(r) // calls before the revoke arrived succeed, and are audited
-		return r.err != nil
-	}) {
-		t.Errorf("a revoked key still works 5 s after the revoke: the invalidation listener did not reconnect")
-	}
-	t.Logf("revoke took effect after %s", time.Since(start).Round(time.Millisecond))
-
 	// No audit entry lost for a call that succeeded: the writer retried
 	// through the outage.
 	db := mustDB(t, cluster.DSN())
-	var got int
-	ok := eventually(20*time.Second, func() bool {
-		got = count(t, db, `SELECT count(*) FROM audit_log WHERE kind = 'tool_call' AND outcome = 'ok'`)
-		return got >= seen.ok
+	var missing []string
+	eventually(20*time.Second, func() bool {
+		tags := auditedTags(t, db)
+		missing = missing[:0]
+		for _, tag := range okTags {
+			if tags[tag] != 1 {
+				missing = append(missing, tag)
+			}
+		}
+		return len(missing) == 0
 	})
-	if !ok || got != seen.ok {
-		t.Errorf("audit rows with outcome ok = %d, want %d (one per call a client saw succeed)", got, seen.ok)
+	if len(missing) > 0 {
+		t.Errorf("%d of %d calls a client saw succeed have no audit row (or several): %v", len(missing), len(okTags), missing)
 	}
 	// Nothing half-written.
 	if n := count(t, db, `SELECT count(*) FROM api_keys WHERE octet_length(secret_hash) <> 32`); n != 0 {
@@ -213,6 +241,116 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	if r := call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil); !r.ok() {
 		t.Errorf("the stored credential does not open after the outage: %v", r)
+	}
+}
+
+// outageAnswer reports whether r is an answer the gateway may give while its
+// database is away: success on cached state, a tool error asking to try
+// again, or (before the key is known) HTTP 503 with Retry-After and a
+// JSON-RPC error saying the same. Never a 400, never go-sdk's "no server
+// available", never a 401 for a key that could not be checked.
+func outageAnswer(r rpcResult) bool {
+	switch {
+	case r.ok():
+		return true
+	case r.err != nil || strings.Contains(r.text, "no server available"):
+		return false
+	case r.status == http.StatusOK && r.isError:
+		return strings.Contains(r.text, "try again")
+	case r.status == http.StatusServiceUnavailable && r.rpcError:
+		n, err := strconv.Atoi(r.retryAfter)
+		return err == nil && n >= 1 && strings.Contains(r.text, "try again")
+	}
+	return false
+}
+
+// TestDatabaseOutage_OpenLoop keeps PostgreSQL away for outageLength under
+// an open loop of 50 calls/s, from three kinds of caller: a key whose
+// policy and credential the replica knew (it must keep working the whole
+// time), a key the replica never saw (JSON-RPC 503 with Retry-After), and
+// a key whose workspace's credential the replica never opened (a tool
+// error asking to try again). Afterwards every call that was answered with
+// a tool result has its audit row.
+func TestDatabaseOutage_OpenLoop(t *testing.T) {
+	t.Parallel()
+	const rate, outageLength = 50, 30 * time.Second
+	dir := clusterDir(t)
+	cluster := mustCluster(t, dir)
+	var logs testutil.LockedBuffer
+	gw := startGateway(t, newGWConfig(t, cluster.DSN(), startSim(t)), &logs)
+	known := newTenant(t, gw.URL, nil)
+	unseen := known.createKey("never used on this replica before the outage")
+	noCred := newTenant(t, gw.URL, nil)
+	clients := map[string]*rpcClient{"known": newRPCClient(t, gw.URL, known.key.Key),
+		"unseen": newRPCClient(t, gw.URL, unseen.Key), "nocred": newRPCClient(t, gw.URL, noCred.key.Key)}
+	if r := clients["known"].call(e2b.ToolListSandboxes, "warm"); !r.ok() {
+		t.Fatalf("baseline call = %v", r)
+	}
+	// tools/list loads the key and the policy, not the credential.
+	cs := mustSession(t, gw.URL, noCred.key.Key, false)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatalf("tools/list = %v", err)
+	}
+
+	var calls callLog
+	var outage atomic.Bool // the other two keys call only once the database is away
+	stop := make(chan struct{})
+	wait := openLoop(rate, stop, func(i int) {
+		kind := "known"
+		switch {
+		case i%10 == 0 && outage.Load():
+			kind = "unseen"
+		case i%10 == 1 && outage.Load():
+			kind = "nocred"
+		}
+		calls.add(clients[kind].call(e2b.ToolListSandboxes, fmt.Sprintf("%s-%d", kind, i)))
+	})
+	time.Sleep(time.Second)
+	down := time.Now()
+	stopCluster(t, cluster)
+	outage.Store(true)
+	time.Sleep(outageLength - time.Since(down))
+	cluster = mustCluster(t, dir)
+	up := time.Now()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wait()
+
+	all := calls.all()
+	statuses := map[int]int{}
+	var ok, toolErrors, unavailable int
+	for _, r := range all {
+		statuses[r.status]++
+		switch {
+		case r.ok():
+			ok++
+		case r.isError:
+			toolErrors++
+		case r.status == http.StatusServiceUnavailable:
+			unavailable++
+		}
+		if !outageAnswer(r) {
+			t.Errorf("call %v, want success, a tool error asking to try again or a JSON-RPC 503 with Retry-After", r)
+		}
+		during := r.sent.After(down) && r.answered.Before(up)
+		if strings.HasPrefix(r.tag, "known-") && !r.ok() {
+			t.Errorf("call with the key the replica knew failed (during the outage: %v): %v", during, r)
+		}
+	}
+	t.Logf("database down %s at %d calls/s: %d calls, %d ok, %d tool errors, %d JSON-RPC 503; HTTP statuses %v",
+		up.Sub(down).Round(100*time.Millisecond), rate, len(all), ok, toolErrors, unavailable, statuses)
+	if toolErrors == 0 || unavailable == 0 {
+		t.Errorf("no tool error or no 503 during the outage: the keys the replica did not know were not exercised")
+	}
+	if statuses[http.StatusBadRequest] > 0 {
+		t.Errorf("%d HTTP 400 answers", statuses[http.StatusBadRequest])
+	}
+
+	db := mustDB(t, cluster.DSN())
+	var missing []rpcResult
+	eventually(30*time.Second, func() bool { missing = unaudited(t, db, all); return len(missing) == 0 })
+	if len(missing) > 0 {
+		t.Errorf("%d answered calls have no audit row, the first: %v", len(missing), missing[0])
 	}
 }
 
