@@ -237,6 +237,18 @@ func (sp *simProc) setFaults(fs ...e2bsim.Fault) {
 	}
 }
 
+// faults returns the simulator's faults in force, as its control API lists
+// them.
+func (sp *simProc) faults() []map[string]any {
+	sp.t.Helper()
+	st, body := httpGet(sp.control)
+	var out []map[string]any
+	if err := json.Unmarshal([]byte(body), &out); st != http.StatusOK || err != nil {
+		sp.t.Fatalf("GET %s = %d %s", sp.control, st, body)
+	}
+	return out
+}
+
 // recorder keeps every response body a test saw, for the secret scan.
 type recorder struct {
 	mu     sync.Mutex
@@ -613,10 +625,10 @@ type callLog struct {
 	calls []rpcResult
 }
 
-func (l *callLog) add(r rpcResult) {
+func (l *callLog) add(rs ...rpcResult) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.calls = append(l.calls, r)
+	l.calls = append(l.calls, rs...)
 }
 
 // all returns the results so far.
