@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/pgembed"
@@ -354,48 +357,130 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 	}
 }
 
+// outageStop is what stopOutage leaves: the calls answered during the
+// outage, the logs, and how to start the database and the gateway again.
+type outageStop struct {
+	calls   []rpcResult // answered with a tool result during the outage
+	logs    *testutil.LockedBuffer
+	restart func() *pgx.Conn // starts PostgreSQL and the gateway again; the database
+}
+
+// stopOutage runs a gateway with DATA_DIR at dataDir, stops PostgreSQL
+// under it once every audit row so far is written, offers 50 calls/s for 2 s
+// (the cached key, policy and credential keep them working; their audit
+// events wait in the writer's queue), and stops the gateway with SIGTERM
+// while calls are still coming.
+func stopOutage(t *testing.T, dataDir string) outageStop {
+	t.Helper()
+	dir := clusterDir(t)
+	cluster := mustCluster(t, dir)
+	logs := &testutil.LockedBuffer{}
+	cfg := newGWConfig(t, cluster.DSN(), startSim(t))
+	gw := startGatewayIn(t, cfg, logs, dataDir)
+	tn := newTenant(t, gw.URL, nil)
+	c := newRPCClient(t, gw.URL, tn.key.Key)
+	if r := c.call(e2b.ToolListSandboxes, "before"); !r.ok() {
+		t.Fatalf("baseline call = %v", r)
+	}
+	db := mustDB(t, cluster.DSN())
+	if !eventually(10*time.Second, func() bool { return auditedTags(t, db)["before"] == 1 }) {
+		t.Fatal("the baseline call was not audited")
+	}
+	stopCluster(t, cluster)
+
+	var calls callLog
+	stop := make(chan struct{})
+	wait := openLoop(50, stop, func(i int) { calls.add(c.call(e2b.ToolListSandboxes, fmt.Sprintf("outage-%d", i))) })
+	time.Sleep(2 * time.Second)
+	stopped := make(chan struct{})
+	go func() { gw.stop(); close(stopped) }()
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wait()
+	<-stopped
+
+	out := outageStop{logs: logs}
+	for _, r := range calls.all() {
+		if r.status == http.StatusOK && !r.rpcError {
+			out.calls = append(out.calls, r)
+		}
+	}
+	if len(out.calls) < 50 {
+		t.Fatalf("only %d calls were answered during the outage\n%s", len(out.calls), tail(logs.String(), 3000))
+	}
+	out.restart = func() *pgx.Conn {
+		cluster := mustCluster(t, dir)
+		startGatewayIn(t, cfg, logs, dataDir)
+		return mustDB(t, cluster.DSN())
+	}
+	return out
+}
+
+// loggedCount returns the "count" of the last log line whose message
+// starts with msg, or -1 when there is none.
+func loggedCount(logs *testutil.LockedBuffer, msg string) int {
+	n := -1
+	for line := range strings.Lines(logs.String()) {
+		var rec struct {
+			Msg   string `json:"msg"`
+			Count int    `json:"count"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, msg) {
+			n = rec.Count
+		}
+	}
+	return n
+}
+
 // TestStopDuringOutage_NothingLost: a clean stop (SIGTERM) while PostgreSQL
 // is away loses no audit event of a call that was answered: what the
 // database cannot take goes to the spool under DATA_DIR, and the next start
-// writes it before serving.
+// writes it before serving. The log says exactly how many were spooled and
+// replayed.
 func TestStopDuringOutage_NothingLost(t *testing.T) {
 	t.Parallel()
-	dir := clusterDir(t)
-	cluster := mustCluster(t, dir)
-	simURL := startSim(t)
-	var logs testutil.LockedBuffer
-	cfg := newGWConfig(t, cluster.DSN(), simURL)
-	dataDir := t.TempDir()
-	gw := startGatewayIn(t, cfg, &logs, dataDir)
-	tn := newTenant(t, gw.URL, nil)
-	cs := mustSession(t, gw.URL, tn.key.Key, false)
-	var seen tally
-	seen.add(call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil))
-	if seen.ok != 1 {
-		t.Fatalf("baseline call failed: %v", seen.failed)
+	o := stopOutage(t, t.TempDir())
+	if n := loggedCount(o.logs, "audit events spooled at shutdown"); n != len(o.calls) {
+		t.Errorf("log says %d audit events spooled at shutdown, want %d (one per call answered during the outage)\n%s",
+			n, len(o.calls), tail(o.logs.String(), 3000))
 	}
-	stopCluster(t, cluster)
-	// The cached key, policy and credential keep calls working; their
-	// audit events wait in the writer's queue.
-	for range 40 {
-		seen.add(call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil))
+	db := o.restart()
+	if n := loggedCount(o.logs, "audit spool replayed"); n != len(o.calls) {
+		t.Errorf("log says %d audit events replayed at the next start, want %d", n, len(o.calls))
 	}
-	if seen.ok < 20 {
-		t.Fatalf("only %d calls succeeded during the outage: %v\n%s", seen.ok, seen.failed, tail(logs.String(), 3000))
+	if missing := unaudited(t, db, o.calls); len(missing) > 0 {
+		t.Errorf("%d of %d calls answered during the outage have no audit row, the first: %v", len(missing), len(o.calls), missing[0])
 	}
-	gw.stop()
-	if !strings.Contains(logs.String(), "audit events spooled at shutdown") {
-		t.Fatalf("the stop did not spool the queued events\n%s", tail(logs.String(), 3000))
-	}
+	t.Logf("SIGTERM during an outage: %d calls answered during it, %d spooled, %d replayed, all audited", len(o.calls),
+		loggedCount(o.logs, "audit events spooled at shutdown"), loggedCount(o.logs, "audit spool replayed"))
+}
 
-	cluster = mustCluster(t, dir)
-	startGatewayIn(t, cfg, &logs, dataDir)
-	if !strings.Contains(logs.String(), "audit spool replayed") {
-		t.Errorf("the next start did not replay the spool\n%s", tail(logs.String(), 3000))
+// TestStopDuringOutage_NoWritableDataDir: without a writable DATA_DIR (a
+// read-only container) the gateway says at start, as an error, that it runs
+// without a spool; a stop during an outage then loses the queued events, and
+// the log says exactly how many.
+func TestStopDuringOutage_NoWritableDataDir(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	db := mustDB(t, cluster.DSN())
-	if got := count(t, db, `SELECT count(*) FROM audit_log WHERE kind = 'tool_call' AND outcome = 'ok'`); got != seen.ok {
-		t.Errorf("audit rows with outcome ok = %d, want %d (one per call a client saw succeed)", got, seen.ok)
+	o := stopOutage(t, filepath.Join(file, "data")) // not a directory, even for root
+	var startErr bool
+	for line := range strings.Lines(o.logs.String()) {
+		startErr = startErr || strings.Contains(line, `"level":"ERROR"`) && strings.Contains(line, "audit spool disabled")
 	}
-	t.Logf("%d calls answered, the last %d during the outage, all audited", seen.ok, seen.ok-1)
+	if !startErr {
+		t.Errorf("no error at start saying the audit spool is disabled\n%s", tail(o.logs.String(), 3000))
+	}
+	if n := loggedCount(o.logs, "audit events lost at shutdown"); n != len(o.calls) {
+		t.Errorf("log says %d audit events lost at shutdown, want %d (one per call answered during the outage)\n%s",
+			n, len(o.calls), tail(o.logs.String(), 3000))
+	}
+	db := o.restart()
+	if missing := unaudited(t, db, o.calls); len(missing) != len(o.calls) {
+		t.Errorf("%d of the %d calls answered during the outage have no audit row, want all (lost, as the log says)", len(missing), len(o.calls))
+	}
+	t.Logf("no writable DATA_DIR: %d calls answered during the outage, %d audit events lost, as logged", len(o.calls),
+		loggedCount(o.logs, "audit events lost at shutdown"))
 }
