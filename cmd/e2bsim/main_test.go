@@ -207,36 +207,36 @@ func TestRun_state(t *testing.T) {
 // never serves the control API. Without the flag there is no control API.
 func TestRun_control(t *testing.T) {
 	const key = "e2b_0123abcd"
-	do := func(method, url, body string) (int, string) {
+	status := func(method, url string) int {
 		t.Helper()
-		req, _ := http.NewRequest(method, url, strings.NewReader(body))
+		req, _ := http.NewRequest(method, url, nil)
 		req.Header.Set("X-API-Key", key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		resp.Body.Close()
+		return resp.StatusCode
 	}
+	ctx := context.Background()
 	p := start(t, "--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0")
-	api, control := "http://"+p.addr(t), "http://"+p.logged(t, controlAddrRE)+e2bsim.ControlPath
-	if st, body := do("PUT", control, `[{"path":"/v2/sandboxes","status":503}]`); st != 200 {
-		t.Fatalf("PUT faults = %d %s", st, body)
+	api, control := "http://"+p.addr(t), e2bsim.ControlClient{URL: "http://" + p.logged(t, controlAddrRE)}
+	if err := control.SetFaults(ctx, e2bsim.Fault{Path: "/v2/sandboxes", Status: 503}); err != nil {
+		t.Fatal(err)
 	}
-	if st, _ := do("GET", api+"/v2/sandboxes", ""); st != 503 {
+	if st := status("GET", api+"/v2/sandboxes"); st != 503 {
 		t.Errorf("GET /v2/sandboxes with a 503 switched on = %d", st)
 	}
-	if st, _ := do("DELETE", api+e2bsim.ControlPath, ""); st != http.StatusNotFound {
+	if st := status("DELETE", api+e2bsim.ControlPath); st != http.StatusNotFound {
 		t.Errorf("DELETE %s on the E2B listener = %d, want 404 (no such E2B route)", e2bsim.ControlPath, st)
 	}
-	if st, _ := do("GET", api+"/v2/sandboxes", ""); st != 503 {
-		t.Errorf("GET /v2/sandboxes after a DELETE on the E2B listener = %d, want the fault still in force", st)
+	if fs, err := control.Faults(ctx); err != nil || len(fs) != 1 {
+		t.Errorf("faults after a DELETE on the E2B listener = %v, %v; want the one still in force", fs, err)
 	}
-	if st, _ := do("DELETE", control, ""); st != http.StatusNoContent {
-		t.Errorf("DELETE faults = %d", st)
+	if err := control.SetFaults(ctx); err != nil {
+		t.Fatal(err)
 	}
-	if st, _ := do("GET", api+"/v2/sandboxes", ""); st != 200 {
+	if st := status("GET", api+"/v2/sandboxes"); st != 200 {
 		t.Errorf("GET /v2/sandboxes after clearing = %d", st)
 	}
 	if err := p.stop(t); err != nil {

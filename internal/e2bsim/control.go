@@ -2,11 +2,12 @@ package e2bsim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -41,27 +42,26 @@ func (s *Server) ControlHandler() http.Handler {
 	m.HandleFunc("GET "+ControlPath, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Faults())
 	})
-	m.HandleFunc("POST "+ControlPath, func(w http.ResponseWriter, r *http.Request) {
-		fs, ok := readFaults(w, r)
-		if !ok {
-			return
-		}
-		s.addFaults(fs)
-		writeJSON(w, http.StatusOK, s.Faults())
-	})
-	m.HandleFunc("PUT "+ControlPath, func(w http.ResponseWriter, r *http.Request) {
-		fs, ok := readFaults(w, r)
-		if !ok {
-			return
-		}
-		s.SetFaults(fs)
-		writeJSON(w, http.StatusOK, s.Faults())
-	})
+	m.HandleFunc("POST "+ControlPath, s.changeFaults(s.addFaults))
+	m.HandleFunc("PUT "+ControlPath, s.changeFaults(s.SetFaults))
 	m.HandleFunc("DELETE "+ControlPath, func(w http.ResponseWriter, r *http.Request) {
 		s.ClearFaults()
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return m
+}
+
+// changeFaults is a handler that gives the request's faults to change and
+// answers the faults then in force.
+func (s *Server) changeFaults(change func([]Fault)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		fs, ok := readFaults(w, r)
+		if !ok {
+			return
+		}
+		change(fs)
+		writeJSON(w, http.StatusOK, s.Faults())
+	}
 }
 
 // readFaults decodes and checks a request's faults, answering 400 itself.
@@ -76,9 +76,7 @@ func readFaults(w http.ResponseWriter, r *http.Request) ([]Fault, bool) {
 		body = append(append([]byte("["), body...), ']')
 	}
 	var fs []Fault
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&fs); err != nil {
+	if err := strictDecode(body, &fs); err != nil {
 		writeError(w, http.StatusBadRequest, "a JSON list of faults is expected: "+err.Error(), "")
 		return nil, false
 	}
@@ -162,47 +160,134 @@ func (v *retryAfter) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// MarshalJSON writes the fault as the control API takes it.
-func (f Fault) MarshalJSON() ([]byte, error) {
+func faultJSONOf(f Fault) faultJSON {
 	j := faultJSON{Method: f.Method, Path: f.Path, Status: f.Status, Body: f.Body, Message: f.Message,
 		RetryAfter: retryAfter(f.RetryAfter), Reset: f.Reset, ResetMidBody: f.ResetMidBody, Oversize: f.Oversize, Times: f.Times}
 	if f.Delay != 0 {
 		j.Delay = f.Delay.String()
 	}
-	return json.Marshal(j)
+	return j
 }
 
-// UnmarshalJSON reads a fault as the control API takes it; unknown fields
-// are refused, so that a misspelt one is not silently a different fault.
-func (f *Fault) UnmarshalJSON(b []byte) error {
-	var j faultJSON
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return err
-	}
+func (j faultJSON) fault() (Fault, error) {
 	var delay time.Duration
 	if j.Delay != "" {
 		d, err := time.ParseDuration(j.Delay)
 		if err != nil {
-			return fmt.Errorf("delay %q is not a duration such as 35s", j.Delay)
+			return Fault{}, fmt.Errorf("delay %q is not a duration such as 35s", j.Delay)
 		}
 		delay = d
 	}
-	*f = Fault{Method: j.Method, Path: j.Path, Status: j.Status, Body: j.Body, Message: j.Message, RetryAfter: string(j.RetryAfter),
-		Delay: delay, Reset: j.Reset, ResetMidBody: j.ResetMidBody, Oversize: j.Oversize, Times: j.Times}
-	return nil
+	return Fault{Method: j.Method, Path: j.Path, Status: j.Status, Body: j.Body, Message: j.Message, RetryAfter: string(j.RetryAfter),
+		Delay: delay, Reset: j.Reset, ResetMidBody: j.ResetMidBody, Oversize: j.Oversize, Times: j.Times}, nil
+}
+
+// strictDecode decodes b into v refusing unknown fields, so that a
+// misspelt one is not silently a different fault.
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// MarshalJSON writes the fault as the control API takes it.
+func (f Fault) MarshalJSON() ([]byte, error) { return json.Marshal(faultJSONOf(f)) }
+
+// UnmarshalJSON reads a fault as the control API takes it.
+func (f *Fault) UnmarshalJSON(b []byte) error {
+	var j faultJSON
+	if err := strictDecode(b, &j); err != nil {
+		return err
+	}
+	var err error
+	*f, err = j.fault()
+	return err
+}
+
+// activeFaultJSON is an ActiveFault on the control API: the fault's fields
+// and "used".
+type activeFaultJSON struct {
+	faultJSON
+	Used int `json:"used"`
 }
 
 // MarshalJSON writes the fault with "used", the requests it has answered.
 func (a ActiveFault) MarshalJSON() ([]byte, error) {
-	b, err := a.Fault.MarshalJSON()
+	return json.Marshal(activeFaultJSON{faultJSON: faultJSONOf(a.Fault), Used: a.Used})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *ActiveFault) UnmarshalJSON(b []byte) error {
+	var j activeFaultJSON
+	if err := strictDecode(b, &j); err != nil {
+		return err
+	}
+	f, err := j.fault()
+	*a = ActiveFault{Fault: f, Used: j.Used}
+	return err
+}
+
+// ControlClient drives the control API of a running simulator (cmd/e2bsim
+// --control-listen) from Go, for tests and demos.
+type ControlClient struct {
+	// URL is the control listener's base URL, such as http://127.0.0.1:3002.
+	URL string
+	// HTTPClient defaults to a client with a 10 s timeout.
+	HTTPClient *http.Client
+}
+
+// SetFaults replaces the simulator's faults with fs, at once; with none it
+// removes them all.
+func (c ControlClient) SetFaults(ctx context.Context, fs ...Fault) error {
+	if len(fs) == 0 {
+		return c.do(ctx, http.MethodDelete, nil, nil)
+	}
+	return c.do(ctx, http.MethodPut, fs, nil)
+}
+
+// AddFaults adds fs after the faults in force.
+func (c ControlClient) AddFaults(ctx context.Context, fs ...Fault) error {
+	return c.do(ctx, http.MethodPost, fs, nil)
+}
+
+// Faults returns the faults in force.
+func (c ControlClient) Faults(ctx context.Context) ([]ActiveFault, error) {
+	var out []ActiveFault
+	err := c.do(ctx, http.MethodGet, nil, &out)
+	return out, err
+}
+
+func (c ControlClient) do(ctx context.Context, method string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.URL, "/")+ControlPath, body)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	used := []byte(`"used":` + strconv.Itoa(a.Used))
-	if len(b) > 2 {
-		used = append(used, ',')
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	return append(append([]byte("{"), used...), b[1:]...), nil
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("e2bsim control API: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxControlBody))
+	if err != nil {
+		return fmt.Errorf("e2bsim control API: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("e2bsim control API: %s %s: HTTP %d: %s", method, ControlPath, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package e2bsim_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -192,5 +193,34 @@ func TestBodyFaults(t *testing.T) {
 	var items []map[string]string
 	if resp.StatusCode != 200 || err != nil || len(b) < 3<<20 || json.Unmarshal(b, &items) != nil {
 		t.Errorf("oversize = %d, %d bytes, err %v; want 200 and a JSON list of at least 3 MiB", resp.StatusCode, len(b), err)
+	}
+}
+
+// TestControlClient: what the Go client sets is what the simulator holds,
+// every field of a fault survives the trip, and a refusal is an error.
+func TestControlClient(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	srv := httptest.NewServer(s.s.ControlHandler())
+	t.Cleanup(srv.Close)
+	c := e2bsim.ControlClient{URL: srv.URL}
+	ctx := context.Background()
+	all := e2bsim.Fault{Method: "GET", Path: "/v2/*", Status: 503, Body: "{}", Message: "m", RetryAfter: "Wed, 21 Oct 2026 07:28:00 GMT",
+		Delay: 1500 * time.Millisecond, ResetMidBody: true, Times: 3}
+	if err := c.SetFaults(ctx, all); err != nil {
+		t.Fatalf("SetFaults() err = %v", err)
+	}
+	if err := c.AddFaults(ctx, e2bsim.Fault{Oversize: 10}); err != nil {
+		t.Fatalf("AddFaults() err = %v", err)
+	}
+	got, err := c.Faults(ctx)
+	want := []e2bsim.ActiveFault{{Fault: all}, {Fault: e2bsim.Fault{Oversize: 10}}}
+	if err != nil || !cmp.Equal(got, want) || !cmp.Equal(s.s.Faults(), want) {
+		t.Fatalf("Faults() = %+v, %v; server holds %+v; want %+v", got, err, s.s.Faults(), want)
+	}
+	if err := c.SetFaults(ctx, e2bsim.Fault{Status: 42}); err == nil || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("SetFaults() of a bad fault err = %v, want the 400", err)
+	}
+	if err := c.SetFaults(ctx); err != nil || len(s.s.Faults()) != 0 {
+		t.Errorf("SetFaults() with none: err %v, %d faults left", err, len(s.s.Faults()))
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"slices"
 	"strings"
@@ -24,12 +24,8 @@ import (
 
 // keyWorks reports whether the gateway accepts key (an MCP initialize).
 func keyWorks(base, key string) (int, error) {
-	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(mcpRequest(base, key, []byte(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)))
 	if err != nil {
 		return 0, err
 	}
@@ -121,12 +117,9 @@ const killWindow = 300 * time.Millisecond
 func TestKillReplica_AuditWindow(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.NewDatabase(t)
-	cfg := newGWConfig(t, dsn, startSim(t))
-	var logs testutil.LockedBuffer
-	g1 := startGateway(t, cfg, &logs)
-	g2 := startGateway(t, cfg.replica(t), &logs)
-	tn := newTenant(t, g1.URL, nil)
-	clients := []*rpcClient{newRPCClient(t, g1.URL, tn.key.Key), newRPCClient(t, g2.URL, tn.key.Key)}
+	f := newFixture(t, dsn, startSim(t))
+	g2 := f.replica(t)
+	clients := []*rpcClient{f.rc, newRPCClient(t, g2.URL, f.tn.key.Key)}
 	db := mustDB(t, dsn)
 
 	var calls callLog
@@ -136,13 +129,13 @@ func TestKillReplica_AuditWindow(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second)
 	killed := time.Now()
-	g1.kill()
+	f.gw.kill()
 	time.Sleep(time.Second)
 	close(stop)
 	wait()
 
-	g1 = startGateway(t, cfg, &logs)
-	if r := newRPCClient(t, g1.URL, tn.key.Key).call(e2b.ToolListSandboxes, "after-restart"); !r.ok() {
+	g1 := startGateway(t, f.cfg, f.logs)
+	if r := newRPCClient(t, g1.URL, f.tn.key.Key).call(e2b.ToolListSandboxes, "after-restart"); !r.ok() {
 		t.Fatalf("call on the restarted replica = %v", r)
 	}
 	all := calls.all()
@@ -179,15 +172,12 @@ func TestKillReplica_AuditWindow(t *testing.T) {
 func TestStop_AllAudited(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.NewDatabase(t)
-	var logs testutil.LockedBuffer
-	gw := startGateway(t, newGWConfig(t, dsn, startSim(t)), &logs)
-	tn := newTenant(t, gw.URL, nil)
-	c := newRPCClient(t, gw.URL, tn.key.Key)
+	f := newFixture(t, dsn, startSim(t))
 	var calls callLog
 	stop := make(chan struct{})
-	wait := openLoop(100, stop, func(i int) { calls.add(c.call(e2b.ToolListSandboxes, fmt.Sprintf("c%d", i))) })
+	wait := openLoop(100, stop, func(i int) { calls.add(f.rc.call(e2b.ToolListSandboxes, fmt.Sprintf("c%d", i))) })
 	time.Sleep(2 * time.Second)
-	gw.stop()
+	f.gw.stop()
 	close(stop)
 	wait()
 

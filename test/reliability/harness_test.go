@@ -186,8 +186,9 @@ func startSim(t *testing.T, args ...string) string {
 // simProc is a running e2bsim with its control API (--control-listen), so
 // that a test switches E2B's faults while the gateway talks to it.
 type simProc struct {
-	t            *testing.T
-	URL, control string
+	t       *testing.T
+	URL     string
+	control e2bsim.ControlClient
 }
 
 // runSim runs the e2bsim binary with its control API on a second address.
@@ -203,10 +204,10 @@ func runSim(t *testing.T, args ...string) *simProc {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	sp := &simProc{t: t, URL: "http://" + addr, control: "http://" + control + e2bsim.ControlPath}
+	sp := &simProc{t: t, URL: "http://" + addr, control: e2bsim.ControlClient{URL: "http://" + control}}
 	for i := 0; ; i++ {
 		st, _ := httpGet(sp.URL + "/health")
-		if cst, _ := httpGet(sp.control); st != 0 && cst == http.StatusOK {
+		if _, err := sp.control.Faults(context.Background()); st != 0 && err == nil {
 			return sp
 		}
 		if i > 200 {
@@ -220,33 +221,19 @@ func runSim(t *testing.T, args ...string) *simProc {
 // at once, through its control API.
 func (sp *simProc) setFaults(fs ...e2bsim.Fault) {
 	sp.t.Helper()
-	method, body := http.MethodDelete, []byte(nil)
-	if len(fs) > 0 {
-		method = http.MethodPut
-		body, _ = json.Marshal(fs)
-	}
-	req, _ := http.NewRequest(method, sp.control, bytes.NewReader(body))
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
-	if err != nil {
-		sp.t.Fatalf("%s %s: %v", method, sp.control, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(resp.Body)
-		sp.t.Fatalf("%s %s = %d %s", method, sp.control, resp.StatusCode, b)
+	if err := sp.control.SetFaults(context.Background(), fs...); err != nil {
+		sp.t.Fatal(err)
 	}
 }
 
-// faults returns the simulator's faults in force, as its control API lists
-// them.
-func (sp *simProc) faults() []map[string]any {
+// faults returns the simulator's faults in force.
+func (sp *simProc) faults() []e2bsim.ActiveFault {
 	sp.t.Helper()
-	st, body := httpGet(sp.control)
-	var out []map[string]any
-	if err := json.Unmarshal([]byte(body), &out); st != http.StatusOK || err != nil {
-		sp.t.Fatalf("GET %s = %d %s", sp.control, st, body)
+	fs, err := sp.control.Faults(context.Background())
+	if err != nil {
+		sp.t.Fatal(err)
 	}
-	return out
+	return fs
 }
 
 // recorder keeps every response body a test saw, for the secret scan.
@@ -506,6 +493,39 @@ func eventually(d time.Duration, cond func() bool) bool {
 	}
 }
 
+// fixture is the set-up most tests start from: a gateway on a database
+// talking to a simulator, a tenant signed up on it (E2B connected, one key),
+// and a raw MCP client with that key.
+type fixture struct {
+	cfg  gwConfig
+	logs *testutil.LockedBuffer
+	gw   *gateway
+	tn   *tenant
+	rc   *rpcClient
+}
+
+func newFixture(t *testing.T, dsn, simURL string) *fixture {
+	t.Helper()
+	return newFixtureIn(t, dsn, simURL, t.TempDir())
+}
+
+// newFixtureIn is newFixture with the gateway's DATA_DIR at dataDir.
+func newFixtureIn(t *testing.T, dsn, simURL, dataDir string) *fixture {
+	t.Helper()
+	f := &fixture{cfg: newGWConfig(t, dsn, simURL), logs: &testutil.LockedBuffer{}}
+	f.gw = startGatewayIn(t, f.cfg, f.logs, dataDir)
+	f.tn = newTenant(t, f.gw.URL, nil)
+	f.rc = newRPCClient(t, f.gw.URL, f.tn.key.Key)
+	return f
+}
+
+// replica starts a second replica of the fixture's gateway: the same
+// database and secrets (as behind a load balancer), its own address.
+func (f *fixture) replica(t *testing.T) *gateway {
+	t.Helper()
+	return startGateway(t, f.cfg.replica(t), f.logs)
+}
+
 // replica is the config of another replica of c: the same database and
 // secrets (as behind a load balancer), its own address.
 func (c gwConfig) replica(t *testing.T) gwConfig {
@@ -553,6 +573,17 @@ func (r rpcResult) String() string {
 	return fmt.Sprintf("%s: HTTP %d (Retry-After %q) rpcError=%v isError=%v %q", r.tag, r.status, r.retryAfter, r.rpcError, r.isError, r.text)
 }
 
+// mcpRequest is a POST of one JSON-RPC message to the gateway's /mcp with
+// key as the bearer, as a stateless MCP client sends it.
+func mcpRequest(base, key string, body []byte) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req
+}
+
 // probeArgs are e2b_list_sandboxes arguments that carry tag into the audit
 // row (arguments->>'metadata'), so that each call is matched to its row.
 func probeArgs(tag string) map[string]any { return map[string]any{"metadata": "probe=" + tag} }
@@ -567,12 +598,7 @@ func (c *rpcClient) callArgs(tool, tag string, args map[string]any) (res rpcResu
 	defer func() { res.answered = time.Now() }()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next.Add(1), "method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": args}})
-	req, _ := http.NewRequest(http.MethodPost, c.base+"/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	resp, err := c.hc.Do(req)
+	resp, err := c.hc.Do(mcpRequest(c.base, c.key, body))
 	if err != nil {
 		res.err = err
 		return res

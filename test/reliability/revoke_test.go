@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // revokeBound is how soon a revoke made on one replica must be honoured on
@@ -69,11 +68,8 @@ func revokeUnannounced(t *testing.T, db *pgx.Conn, keyID string) time.Time {
 // which had it cached, within revokeBound (LISTEN/NOTIFY).
 func TestRevoke_SteadyState(t *testing.T) {
 	t.Parallel()
-	cfg := newGWConfig(t, storetest.NewDatabase(t), startSim(t))
-	var logs testutil.LockedBuffer
-	g1 := startGateway(t, cfg, &logs)
-	g2 := startGateway(t, cfg.replica(t), &logs)
-	tn := newTenant(t, g1.URL, nil)
+	f := newFixture(t, storetest.NewDatabase(t), startSim(t))
+	g2, tn := f.replica(t), f.tn
 	var worst time.Duration
 	for i := range 5 {
 		k := tn.createKey("revoked in steady state")
@@ -110,28 +106,24 @@ func TestRevoke_NotificationLost(t *testing.T) {
 	t.Run("database up", func(t *testing.T) {
 		t.Parallel()
 		dsn := storetest.NewDatabase(t)
-		var logs testutil.LockedBuffer
-		gw := startGateway(t, newGWConfig(t, dsn, startSim(t)), &logs)
-		tn := newTenant(t, gw.URL, nil)
-		c := newRPCClient(t, gw.URL, tn.key.Key)
+		f := newFixture(t, dsn, startSim(t))
+		c := f.rc
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() { // the entry is cacheTTL fresh from now
 			t.Fatalf("call before the revoke = %v", r)
 		}
-		lag := refusedAfter(t, c, revokeUnannounced(t, mustDB(t, dsn), tn.key.ID), cacheTTL+revokeBound)
+		lag := refusedAfter(t, c, revokeUnannounced(t, mustDB(t, dsn), f.tn.key.ID), cacheTTL+revokeBound)
 		t.Logf("a revoke without its notification took effect after %s (bound: the %s cache TTL)", lag.Round(time.Millisecond), cacheTTL)
 	})
 	t.Run("outage right after", func(t *testing.T) {
 		t.Parallel()
 		dir := clusterDir(t)
 		cluster := mustCluster(t, dir)
-		var logs testutil.LockedBuffer
-		gw := startGateway(t, newGWConfig(t, cluster.DSN(), startSim(t)), &logs)
-		tn := newTenant(t, gw.URL, nil)
-		c := newRPCClient(t, gw.URL, tn.key.Key)
+		f := newFixture(t, cluster.DSN(), startSim(t))
+		c := f.rc
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
 			t.Fatalf("call before the revoke = %v", r)
 		}
-		revoked := revokeUnannounced(t, mustDB(t, cluster.DSN()), tn.key.ID)
+		revoked := revokeUnannounced(t, mustDB(t, cluster.DSN()), f.tn.key.ID)
 		stopCluster(t, cluster)
 		accepted := 0
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {

@@ -15,7 +15,6 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
-	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestUpstreamFaults drives the real gateway against the e2bsim binary
@@ -30,11 +29,9 @@ func TestUpstreamFaults(t *testing.T) {
 	t.Parallel()
 	sim := runSim(t)
 	dsn := storetest.NewDatabase(t)
-	var logs testutil.LockedBuffer
-	gw := startGateway(t, newGWConfig(t, dsn, sim.URL), &logs)
-	tn := newTenant(t, gw.URL, nil)
+	f := newFixture(t, dsn, sim.URL)
+	gw, tn, rc, logs := f.gw, f.tn, f.rc, f.logs
 	cs := mustSession(t, gw.URL, tn.key.Key, false)
-	rc := newRPCClient(t, gw.URL, tn.key.Key)
 	db := mustDB(t, dsn)
 
 	// Warm up at the load's rate, so that the goroutines counted as the
