@@ -550,15 +550,14 @@ func newRPCClient(t *testing.T, base, key string) *rpcClient {
 
 // rpcResult is one tools/call as the client saw it.
 type rpcResult struct {
-	tag              string
-	sent, answered   time.Time
-	status           int    // HTTP status; 0: no answer (err says why)
-	retryAfter       string // the Retry-After header
-	err              error
-	rpcError         bool   // a JSON-RPC error instead of a result
-	isError          bool   // a tool result with isError
-	text             string // the result's text or the JSON-RPC error's message
-	retryAfterInBody bool   // the message says how long to wait
+	tag            string
+	sent, answered time.Time
+	status         int    // HTTP status; 0: no answer (err says why)
+	retryAfter     string // the Retry-After header
+	err            error
+	rpcError       bool   // a JSON-RPC error instead of a result
+	isError        bool   // a tool result with isError
+	text           string // the result's text or the JSON-RPC error's message
 }
 
 // ok reports whether the call ran and succeeded.

@@ -134,7 +134,7 @@ func TestRevoke_NotificationLost(t *testing.T) {
 		if accepted == 0 {
 			t.Errorf("the replica did not serve the cached key during the outage; SECURITY.md says it does (OUTAGE_GRACE)")
 		}
-		cluster = mustCluster(t, dir)
+		mustCluster(t, dir)
 		back := time.Now()
 		lag := refusedAfter(t, c, back, revokeBound)
 		if lag > revokeBound {
