@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/audit"
 	"github.com/mcpgate/mcpgate/internal/pgembed"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
@@ -307,11 +308,24 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 	stopCluster(t, cluster)
 	outage.Store(true)
 	time.Sleep(outageLength - time.Since(down))
+	// /metrics shows what waits: the audit events of the outage's calls,
+	// and the listener down.
+	queued, listening := metric(gw.URL, "mcpgate_audit_queue_depth"), metric(gw.URL, "mcpgate_invalidation_listener_connected")
 	cluster = mustCluster(t, dir)
 	up := time.Now()
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wait()
+	if queued < float64(rate) || listening != 0 {
+		t.Errorf("/metrics at the end of the outage: audit queue depth %v, listener connected %v; want the outage's events queued, 0",
+			queued, listening)
+	}
+	if !eventually(10*time.Second, func() bool {
+		return metric(gw.URL, "mcpgate_audit_queue_depth") == 0 && metric(gw.URL, "mcpgate_invalidation_listener_connected") == 1
+	}) {
+		t.Errorf("/metrics after the outage: audit queue depth %v, listener connected %v; want 0, 1",
+			metric(gw.URL, "mcpgate_audit_queue_depth"), metric(gw.URL, "mcpgate_invalidation_listener_connected"))
+	}
 
 	all := calls.all()
 	statuses := map[int]int{}
@@ -334,8 +348,9 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 			t.Errorf("call with the key the replica knew failed (during the outage: %v): %v", during, r)
 		}
 	}
-	t.Logf("database down %s at %d calls/s: %d calls, %d ok, %d tool errors, %d JSON-RPC 503; HTTP statuses %v",
-		up.Sub(down).Round(100*time.Millisecond), rate, len(all), ok, toolErrors, unavailable, statuses)
+	t.Logf("database down %s at %d calls/s: %d calls, %d ok, %d tool errors, %d JSON-RPC 503; HTTP statuses %v; "+
+		"%v audit events queued at the end of the outage", up.Sub(down).Round(100*time.Millisecond), rate, len(all), ok,
+		toolErrors, unavailable, statuses, queued)
 	if toolErrors == 0 || unavailable == 0 {
 		t.Errorf("no tool error or no 503 during the outage: the keys the replica did not know were not exercised")
 	}
@@ -437,7 +452,11 @@ func loggedCount(logs *testutil.LockedBuffer, msg string) int {
 // replayed.
 func TestStopDuringOutage_NothingLost(t *testing.T) {
 	t.Parallel()
-	o := stopOutage(t, t.TempDir())
+	dataDir := t.TempDir()
+	o := stopOutage(t, dataDir)
+	if fi, err := os.Stat(filepath.Join(dataDir, audit.SpoolFile)); err != nil || fi.Size() == 0 {
+		t.Errorf("spool file after the stop: %v, %v; want it holding the events", fi, err)
+	}
 	if n := loggedCount(o.logs, "audit events spooled at shutdown"); n != len(o.calls) {
 		t.Errorf("log says %d audit events spooled at shutdown, want %d (one per call answered during the outage)\n%s",
 			n, len(o.calls), tail(o.logs.String(), 3000))
