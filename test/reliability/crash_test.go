@@ -104,9 +104,10 @@ func TestCrashDuringKeyCreation(t *testing.T) {
 
 // killWindow bounds how long before a SIGKILL a call may have been answered
 // and still lose its audit row: the writer batches every 200 ms
-// (audit.Options.FlushEvery), and a batch takes a moment to commit. README
-// and SECURITY.md state it.
-const killWindow = 300 * time.Millisecond
+// (audit.Options.FlushEvery), and then the batch takes its time to commit,
+// which on a loaded machine was seen at over 100 ms. README and SECURITY.md
+// state it.
+const killWindow = 500 * time.Millisecond
 
 // TestKillReplica_AuditWindow kills one of two replicas with SIGKILL under
 // an open loop of 100 calls/s split between them. The audit writer is
