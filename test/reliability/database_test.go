@@ -385,12 +385,23 @@ func stopOutage(t *testing.T, dataDir string) outageStop {
 	cluster := mustCluster(t, dir)
 	f := newFixtureIn(t, cluster.DSN(), startSim(t), dataDir)
 	c, logs := f.rc, f.logs
+	db := mustDB(t, cluster.DSN())
+	f.settle(t, db)
 	if r := c.call(e2b.ToolListSandboxes, "before"); !r.ok() {
 		t.Fatalf("baseline call = %v", r)
 	}
-	db := mustDB(t, cluster.DSN())
-	if !eventually(10*time.Second, func() bool { return auditedTags(t, db)["before"] == 1 }) {
-		t.Fatal("the baseline call was not audited")
+	// Everything so far written, so that the stop spools exactly the
+	// outage's events: the writer's queue empty, and no row added over
+	// more than a flush interval.
+	last := -1
+	if !eventually(10*time.Second, func() bool {
+		n := count(t, db, `SELECT count(*) FROM audit_log`)
+		quiet := n == last && auditedTags(t, db)["before"] == 1 && metric(f.gw.URL, "mcpgate_audit_queue_depth") == 0
+		last = n
+		time.Sleep(250 * time.Millisecond)
+		return quiet
+	}) {
+		t.Fatal("the audit log did not catch up before the outage")
 	}
 	stopCluster(t, cluster)
 

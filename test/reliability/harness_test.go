@@ -526,6 +526,35 @@ func (f *fixture) replica(t *testing.T) *gateway {
 	return startGateway(t, f.cfg.replica(t), f.logs)
 }
 
+// settle returns once the fixture's gateway has processed every cache
+// invalidation notified so far. A notification is processed some time after
+// its commit, and one that arrives after a load drops what the load cached
+// (rightly: it cannot tell it was sent before), so a test that warms caches
+// and then stops the database must wait for those its set-up sent.
+// Notifications arrive in commit order on one connection: settle caches a
+// key of another workspace, revokes it with a notification of its own, and
+// waits until the gateway refuses it, which it does only once it has
+// processed that notification or a later-sent one about that workspace,
+// and so every one sent before; those still to come concern only that
+// other workspace.
+func (f *fixture) settle(t *testing.T, db *pgx.Conn) {
+	t.Helper()
+	other := newTenant(t, f.gw.URL, nil)
+	c := newRPCClient(t, f.gw.URL, other.key.Key)
+	if r := c.call("e2b_list_sandboxes", "settle"); !r.ok() {
+		t.Fatalf("settle: call = %v", r)
+	}
+	if _, err := db.Exec(context.Background(), `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING workspace_id)
+		SELECT pg_notify('mcpgate_invalidate', 'keys:' || workspace_id) FROM k`, other.key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(30*time.Second, func() bool {
+		return c.call("e2b_list_sandboxes", "settle").status == http.StatusUnauthorized
+	}) {
+		t.Fatalf("settle: the gateway did not process a notification in 30 s")
+	}
+}
+
 // replica is the config of another replica of c: the same database and
 // secrets (as behind a load balancer), its own address.
 func (c gwConfig) replica(t *testing.T) gwConfig {

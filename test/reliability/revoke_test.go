@@ -119,11 +119,12 @@ func TestRevoke_NotificationLost(t *testing.T) {
 		dir := clusterDir(t)
 		cluster := mustCluster(t, dir)
 		f := newFixture(t, cluster.DSN(), startSim(t))
-		c := f.rc
+		c, db := f.rc, mustDB(t, cluster.DSN())
+		f.settle(t, db)
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
 			t.Fatalf("call before the revoke = %v", r)
 		}
-		revoked := revokeUnannounced(t, mustDB(t, cluster.DSN()), f.tn.key.ID)
+		revoked := revokeUnannounced(t, db, f.tn.key.ID)
 		stopCluster(t, cluster)
 		accepted, refused, others := 0, 0, map[string]int{}
 		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
