@@ -111,6 +111,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("baseline call failed: %v", seen.failed)
 	}
 	// Replica 2 knows the second key, its workspace's policy and credential.
+	settle(t, gw2.URL, mustDB(t, cluster.DSN()))
 	c2 := newRPCClient(t, gw2.URL, second.Key)
 	if r := c2.call(e2b.ToolListSandboxes, "replica-2-baseline"); !r.ok() {
 		t.Fatalf("baseline call on replica 2 = %v", r)
@@ -232,8 +233,8 @@ func TestDatabaseOutage(t *testing.T) {
 	if n := count(t, db, `SELECT count(*) FROM api_keys WHERE octet_length(secret_hash) <> 32`); n != 0 {
 		t.Errorf("%d api_keys rows without a full secret hash", n)
 	}
-	if n := count(t, db, `SELECT count(*) FROM api_keys`); n != 2 {
-		t.Errorf("api_keys rows = %d, want 2 (none from the refused create)", n)
+	if n := count(t, db, `SELECT count(*) FROM api_keys WHERE workspace_id = $1`, tn.ws); n != 2 {
+		t.Errorf("api_keys rows of the workspace = %d, want 2 (none from the refused create)", n)
 	}
 	if n := count(t, db, `SELECT count(*) FROM connections WHERE octet_length(ciphertext) < 17+16 OR key_term < 1`); n != 0 {
 		t.Errorf("%d connections rows with a truncated ciphertext", n)
@@ -285,6 +286,7 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 		t.Fatalf("baseline call = %v", r)
 	}
 	// tools/list loads the key and the policy, not the credential.
+	settle(t, gw.URL, mustDB(t, cluster.DSN()))
 	cs := mustSession(t, gw.URL, noCred.key.Key, false)
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatalf("tools/list = %v", err)
@@ -386,7 +388,7 @@ func stopOutage(t *testing.T, dataDir string) outageStop {
 	f := newFixtureIn(t, cluster.DSN(), startSim(t), dataDir)
 	c, logs := f.rc, f.logs
 	db := mustDB(t, cluster.DSN())
-	f.settle(t, db)
+	settle(t, f.gw.URL, db)
 	if r := c.call(e2b.ToolListSandboxes, "before"); !r.ok() {
 		t.Fatalf("baseline call = %v", r)
 	}

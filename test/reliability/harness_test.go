@@ -526,7 +526,7 @@ func (f *fixture) replica(t *testing.T) *gateway {
 	return startGateway(t, f.cfg.replica(t), f.logs)
 }
 
-// settle returns once the fixture's gateway has processed every cache
+// settle returns once the gateway at base has processed every cache
 // invalidation notified so far. A notification is processed some time after
 // its commit, and one that arrives after a load drops what the load cached
 // (rightly: it cannot tell it was sent before), so a test that warms caches
@@ -537,10 +537,10 @@ func (f *fixture) replica(t *testing.T) *gateway {
 // processed that notification or a later-sent one about that workspace,
 // and so every one sent before; those still to come concern only that
 // other workspace.
-func (f *fixture) settle(t *testing.T, db *pgx.Conn) {
+func settle(t *testing.T, base string, db *pgx.Conn) {
 	t.Helper()
-	other := newTenant(t, f.gw.URL, nil)
-	c := newRPCClient(t, f.gw.URL, other.key.Key)
+	other := newTenant(t, base, nil)
+	c := newRPCClient(t, base, other.key.Key)
 	if r := c.call("e2b_list_sandboxes", "settle"); !r.ok() {
 		t.Fatalf("settle: call = %v", r)
 	}

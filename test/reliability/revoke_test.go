@@ -120,7 +120,7 @@ func TestRevoke_NotificationLost(t *testing.T) {
 		cluster := mustCluster(t, dir)
 		f := newFixture(t, cluster.DSN(), startSim(t))
 		c, db := f.rc, mustDB(t, cluster.DSN())
-		f.settle(t, db)
+		settle(t, f.gw.URL, db)
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
 			t.Fatalf("call before the revoke = %v", r)
 		}
