@@ -9,6 +9,19 @@
 // fresh start), rewritten atomically within a couple of seconds of each change,
 // and at shutdown. --plan hobby gives sandboxes the Hobby plan's one-hour
 // lifetime limit instead of Pro's 24 hours.
+//
+// With --control-listen ADDR it also serves a control API on that second
+// address, which switches faults while the simulator runs (for tests and
+// demos; see e2bsim.Server.ControlHandler):
+//
+//	go run ./cmd/e2bsim --listen 127.0.0.1:3001 --control-listen 127.0.0.1:3002
+//	curl -X PUT 127.0.0.1:3002/_sim/faults -d '[{"path":"/v2/sandboxes","status":503,"times":5}]'
+//	curl 127.0.0.1:3002/_sim/faults
+//	curl -X DELETE 127.0.0.1:3002/_sim/faults
+//
+// The control API is off unless the flag is given, has no authentication
+// (keep it on loopback), and is never served on the E2B listener: no path
+// there reaches it, so no E2B route changes.
 package main
 
 import (
@@ -47,9 +60,11 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	listen string
-	plan   string
-	state  string // state file, or "" to keep everything in memory only
-	opts   e2bsim.Options
+	// control is the control API's own address, or "" for none.
+	control string
+	plan    string
+	state   string // state file, or "" to keep everything in memory only
+	opts    e2bsim.Options
 }
 
 // saveEvery is how often a changed state is written to the state file.
@@ -73,6 +88,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs := flag.NewFlagSet("e2bsim", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:3001", "address to listen on")
+	fs.StringVar(&c.control, "control-listen", "", "address of the control API that switches faults at run time (off unless set; "+
+		"no authentication: keep it on loopback; never served on --listen)")
 	fs.Var(&teamKeys, "team-key", "accepted API key, each its own team (repeatable; none: any e2b_<hex> key is its own team)")
 	fs.IntVar(&c.opts.MaxRunning, "max-running", 20, "running sandboxes per team before create and resume answer 429")
 	fs.DurationVar(&c.opts.Latency, "latency", 0, "latency added to every response")
@@ -87,6 +104,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if _, port, _ := net.SplitHostPort(c.control); c.control != "" && c.control == c.listen && port != "0" {
+		return c, errors.New("--control-listen must be another address than --listen: the control API is never served beside E2B's routes")
 	}
 	if c.opts.FailRate < 0 || c.opts.FailRate > 1 {
 		return c, errors.New("--fail-rate must be between 0 and 1")
@@ -131,11 +151,31 @@ func run(ctx context.Context, args []string, stderr io.Writer, logger *slog.Logg
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s (is another e2bsim or program using it? choose one with --listen): %w", c.listen, err)
 	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	servers := []*http.Server{{Handler: sim, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}}
+	listeners := []net.Listener{ln}
+	if c.control != "" {
+		cln, err := net.Listen("tcp", c.control)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("cannot listen on %s for the control API (choose another --control-listen): %w", c.control, err)
+		}
+		servers = append(servers, &http.Server{Handler: sim.ControlHandler(), ReadHeaderTimeout: 10 * time.Second})
+		listeners = append(listeners, cln)
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() { errc <- srv.Serve(listeners[i]) }()
+	}
 	logger.Info("e2bsim listening", "addr", ln.Addr().String(), "teams", len(c.opts.TeamKeys), "max_running", c.opts.MaxRunning,
 		"plan", c.plan, "latency", c.opts.Latency, "fail_rate", c.opts.FailRate, "state", c.state)
+	if len(listeners) > 1 {
+		addr := listeners[1].Addr().(*net.TCPAddr)
+		logger.Info("e2bsim control API listening", "addr", addr.String(), "path", e2bsim.ControlPath)
+		if !addr.IP.IsLoopback() {
+			logger.Warn("the control API has no authentication and listens beyond loopback: anyone who reaches it can switch faults",
+				"addr", addr.String())
+		}
+	}
 
 	var tick <-chan time.Time
 	if c.state != "" {
@@ -163,7 +203,11 @@ serve:
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = srv.Shutdown(shutdown)
+	var errs []error
+	for _, srv := range servers {
+		errs = append(errs, srv.Shutdown(shutdown))
+	}
+	err = errors.Join(errs...)
 	if c.state != "" {
 		// After Shutdown: no request can change the state any more.
 		if serr := saveState(sim, c.state); serr != nil {

@@ -31,14 +31,16 @@ func TestParseFlags(t *testing.T) {
 	}{
 		{name: "defaults", want: config{listen: "127.0.0.1:3001", plan: "pro", opts: defaults}},
 		{name: "all", args: []string{"--listen", ":9", "--team-key", "e2b_aa", "--team-key", "e2b_bb", "--max-running", "3",
-			"--latency", "50ms", "--fail-rate", "0.1", "--seed", "7", "--plan", "hobby", "--transition", "0s", "--state", "s.json"},
-			want: config{listen: ":9", plan: "hobby", state: "s.json", opts: e2bsim.Options{TeamKeys: []string{"e2b_aa", "e2b_bb"},
+			"--latency", "50ms", "--fail-rate", "0.1", "--seed", "7", "--plan", "hobby", "--transition", "0s", "--state", "s.json",
+			"--control-listen", "127.0.0.1:9"},
+			want: config{listen: ":9", control: "127.0.0.1:9", plan: "hobby", state: "s.json", opts: e2bsim.Options{TeamKeys: []string{"e2b_aa", "e2b_bb"},
 				MaxRunning: 3, Latency: 50 * time.Millisecond, FailRate: 0.1, Seed: 7, MaxLifetime: time.Hour}}},
 		{name: "fail rate over 1", args: []string{"--fail-rate", "2"}, wantErr: true},
 		{name: "max running 0", args: []string{"--max-running", "0"}, wantErr: true},
 		{name: "empty key", args: []string{"--team-key", " "}, wantErr: true},
 		{name: "unknown plan", args: []string{"--plan", "enterprise"}, wantErr: true},
 		{name: "negative transition", args: []string{"--transition", "-1s"}, wantErr: true},
+		{name: "control API on the E2B listener", args: []string{"--listen", "127.0.0.1:9", "--control-listen", "127.0.0.1:9"}, wantErr: true},
 		{name: "stray argument", args: []string{"serve"}, wantErr: true},
 	}
 	for _, tt := range tests {
@@ -72,13 +74,22 @@ func start(t *testing.T, args ...string) *proc {
 	return p
 }
 
-var addrRE = regexp.MustCompile(`msg="e2bsim listening" addr=(\S+)`)
+var (
+	addrRE        = regexp.MustCompile(`msg="e2bsim listening" addr=(\S+)`)
+	controlAddrRE = regexp.MustCompile(`msg="e2bsim control API listening" addr=(\S+)`)
+)
 
 // addr waits for the "listening" line and returns its address.
 func (p *proc) addr(t *testing.T) string {
 	t.Helper()
+	return p.logged(t, addrRE)
+}
+
+// logged waits for a line matching re and returns its first group.
+func (p *proc) logged(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := addrRE.FindStringSubmatch(p.log.String()); m != nil {
+		if m := re.FindStringSubmatch(p.log.String()); m != nil {
 			return m[1]
 		}
 		select {
@@ -87,7 +98,7 @@ func (p *proc) addr(t *testing.T) string {
 		default:
 		}
 	}
-	t.Fatalf("no listening line:\n%s", p.log)
+	t.Fatalf("no line matching %s:\n%s", re, p.log)
 	return ""
 }
 
@@ -188,5 +199,53 @@ func TestRun_state(t *testing.T) {
 	err := run(context.Background(), []string{"--listen", "127.0.0.1:0", "--state", path}, io.Discard, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Fatalf("run() with a corrupt state file err = %v, want an error naming the file", err)
+	}
+}
+
+// TestRun_control: with --control-listen, faults switched on the control
+// address apply to the E2B listener at once, and the E2B listener itself
+// never serves the control API. Without the flag there is no control API.
+func TestRun_control(t *testing.T) {
+	const key = "e2b_0123abcd"
+	status := func(method, url string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	ctx := context.Background()
+	p := start(t, "--listen", "127.0.0.1:0", "--control-listen", "127.0.0.1:0")
+	api, control := "http://"+p.addr(t), e2bsim.ControlClient{URL: "http://" + p.logged(t, controlAddrRE)}
+	if err := control.SetFaults(ctx, e2bsim.Fault{Path: "/v2/sandboxes", Status: 503}); err != nil {
+		t.Fatal(err)
+	}
+	if st := status("GET", api+"/v2/sandboxes"); st != 503 {
+		t.Errorf("GET /v2/sandboxes with a 503 switched on = %d", st)
+	}
+	if st := status("DELETE", api+e2bsim.ControlPath); st != http.StatusNotFound {
+		t.Errorf("DELETE %s on the E2B listener = %d, want 404 (no such E2B route)", e2bsim.ControlPath, st)
+	}
+	if fs, err := control.Faults(ctx); err != nil || len(fs) != 1 {
+		t.Errorf("faults after a DELETE on the E2B listener = %v, %v; want the one still in force", fs, err)
+	}
+	if err := control.SetFaults(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := status("GET", api+"/v2/sandboxes"); st != 200 {
+		t.Errorf("GET /v2/sandboxes after clearing = %d", st)
+	}
+	if err := p.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+
+	p = start(t, "--listen", "127.0.0.1:0")
+	p.addr(t)
+	if strings.Contains(p.log.String(), "control API") {
+		t.Errorf("a control API started without --control-listen:\n%s", p.log)
 	}
 }

@@ -225,14 +225,18 @@ const spoolMaxBytes = 512 << 20
 // left in it to the database, before the gateway serves: the log then holds
 // every event that was answered, in order of their times. Without a
 // writable dir (a read-only container) the gateway runs without a spool and
-// says what that costs.
+// says at start, as an error, what that costs: it chooses serving over
+// refusing to start, since a spool only matters when a stop meets an outage.
 func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) (*audit.Spool, error) {
 	if dir == "" {
 		return nil, nil
 	}
 	spool, err := audit.OpenSpool(dir, spoolMaxBytes)
 	if err != nil {
-		log.Warn("audit spool disabled: a stop during a database outage can lose the audit events still queued", "err", err)
+		// Loud, at every start: the gateway serves, but one of its
+		// guarantees is gone until DATA_DIR is writable.
+		log.Error("audit spool disabled: DATA_DIR is not writable, so a stop during a database outage loses the audit events "+
+			"still queued (the log then says how many); give the gateway a writable DATA_DIR", "err", err)
 		return nil, nil
 	}
 	res, err := spool.Replay(ctx, db, 500)

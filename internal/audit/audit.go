@@ -55,7 +55,15 @@ type Writer struct {
 
 	spooled atomic.Int64
 	lost    atomic.Int64
+	// giveUpAt is when, during Close, writes without a spool stop retrying
+	// (Unix nanoseconds): one deadline for the whole drain, so that a stop
+	// with the database away ends in stopRetry whatever the queue holds,
+	// and every event it could not write is counted.
+	giveUpAt atomic.Int64
 }
+
+// stopRetry is how long Close keeps retrying the database without a spool.
+const stopRetry = 10 * time.Second
 
 // New starts a writer.
 func New(opts Options) *Writer {
@@ -113,7 +121,10 @@ func (w *Writer) Saturated() bool { return len(w.queue) >= cap(w.queue)*9/10 }
 // not written. It waits at most until ctx ends, and logs how many events
 // were spooled and, if any, lost.
 func (w *Writer) Close(ctx context.Context) error {
-	w.once.Do(func() { close(w.stop) })
+	w.once.Do(func() {
+		w.giveUpAt.Store(time.Now().Add(stopRetry).UnixNano())
+		close(w.stop)
+	})
 	select {
 	case <-w.done:
 	case <-ctx.Done():
@@ -124,6 +135,7 @@ func (w *Writer) Close(ctx context.Context) error {
 			"count", n, "path", w.opts.Spool.Path())
 	}
 	if n := w.lost.Load(); n > 0 {
+		w.opts.Logger.Error("audit events lost at shutdown: neither the database nor a spool took them", "count", n)
 		return fmt.Errorf("%d audit events could not be written or spooled", n)
 	}
 	return nil
@@ -138,8 +150,7 @@ func (w *Writer) spool(batch []mcpgate.AuditEvent, cause error) {
 	w.spooled.Add(int64(n))
 	if lost := len(batch) - n; lost > 0 {
 		w.lost.Add(int64(lost))
-		w.opts.Logger.Error("audit events lost at shutdown: neither the database nor the spool took them",
-			"count", lost, "err", cause, "spool_err", err)
+		w.opts.Logger.Warn("audit batch not spooled at shutdown", "count", lost, "err", cause, "spool_err", err)
 	}
 }
 
@@ -181,17 +192,21 @@ func (w *Writer) loop() {
 }
 
 // write stores a batch, retrying with backoff while the database is away.
-// While stopping it gives up after about 10 s so that shutdown ends.
+// While stopping it gives up at giveUpAt (about 10 s after Close), so that
+// shutdown ends; with a spool it spools after one failed attempt.
 func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 	if len(batch) == 0 {
 		return
 	}
 	backoff := 100 * time.Millisecond
-	deadline := time.Now().Add(10 * time.Second)
 	for {
 		timeout := 10 * time.Second
-		if stopping && w.opts.Spool != nil {
+		switch {
+		case stopping && w.opts.Spool != nil:
 			timeout = 2 * time.Second // the spool takes what the database does not
+		case stopping:
+			// One attempt even past the deadline: the database may be back.
+			timeout = min(timeout, max(time.Until(w.stopDeadline()), 500*time.Millisecond))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		err := w.opts.Sink.InsertAudit(ctx, batch)
@@ -203,23 +218,27 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 			w.spool(batch, err)
 			return
 		}
-		if stopping && time.Now().After(deadline) {
+		if stopping && !time.Now().Before(w.stopDeadline()) {
 			w.lost.Add(int64(len(batch)))
-			w.opts.Logger.Error("audit events lost at shutdown: database unavailable", "count", len(batch), "err", err)
+			w.opts.Logger.Warn("audit batch not written at shutdown: database unavailable", "count", len(batch), "err", err)
 			return
 		}
 		w.opts.Logger.Warn("audit write failed; retrying", "count", len(batch), "err", err, "backoff", backoff)
 		wait := time.After(backoff)
 		if stopping {
-			<-wait
+			select {
+			case <-wait:
+			case <-time.After(time.Until(w.stopDeadline())):
+			}
 		} else {
 			select {
 			case <-wait:
 			case <-w.stop:
 				stopping = true
-				deadline = time.Now().Add(10 * time.Second)
 			}
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
 }
+
+func (w *Writer) stopDeadline() time.Time { return time.Unix(0, w.giveUpAt.Load()) }

@@ -1,11 +1,15 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -194,13 +198,37 @@ func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
 	}
 }
 
-// Without a spool the same stop loses the events, and Close says so.
+// Without a spool the same stop loses the events, ends in about 10 s
+// whatever the queue holds (one deadline for the whole drain, not one per
+// batch), and says exactly how many were lost.
 func TestWriter_CloseWithoutSpoolReportsLoss(t *testing.T) {
-	w := audit.New(audit.Options{Sink: downSink{}, FlushEvery: time.Hour})
-	w.Record(context.Background(), events(1)[0])
+	var logs bytes.Buffer
+	w := audit.New(audit.Options{Sink: downSink{}, FlushEvery: time.Hour, BatchSize: 50,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	for _, ev := range events(325) {
+		w.Record(context.Background(), ev)
+	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := w.Close(ctx); err == nil {
-		t.Fatal("Close() with the database away and no spool err = nil, want the loss reported")
+	err := w.Close(ctx)
+	if err == nil || !strings.Contains(err.Error(), "325 audit events could not be written") {
+		t.Fatalf("Close() with the database away and no spool err = %v, want the loss of 325 events reported", err)
+	}
+	if took := time.Since(start); took > 13*time.Second {
+		t.Errorf("Close took %s, want about 10 s", took)
+	}
+	var total []string
+	for line := range strings.Lines(logs.String()) {
+		var rec struct {
+			Msg   string `json:"msg"`
+			Count int    `json:"count"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "audit events lost at shutdown") {
+			total = append(total, fmt.Sprint(rec.Count))
+		}
+	}
+	if len(total) != 1 || total[0] != "325" {
+		t.Errorf("log lines \"audit events lost at shutdown\" have counts %v, want one line with 325", total)
 	}
 }

@@ -17,7 +17,10 @@
 // returns the secret fields E2B returns (envd and traffic access tokens,
 // network rule header values, egress proxy usernames), so that stripping them
 // is tested for real. Faults (latency, failure rate, per-route statuses,
-// bodies, delays, resets) can be injected by flag or from a test. Every
+// bodies, delays, resets before or in the middle of a body, oversized
+// bodies) can be injected by flag, from a test, or while it runs through the
+// control API (ControlHandler), which cmd/e2bsim serves only on a listener
+// of its own, so that no E2B route ever behaves differently for it. Every
 // response carries X-E2B-Simulator: mcpgate-e2bsim, which real E2B never
 // sends.
 //

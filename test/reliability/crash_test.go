@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,12 +24,8 @@ import (
 
 // keyWorks reports whether the gateway accepts key (an MCP initialize).
 func keyWorks(base, key string) (int, error) {
-	req, _ := http.NewRequest("POST", base+"/mcp", strings.NewReader(
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(mcpRequest(base, key, []byte(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)))
 	if err != nil {
 		return 0, err
 	}
@@ -104,86 +102,99 @@ func TestCrashDuringKeyCreation(t *testing.T) {
 	t.Logf("%d keys answered 201 before the kill, %d rows after restart", len(answered), rows-1)
 }
 
-// TestCrashDuringAuditFlush kills the gateway right after answering calls,
-// while their audit events are still queued in memory. The audit writer is
-// asynchronous (batches every 200 ms): events not yet written at a SIGKILL
-// are lost by design, and SECURITY.md says so. What must hold: every audit
-// row committed before the kill is still there after the restart, no row is
-// half-written, and the restarted gateway audits again.
-func TestCrashDuringAuditFlush(t *testing.T) {
+// killWindow bounds how long before a SIGKILL a call may have been answered
+// and still lose its audit row: the writer batches every 200 ms
+// (audit.Options.FlushEvery), and then the batch takes its time to commit,
+// which on a loaded machine was seen at over 100 ms. README and SECURITY.md
+// state it.
+const killWindow = 500 * time.Millisecond
+
+// TestKillReplica_AuditWindow kills one of two replicas with SIGKILL under
+// an open loop of 100 calls/s split between them. The audit writer is
+// asynchronous: events still queued at a SIGKILL are lost by design. What
+// must hold: the only calls without an audit row are the killed replica's
+// answered within killWindow of the kill; the other replica loses nothing;
+// no row is half-written; the restarted replica audits again.
+func TestKillReplica_AuditWindow(t *testing.T) {
 	t.Parallel()
 	dsn := storetest.NewDatabase(t)
-	cfg := newGWConfig(t, dsn, startSim(t))
-	var logs testutil.LockedBuffer
-	gw := startGateway(t, cfg, &logs)
-	tn := newTenant(t, gw.URL, nil)
-	cs := mustSession(t, gw.URL, tn.key.Key, false)
+	f := newFixture(t, dsn, startSim(t))
+	g2 := f.replica(t)
+	clients := []*rpcClient{f.rc, newRPCClient(t, g2.URL, f.tn.key.Key)}
 	db := mustDB(t, dsn)
 
-	okCalls := 0
-	for range 20 {
-		if call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil).ok() {
-			okCalls++
+	var calls callLog
+	stop := make(chan struct{})
+	wait := openLoop(100, stop, func(i int) {
+		calls.add(clients[i%2].call(e2b.ToolListSandboxes, fmt.Sprintf("r%d-%d", i%2+1, i)))
+	})
+	time.Sleep(2 * time.Second)
+	killed := time.Now()
+	f.gw.kill()
+	time.Sleep(time.Second)
+	close(stop)
+	wait()
+
+	g1 := startGateway(t, f.cfg, f.logs)
+	if r := newRPCClient(t, g1.URL, f.tn.key.Key).call(e2b.ToolListSandboxes, "after-restart"); !r.ok() {
+		t.Fatalf("call on the restarted replica = %v", r)
+	}
+	all := calls.all()
+	answered := 0
+	for _, r := range all {
+		if r.status == http.StatusOK {
+			answered++
 		}
 	}
-	if !eventually(10*time.Second, func() bool {
-		return count(t, db, `SELECT count(*) FROM audit_log WHERE kind = 'tool_call'`) == okCalls
-	}) {
-		t.Fatalf("the first %d calls were not all audited", okCalls)
-	}
-	committed := count(t, db, `SELECT count(*) FROM audit_log`)
-
-	// Calls answered just before the kill: their events are in the queue.
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	late := 0
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range 10 {
-				if call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil).ok() {
-					mu.Lock()
-					late++
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	gw.kill()
-
-	gw = startGateway(t, cfg, &logs)
-	after := count(t, db, `SELECT count(*) FROM audit_log`)
-	if after < committed {
-		t.Fatalf("audit rows = %d after the restart, %d were committed before the kill", after, committed)
+	var missing []rpcResult
+	eventually(10*time.Second, func() bool {
+		missing = unaudited(t, db, append(all, rpcResult{tag: "after-restart", status: http.StatusOK}))
+		return len(missing) == 0 || !slices.ContainsFunc(missing, func(r rpcResult) bool { return !strings.HasPrefix(r.tag, "r1-") })
+	})
+	var oldest time.Duration
+	for _, r := range missing {
+		age := killed.Sub(r.answered)
+		oldest = max(oldest, age)
+		if !strings.HasPrefix(r.tag, "r1-") || age > killWindow {
+			t.Errorf("call %s answered %s before the kill has no audit row; only the killed replica's last %s may be lost",
+				r.tag, age.Round(time.Millisecond), killWindow)
+		}
 	}
 	if n := count(t, db, `SELECT count(*) FROM audit_log WHERE kind = 'tool_call' AND (action = '' OR outcome = '' OR workspace_id IS NULL)`); n != 0 {
 		t.Errorf("%d half-written audit rows", n)
 	}
-	lost := committed + late - after
-	t.Logf("calls answered in the last moments: %d; their audit rows lost to SIGKILL: %d (by design: the queue is in memory)", late, lost)
-	if lost < 0 {
-		t.Errorf("more audit rows (%d) than calls (%d)", after, committed+late)
-	}
-	cs = mustSession(t, gw.URL, tn.key.Key, false)
-	if !call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil).ok() {
-		t.Fatalf("call after the restart failed")
-	}
-	if !eventually(10*time.Second, func() bool { return count(t, db, `SELECT count(*) FROM audit_log`) >= after+1 }) {
-		t.Errorf("the restarted gateway does not audit")
-	}
-	// A clean stop (SIGTERM) drains the queue: nothing is lost.
-	before := count(t, db, `SELECT count(*) FROM audit_log`)
-	for range 10 {
-		if !call(cs, 20*time.Second, e2b.ToolListSandboxes, nil, nil).ok() {
-			t.Fatalf("call failed")
+	t.Logf("%d calls at 100 calls/s on two replicas, %d answered; replica 1 killed: %d audit rows lost, all answered within %s of the kill",
+		len(all), answered, len(missing), oldest.Round(time.Millisecond))
+}
+
+// TestStop_AllAudited stops the gateway with SIGTERM under an open loop of
+// 100 calls/s while the database is up: every call it answered has its
+// audit row (a clean stop writes the whole queue).
+func TestStop_AllAudited(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.NewDatabase(t)
+	f := newFixture(t, dsn, startSim(t))
+	var calls callLog
+	stop := make(chan struct{})
+	wait := openLoop(100, stop, func(i int) { calls.add(f.rc.call(e2b.ToolListSandboxes, fmt.Sprintf("c%d", i))) })
+	time.Sleep(2 * time.Second)
+	f.gw.stop()
+	close(stop)
+	wait()
+
+	all := calls.all()
+	answered := 0
+	for _, r := range all {
+		if r.status == http.StatusOK && !r.rpcError {
+			answered++
 		}
 	}
-	gw.stop()
-	if got := count(t, db, `SELECT count(*) FROM audit_log`); got != before+10 {
-		t.Errorf("audit rows after SIGTERM = %d, want %d: a clean shutdown must write the whole queue", got, before+10)
+	// Nothing is waited for: the rows are there when the process has exited.
+	missing := unaudited(t, mustDB(t, dsn), all)
+	if len(missing) > 0 {
+		t.Errorf("%d of %d answered calls have no audit row after SIGTERM, the first: %v", len(missing), answered, missing[0])
 	}
+	t.Logf("SIGTERM at 100 calls/s: %d of %d answered calls audited", answered-len(missing), answered)
 }
 
 // TestCrashDuringVaultRotation kills `mcpgate vault rotate` with SIGKILL

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
@@ -178,8 +180,22 @@ func httpGet(u string) (int, string) {
 // startSim runs the e2bsim binary and returns its URL.
 func startSim(t *testing.T, args ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
-	cmd := exec.Command(bin.e2bsim, append([]string{"--listen", addr}, args...)...)
+	return runSim(t, args...).URL
+}
+
+// simProc is a running e2bsim with its control API (--control-listen), so
+// that a test switches E2B's faults while the gateway talks to it.
+type simProc struct {
+	t       *testing.T
+	URL     string
+	control e2bsim.ControlClient
+}
+
+// runSim runs the e2bsim binary with its control API on a second address.
+func runSim(t *testing.T, args ...string) *simProc {
+	t.Helper()
+	addr, control := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(bin.e2bsim, append([]string{"--listen", addr, "--control-listen", control}, args...)...)
 	var out testutil.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -188,16 +204,36 @@ func startSim(t *testing.T, args ...string) string {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
-	u := "http://" + addr
+	sp := &simProc{t: t, URL: "http://" + addr, control: e2bsim.ControlClient{URL: "http://" + control}}
 	for i := 0; ; i++ {
-		if st, _ := httpGet(u + "/health"); st != 0 {
-			return u
+		st, _ := httpGet(sp.URL + "/health")
+		if _, err := sp.control.Faults(context.Background()); st != 0 && err == nil {
+			return sp
 		}
 		if i > 200 {
 			t.Fatalf("e2bsim did not start\n%s", out.String())
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
+}
+
+// setFaults replaces the simulator's faults with fs (none: clears them),
+// at once, through its control API.
+func (sp *simProc) setFaults(fs ...e2bsim.Fault) {
+	sp.t.Helper()
+	if err := sp.control.SetFaults(context.Background(), fs...); err != nil {
+		sp.t.Fatal(err)
+	}
+}
+
+// faults returns the simulator's faults in force.
+func (sp *simProc) faults() []e2bsim.ActiveFault {
+	sp.t.Helper()
+	fs, err := sp.control.Faults(context.Background())
+	if err != nil {
+		sp.t.Fatal(err)
+	}
+	return fs
 }
 
 // recorder keeps every response body a test saw, for the secret scan.
@@ -455,4 +491,285 @@ func eventually(d time.Duration, cond func() bool) bool {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// fixture is the set-up most tests start from: a gateway on a database
+// talking to a simulator, a tenant signed up on it (E2B connected, one key),
+// and a raw MCP client with that key.
+type fixture struct {
+	cfg  gwConfig
+	logs *testutil.LockedBuffer
+	gw   *gateway
+	tn   *tenant
+	rc   *rpcClient
+}
+
+func newFixture(t *testing.T, dsn, simURL string) *fixture {
+	t.Helper()
+	return newFixtureIn(t, dsn, simURL, t.TempDir())
+}
+
+// newFixtureIn is newFixture with the gateway's DATA_DIR at dataDir.
+func newFixtureIn(t *testing.T, dsn, simURL, dataDir string) *fixture {
+	t.Helper()
+	f := &fixture{cfg: newGWConfig(t, dsn, simURL), logs: &testutil.LockedBuffer{}}
+	f.gw = startGatewayIn(t, f.cfg, f.logs, dataDir)
+	f.tn = newTenant(t, f.gw.URL, nil)
+	f.rc = newRPCClient(t, f.gw.URL, f.tn.key.Key)
+	return f
+}
+
+// replica starts a second replica of the fixture's gateway: the same
+// database and secrets (as behind a load balancer), its own address.
+func (f *fixture) replica(t *testing.T) *gateway {
+	t.Helper()
+	return startGateway(t, f.cfg.replica(t), f.logs)
+}
+
+// settle returns once the gateway at base has processed every cache
+// invalidation notified so far. A notification is processed some time after
+// its commit, and one that arrives after a load drops what the load cached
+// (rightly: it cannot tell it was sent before), so a test that warms caches
+// and then stops the database must wait for those its set-up sent.
+// Notifications arrive in commit order on one connection: settle caches a
+// key of another workspace, revokes it with a notification of its own, and
+// waits until the gateway refuses it, which it does only once it has
+// processed that notification or a later-sent one about that workspace,
+// and so every one sent before; those still to come concern only that
+// other workspace.
+func settle(t *testing.T, base string, db *pgx.Conn) {
+	t.Helper()
+	other := newTenant(t, base, nil)
+	c := newRPCClient(t, base, other.key.Key)
+	if r := c.call("e2b_list_sandboxes", "settle"); !r.ok() {
+		t.Fatalf("settle: call = %v", r)
+	}
+	if _, err := db.Exec(context.Background(), `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING workspace_id)
+		SELECT pg_notify('mcpgate_invalidate', 'keys:' || workspace_id) FROM k`, other.key.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !eventually(30*time.Second, func() bool {
+		return c.call("e2b_list_sandboxes", "settle").status == http.StatusUnauthorized
+	}) {
+		t.Fatalf("settle: the gateway did not process a notification in 30 s")
+	}
+}
+
+// replica is the config of another replica of c: the same database and
+// secrets (as behind a load balancer), its own address.
+func (c gwConfig) replica(t *testing.T) gwConfig {
+	c.addr = freeAddr(t)
+	return c
+}
+
+// rpcClient sends tools/call as raw HTTP requests, one JSON-RPC message per
+// POST, as a stateless MCP client does: unlike go-sdk's client it shows the
+// HTTP status and headers of every answer, which the outage rows are about.
+type rpcClient struct {
+	base, key string
+	hc        *http.Client
+	next      atomic.Int64
+}
+
+func newRPCClient(t *testing.T, base, key string) *rpcClient {
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
+	t.Cleanup(hc.CloseIdleConnections)
+	return &rpcClient{base: base, key: key, hc: hc}
+}
+
+// rpcResult is one tools/call as the client saw it.
+type rpcResult struct {
+	tag            string
+	sent, answered time.Time
+	status         int    // HTTP status; 0: no answer (err says why)
+	retryAfter     string // the Retry-After header
+	err            error
+	rpcError       bool   // a JSON-RPC error instead of a result
+	isError        bool   // a tool result with isError
+	text           string // the result's text or the JSON-RPC error's message
+}
+
+// ok reports whether the call ran and succeeded.
+func (r rpcResult) ok() bool {
+	return r.err == nil && r.status == http.StatusOK && !r.rpcError && !r.isError
+}
+
+func (r rpcResult) String() string {
+	if r.err != nil {
+		return fmt.Sprintf("%s: no answer: %v", r.tag, r.err)
+	}
+	return fmt.Sprintf("%s: HTTP %d (Retry-After %q) rpcError=%v isError=%v %q", r.tag, r.status, r.retryAfter, r.rpcError, r.isError, r.text)
+}
+
+// mcpRequest is a POST of one JSON-RPC message to the gateway's /mcp with
+// key as the bearer, as a stateless MCP client sends it.
+func mcpRequest(base, key string, body []byte) *http.Request {
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	req.Header.Set("Authorization", "Bearer "+key)
+	return req
+}
+
+// probeArgs are e2b_list_sandboxes arguments that carry tag into the audit
+// row (arguments->>'metadata'), so that each call is matched to its row.
+func probeArgs(tag string) map[string]any { return map[string]any{"metadata": "probe=" + tag} }
+
+// call sends one tools/call with tag in its arguments (see probeArgs).
+func (c *rpcClient) call(tool, tag string) rpcResult {
+	return c.callArgs(tool, tag, probeArgs(tag))
+}
+
+func (c *rpcClient) callArgs(tool, tag string, args map[string]any) (res rpcResult) {
+	res = rpcResult{tag: tag, sent: time.Now()}
+	defer func() { res.answered = time.Now() }()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next.Add(1), "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args}})
+	resp, err := c.hc.Do(mcpRequest(c.base, c.key, body))
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer resp.Body.Close()
+	res.status, res.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The last data line is the answer.
+		for line := range strings.Lines(string(b)) {
+			if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
+				b = []byte(d)
+			}
+		}
+	}
+	var msg struct {
+		Result *struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			IsError bool `json:"isError"`
+		} `json:"result"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &msg) != nil {
+		res.text = string(b)
+		return res
+	}
+	switch {
+	case msg.Error != nil:
+		res.rpcError, res.text = true, msg.Error.Message
+	case msg.Result != nil:
+		res.isError = msg.Result.IsError
+		for _, c := range msg.Result.Content {
+			res.text += c.Text
+		}
+	}
+	return res
+}
+
+// callLog collects the results of an open loop.
+type callLog struct {
+	mu    sync.Mutex
+	calls []rpcResult
+}
+
+func (l *callLog) add(rs ...rpcResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, rs...)
+}
+
+// all returns the results so far.
+func (l *callLog) all() []rpcResult {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]rpcResult(nil), l.calls...)
+}
+
+// openLoop offers rate calls per second, each in its own goroutine, whatever
+// the answers (an open loop: a slow or failing gateway does not lower the
+// offered load, as it would with a fixed number of clients), until stop is
+// closed; fn makes call i. The returned function waits for every call.
+func openLoop(rate int, stop <-chan struct{}, fn func(i int)) (wait func()) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Until(start.Add(time.Duration(i) * time.Second / time.Duration(rate)))):
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); fn(i) }()
+		}
+	}()
+	return func() { <-done; wg.Wait() }
+}
+
+// auditedTags returns, for each probe tag (see probeArgs), how many
+// tool-call audit rows the database holds.
+func auditedTags(t *testing.T, db *pgx.Conn) map[string]int {
+	t.Helper()
+	rows, err := db.Query(context.Background(),
+		`SELECT arguments->>'metadata' FROM audit_log WHERE kind = 'tool_call' AND arguments->>'metadata' LIKE 'probe=%'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimPrefix(m, "probe=")]++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// unaudited returns the calls in calls that were answered (an HTTP answer
+// with a tool result: the tool ran or was refused by the gateway) but have no
+// audit row, and fails the test for any call audited more than once.
+func unaudited(t *testing.T, db *pgx.Conn, calls []rpcResult) []rpcResult {
+	t.Helper()
+	tags := auditedTags(t, db)
+	var missing []rpcResult
+	for _, c := range calls {
+		switch n := tags[c.tag]; {
+		case n > 1:
+			t.Errorf("call %s has %d audit rows, want 1", c.tag, n)
+		case n == 0 && c.status == http.StatusOK && !c.rpcError:
+			missing = append(missing, c)
+		}
+	}
+	return missing
+}
+
+// metric returns the value of an unlabelled metric on the gateway's
+// /metrics, or -1 when it cannot be read.
+func metric(base, name string) float64 {
+	st, body := httpGet(base + "/metrics")
+	if st != http.StatusOK {
+		return -1
+	}
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }
