@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpgate/mcpgate/internal/pgembed"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // helperDirEnv makes the test binary act as a crashing mcpgate: see
@@ -40,7 +41,7 @@ func TestStartStopRestartKeepsData(t *testing.T) {
 		t.Errorf("DSN path = %q, want %q", got, want)
 	}
 
-	conn := mustConnect(t, c.DSN())
+	conn := testutil.MustConnect(t, c.DSN())
 	mustExec(t, conn, "CREATE TABLE notes (body text NOT NULL)")
 	mustExec(t, conn, "INSERT INTO notes VALUES ('kept')")
 	var listen, encoding string
@@ -96,7 +97,7 @@ func TestSecondStartRefused(t *testing.T) {
 		t.Errorf("second Start() err = %q, want it to name the directory and our pid", msg)
 	}
 	// The refused Start must not have disturbed the running cluster.
-	conn := mustConnect(t, c.DSN())
+	conn := testutil.MustConnect(t, c.DSN())
 	if err := conn.Ping(context.Background()); err != nil {
 		t.Errorf("Ping() after refused Start err = %v", err)
 	}
@@ -233,21 +234,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// mustDataDir returns a fresh DATA_DIR. As root the server runs as another
-// user, who must traverse the test's temporary directories; t.TempDir makes
-// them 0700, so open them for searching (not listing).
+// mustDataDir returns a fresh DATA_DIR, once the server binaries are known
+// to be there.
 func mustDataDir(t *testing.T) string {
 	t.Helper()
 	mustHaveBinaries(t)
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		for _, d := range []string{filepath.Dir(base), base} {
-			if err := os.Chmod(d, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return filepath.Join(base, "data")
+	return testutil.ClusterDir(t)
 }
 
 // mustHaveBinaries fails, never skips: the project's test command installs
@@ -275,17 +267,6 @@ func mustStart(t *testing.T, dir string) *pgembed.Cluster {
 	return c
 }
 
-func mustConnect(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("pgx.Connect(%s) err = %v", dsn, err)
-	}
-	return conn
-}
-
 func mustExec(t *testing.T, conn *pgx.Conn, sql string) {
 	t.Helper()
 	if _, err := conn.Exec(context.Background(), sql); err != nil {
@@ -297,7 +278,7 @@ func mustExec(t *testing.T, conn *pgx.Conn, sql string) {
 // wantNote to find after a restart.
 func mustWriteNote(t *testing.T, dsn, body string) {
 	t.Helper()
-	conn := mustConnect(t, dsn)
+	conn := testutil.MustConnect(t, dsn)
 	defer conn.Close(context.Background())
 	mustExec(t, conn, "CREATE TABLE notes (body text NOT NULL)")
 	mustExec(t, conn, "INSERT INTO notes VALUES ('"+body+"')")
@@ -306,7 +287,7 @@ func mustWriteNote(t *testing.T, dsn, body string) {
 // wantNote checks that the note committed before a restart is there.
 func wantNote(t *testing.T, c *pgembed.Cluster, want string) {
 	t.Helper()
-	conn := mustConnect(t, c.DSN())
+	conn := testutil.MustConnect(t, c.DSN())
 	defer conn.Close(context.Background())
 	var body string
 	if err := conn.QueryRow(context.Background(), "SELECT body FROM notes").Scan(&body); err != nil {

@@ -47,37 +47,26 @@ func TestCrashDuringKeyCreation(t *testing.T) {
 	var mu sync.Mutex
 	var answered []keyCreated
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	const workers = 4
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				st, body := tn.try("POST", "/api/v1/workspaces/"+tn.ws+"/keys", map[string]string{"name": "k" + string(rune('a'+w))})
-				if st == 0 {
-					return // the gateway is gone
-				}
-				if st == http.StatusCreated {
-					var k keyCreated
-					if err := json.Unmarshal(body, &k); err == nil {
-						mu.Lock()
-						answered = append(answered, k)
-						mu.Unlock()
-					}
-				}
+	wait := closedLoop(workers, stop, func(w, _ int) bool {
+		st, body := tn.try("POST", "/api/v1/workspaces/"+tn.ws+"/keys", map[string]string{"name": "k" + string(rune('a'+w))})
+		if st == 0 {
+			return false // the gateway is gone
+		}
+		if st == http.StatusCreated {
+			var k keyCreated
+			if err := json.Unmarshal(body, &k); err == nil {
+				mu.Lock()
+				answered = append(answered, k)
+				mu.Unlock()
 			}
-		}()
-	}
+		}
+		return true
+	})
 	time.Sleep(600 * time.Millisecond)
 	gw.kill()
 	close(stop)
-	wg.Wait()
+	wait()
 
 	gw = startGateway(t, cfg, &logs)
 	if len(answered) < 5 {
@@ -88,7 +77,7 @@ func TestCrashDuringKeyCreation(t *testing.T) {
 			t.Errorf("key %s answered 201 before the crash but now gets %d %v", k.ID, st, err)
 		}
 	}
-	db := mustDB(t, dsn)
+	db := testutil.MustConnect(t, dsn)
 	if n := count(t, db, `SELECT count(*) FROM api_keys WHERE octet_length(secret_hash) <> 32 OR name = ''`); n != 0 {
 		t.Errorf("%d half-written key rows", n)
 	}
@@ -121,7 +110,7 @@ func TestKillReplica_AuditWindow(t *testing.T) {
 	f := newFixture(t, dsn, startSim(t))
 	g2 := f.replica(t)
 	clients := []*rpcClient{f.rc, newRPCClient(t, g2.URL, f.tn.key.Key)}
-	db := mustDB(t, dsn)
+	db := testutil.MustConnect(t, dsn)
 
 	var calls callLog
 	stop := make(chan struct{})
@@ -190,7 +179,7 @@ func TestStop_AllAudited(t *testing.T) {
 		}
 	}
 	// Nothing is waited for: the rows are there when the process has exited.
-	missing := unaudited(t, mustDB(t, dsn), all)
+	missing := unaudited(t, testutil.MustConnect(t, dsn), all)
 	if len(missing) > 0 {
 		t.Errorf("%d of %d answered calls have no audit row after SIGTERM, the first: %v", len(missing), answered, missing[0])
 	}
@@ -235,7 +224,7 @@ func TestCrashDuringVaultRotation(t *testing.T) {
 		}
 		creds[ws.ID] = secret
 	}
-	db := mustDB(t, dsn)
+	db := testutil.MustConnect(t, dsn)
 	startTerm := count(t, db, `SELECT max(term) FROM vault_keys`)
 
 	rotate := func(args ...string) *exec.Cmd {

@@ -22,21 +22,6 @@ import (
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
-// clusterDir returns a DATA_DIR the embedded PostgreSQL can use; as root it
-// runs as an unprivileged user, who must be able to reach it.
-func clusterDir(t *testing.T) string {
-	t.Helper()
-	base := t.TempDir()
-	if os.Geteuid() == 0 {
-		for _, d := range []string{filepath.Dir(base), base} {
-			if err := os.Chmod(d, 0o711); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return filepath.Join(base, "data")
-}
-
 func mustCluster(t *testing.T, dir string) *pgembed.Cluster {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -88,7 +73,7 @@ func (c *tally) add(r callResult) {
 // refused by replica 2 within revokeBound of the revoke.
 func TestDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	dir := clusterDir(t)
+	dir := testutil.ClusterDir(t)
 	cluster := mustCluster(t, dir)
 	f := newFixture(t, cluster.DSN(), startSim(t))
 	gw, gw2, tn, logs := f.gw, f.replica(t), f.tn, f.logs
@@ -111,7 +96,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("baseline call failed: %v", seen.failed)
 	}
 	// Replica 2 knows the second key, its workspace's policy and credential.
-	settle(t, gw2.URL, mustDB(t, cluster.DSN()))
+	settle(t, gw2.URL, testutil.MustConnect(t, cluster.DSN()))
 	c2 := newRPCClient(t, gw2.URL, second.Key)
 	if r := c2.call(e2b.ToolListSandboxes, "replica-2-baseline"); !r.ok() {
 		t.Fatalf("baseline call on replica 2 = %v", r)
@@ -119,22 +104,11 @@ func TestDatabaseOutage(t *testing.T) {
 
 	// Calls in flight while the database goes away and comes back.
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				tagged(fmt.Sprintf("w%d-%d", w, i))
-				time.Sleep(20 * time.Millisecond)
-			}
-		}()
-	}
+	wait := closedLoop(3, stop, func(w, i int) bool {
+		tagged(fmt.Sprintf("w%d-%d", w, i))
+		time.Sleep(20 * time.Millisecond)
+		return true
+	})
 	time.Sleep(300 * time.Millisecond)
 	stopCluster(t, cluster)
 
@@ -200,7 +174,7 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("calls did not recover\n%s", tail(logs.String(), 3000))
 	}
 	close(stop)
-	wg.Wait()
+	wait()
 	t.Logf("database back; %s later the revoke was sent on replica 1, and replica 2 refused the key %s after that "+
 		"(its invalidation listener was back %s after the database)", sent.Sub(back).Round(time.Millisecond),
 		lag.Round(time.Millisecond), time.Duration(connectedAt.Load()).Round(time.Millisecond))
@@ -214,7 +188,7 @@ func TestDatabaseOutage(t *testing.T) {
 
 	// No audit entry lost for a call that succeeded: the writer retried
 	// through the outage.
-	db := mustDB(t, cluster.DSN())
+	db := testutil.MustConnect(t, cluster.DSN())
 	var missing []string
 	eventually(20*time.Second, func() bool {
 		tags := auditedTags(t, db)
@@ -274,7 +248,7 @@ func outageAnswer(r rpcResult) bool {
 func TestDatabaseOutage_OpenLoop(t *testing.T) {
 	t.Parallel()
 	const rate, outageLength = 50, 30 * time.Second
-	dir := clusterDir(t)
+	dir := testutil.ClusterDir(t)
 	cluster := mustCluster(t, dir)
 	f := newFixture(t, cluster.DSN(), startSim(t))
 	gw := f.gw
@@ -286,7 +260,7 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 		t.Fatalf("baseline call = %v", r)
 	}
 	// tools/list loads the key and the policy, not the credential.
-	settle(t, gw.URL, mustDB(t, cluster.DSN()))
+	settle(t, gw.URL, testutil.MustConnect(t, cluster.DSN()))
 	cs := mustSession(t, gw.URL, noCred.key.Key, false)
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatalf("tools/list = %v", err)
@@ -360,7 +334,7 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 		t.Errorf("%d HTTP 400 answers", statuses[http.StatusBadRequest])
 	}
 
-	db := mustDB(t, cluster.DSN())
+	db := testutil.MustConnect(t, cluster.DSN())
 	var missing []rpcResult
 	eventually(30*time.Second, func() bool { missing = unaudited(t, db, all); return len(missing) == 0 })
 	if len(missing) > 0 {
@@ -383,11 +357,11 @@ type outageStop struct {
 // while calls are still coming.
 func stopOutage(t *testing.T, dataDir string) outageStop {
 	t.Helper()
-	dir := clusterDir(t)
+	dir := testutil.ClusterDir(t)
 	cluster := mustCluster(t, dir)
 	f := newFixtureIn(t, cluster.DSN(), startSim(t), dataDir)
 	c, logs := f.rc, f.logs
-	db := mustDB(t, cluster.DSN())
+	db := testutil.MustConnect(t, cluster.DSN())
 	settle(t, f.gw.URL, db)
 	if r := c.call(e2b.ToolListSandboxes, "before"); !r.ok() {
 		t.Fatalf("baseline call = %v", r)
@@ -437,7 +411,7 @@ func stopOutage(t *testing.T, dataDir string) outageStop {
 	out.restart = func() *pgx.Conn {
 		cluster := mustCluster(t, dir)
 		startGatewayIn(t, f.cfg, logs, dataDir)
-		return mustDB(t, cluster.DSN())
+		return testutil.MustConnect(t, cluster.DSN())
 	}
 	return out
 }

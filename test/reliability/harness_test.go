@@ -457,19 +457,6 @@ func call(cs *sdk.ClientSession, timeout time.Duration, tool string, args map[st
 	return callResult{isError: res.IsError, text: text.String()}
 }
 
-// mustDB connects to the gateway's database from the test.
-func mustDB(t *testing.T, dsn string) *pgx.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", dsn, err)
-	}
-	t.Cleanup(func() { _ = conn.Close(context.Background()) })
-	return conn
-}
-
 func count(t *testing.T, db *pgx.Conn, query string, args ...any) int {
 	t.Helper()
 	var n int
@@ -713,6 +700,30 @@ func openLoop(rate int, stop <-chan struct{}, fn func(i int)) (wait func()) {
 		}
 	}()
 	return func() { <-done; wg.Wait() }
+}
+
+// closedLoop runs workers goroutines, each calling fn(worker, i) for i = 0,
+// 1, ... back to back until stop is closed or fn returns false (the gateway
+// is gone, say). The returned wait blocks until every worker has returned.
+func closedLoop(workers int, stop <-chan struct{}, fn func(worker, i int) bool) (wait func()) {
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if !fn(w, i) {
+					return
+				}
+			}
+		}()
+	}
+	return wg.Wait
 }
 
 // auditedTags returns, for each probe tag (see probeArgs), how many

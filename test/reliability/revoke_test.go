@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // revokeBound is how soon a revoke made on one replica must be honoured on
@@ -111,15 +112,15 @@ func TestRevoke_NotificationLost(t *testing.T) {
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() { // the entry is cacheTTL fresh from now
 			t.Fatalf("call before the revoke = %v", r)
 		}
-		lag := refusedAfter(t, c, revokeUnannounced(t, mustDB(t, dsn), f.tn.key.ID), cacheTTL+revokeBound)
+		lag := refusedAfter(t, c, revokeUnannounced(t, testutil.MustConnect(t, dsn), f.tn.key.ID), cacheTTL+revokeBound)
 		t.Logf("a revoke without its notification took effect after %s (bound: the %s cache TTL)", lag.Round(time.Millisecond), cacheTTL)
 	})
 	t.Run("outage right after", func(t *testing.T) {
 		t.Parallel()
-		dir := clusterDir(t)
+		dir := testutil.ClusterDir(t)
 		cluster := mustCluster(t, dir)
 		f := newFixture(t, cluster.DSN(), startSim(t))
-		c, db := f.rc, mustDB(t, cluster.DSN())
+		c, db := f.rc, testutil.MustConnect(t, cluster.DSN())
 		settle(t, f.gw.URL, db)
 		if r := c.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
 			t.Fatalf("call before the revoke = %v", r)

@@ -172,7 +172,7 @@ func TestNoSecretLeavesItsPlace(t *testing.T) {
 		secrets["e2bsim secret "+string(rune('a'+i%26))+s[:min(4, len(s))]] = s
 	}
 
-	db := mustDB(t, dsn)
+	db := testutil.MustConnect(t, dsn)
 	rows := dumpTables(t, db)
 	if !strings.Contains(rows, tn.email) || !strings.Contains(rows, e2b.ToolKillSandbox) || !strings.Contains(rows, "== totp_factors\n(") ||
 		!strings.Contains(rows, "== totp_recovery_codes\n(") {

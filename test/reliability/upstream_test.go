@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestUpstreamFaults drives the real gateway against the e2bsim binary
@@ -32,7 +33,7 @@ func TestUpstreamFaults(t *testing.T) {
 	f := newFixture(t, dsn, sim.URL)
 	gw, tn, rc, logs := f.gw, f.tn, f.rc, f.logs
 	cs := mustSession(t, gw.URL, tn.key.Key, false)
-	db := mustDB(t, dsn)
+	db := testutil.MustConnect(t, dsn)
 
 	// Warm up at the load's rate, so that the goroutines counted as the
 	// baseline include the idle connections such a load leaves.
