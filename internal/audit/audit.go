@@ -1,7 +1,10 @@
 // Package audit writes audit events to the database off the call path: a
 // tool call hands its event to a bounded queue and returns; background
 // loops write batches, retrying while the database is away, and Close drains
-// the queue, so a clean shutdown loses nothing. It imports only mcpgate.
+// the queue, so a clean shutdown loses nothing. With a spool, a long outage
+// does not fill the queue either: once the database is away and the queue
+// half full, batches go to the spool on local disk, and they are written to
+// the database as soon as it takes a batch again. It imports only mcpgate.
 package audit
 
 import (
@@ -39,8 +42,11 @@ type Options struct {
 	// Events carry their own time, so the order batches commit in does not
 	// matter.
 	Writers int
-	// Spool, when set, takes at shutdown the events the database does not:
-	// a clean stop then loses none (they are replayed at the next start).
+	// Spool, when set, takes the events the database does not: at shutdown
+	// (a clean stop then loses none; they are replayed at the next start),
+	// and during an outage once the queue is half full (so the gateway can
+	// serve through a long outage without refusing calls for want of room;
+	// they are replayed as soon as the database is back).
 	Spool *Spool
 }
 
@@ -55,6 +61,17 @@ type Writer struct {
 
 	spooled atomic.Int64
 	lost    atomic.Int64
+	// down is set while the database refuses writes; outageSpooled counts
+	// the events spooled during the current outage, and replaying is set
+	// while a replay of the spool runs.
+	down          atomic.Bool
+	outageSpooled atomic.Int64
+	replaying     atomic.Bool
+	replays       sync.WaitGroup
+	// pressure wakes a writer waiting to retry the database when the queue
+	// reaches half full during an outage, so that it spools at once
+	// instead of at the end of its backoff.
+	pressure chan struct{}
 	// giveUpAt is when, during Close, writes without a spool stop retrying
 	// (Unix nanoseconds): one deadline for the whole drain, so that a stop
 	// with the database away ends in stopRetry whatever the queue holds,
@@ -83,7 +100,7 @@ func New(opts Options) *Writer {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	w := &Writer{opts: opts, queue: make(chan mcpgate.AuditEvent, opts.QueueSize),
-		done: make(chan struct{}), stop: make(chan struct{})}
+		done: make(chan struct{}), stop: make(chan struct{}), pressure: make(chan struct{}, 1)}
 	for range opts.Writers {
 		w.wg.Go(w.loop)
 	}
@@ -99,6 +116,12 @@ func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
 	}
 	select {
 	case w.queue <- ev:
+		if w.underPressure() {
+			select {
+			case w.pressure <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		select {
 		case w.queue <- ev:
@@ -130,6 +153,17 @@ func (w *Writer) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	w.replays.Wait()
+	if w.opts.Spool != nil && !w.down.Load() && w.opts.Spool.Size() > 0 {
+		// Spooled during an outage and not yet replayed: the database is
+		// back, so write them now rather than leave them on this replica's
+		// disk until it starts again.
+		w.replay(ctx)
+	}
+	if n := w.outageSpooled.Load(); n > 0 && w.opts.Spool.Size() > 0 {
+		w.opts.Logger.Warn("audit events spooled during the database outage wait in the spool; they are written at the next start",
+			"count", n, "path", w.opts.Spool.Path())
+	}
 	if n := w.spooled.Load(); n > 0 {
 		w.opts.Logger.Warn("audit events spooled at shutdown: the database could not take them; they are written at the next start",
 			"count", n, "path", w.opts.Spool.Path())
@@ -152,6 +186,53 @@ func (w *Writer) spool(batch []mcpgate.AuditEvent, cause error) {
 		w.lost.Add(int64(lost))
 		w.opts.Logger.Warn("audit batch not spooled at shutdown", "count", lost, "err", cause, "spool_err", err)
 	}
+}
+
+// underPressure reports whether batches should go to the spool instead of
+// waiting for the database: it is away and the queue is half full.
+func (w *Writer) underPressure() bool {
+	return w.opts.Spool != nil && w.down.Load() && len(w.queue) >= cap(w.queue)/2
+}
+
+// spoolInOutage puts a batch in the spool while the database is away and
+// returns what the spool did not take (it is full or failing), which goes
+// on waiting for the database.
+func (w *Writer) spoolInOutage(batch []mcpgate.AuditEvent) []mcpgate.AuditEvent {
+	n, err := w.opts.Spool.Append(batch)
+	if w.outageSpooled.Add(int64(n)) == int64(n) && n > 0 {
+		w.opts.Logger.Warn("the database is away and the audit queue half full: audit events go to the spool until it is back",
+			"path", w.opts.Spool.Path())
+	}
+	if n < len(batch) {
+		w.opts.Logger.Error("audit spool did not take a batch; it waits for the database", "count", len(batch)-n, "err", err)
+	}
+	return batch[n:]
+}
+
+// replay writes the spool to the database.
+func (w *Writer) replay(ctx context.Context) {
+	res, err := w.opts.Spool.Replay(ctx, w.opts.Sink, w.opts.BatchSize)
+	if res.Replayed > 0 || res.Damaged > 0 {
+		w.opts.Logger.Info("audit spool replayed", "count", res.Replayed, "damaged_records", res.Damaged,
+			"spooled_in_outage", w.outageSpooled.Swap(0))
+	}
+	if err != nil {
+		w.opts.Logger.Warn("audit spool replay stopped; the rest is replayed later", "replayed", res.Replayed, "err", err)
+	}
+}
+
+// replaySoon starts a replay in the background when the spool holds events
+// and none runs: the database has just taken a batch.
+func (w *Writer) replaySoon() {
+	if w.opts.Spool == nil || w.opts.Spool.Size() == 0 || !w.replaying.CompareAndSwap(false, true) {
+		return
+	}
+	w.replays.Go(func() {
+		defer w.replaying.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		w.replay(ctx)
+	})
 }
 
 func (w *Writer) loop() {
@@ -200,6 +281,11 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 	}
 	backoff := 100 * time.Millisecond
 	for {
+		if !stopping && w.underPressure() {
+			if batch = w.spoolInOutage(batch); len(batch) == 0 {
+				return
+			}
+		}
 		timeout := 10 * time.Second
 		switch {
 		case stopping && w.opts.Spool != nil:
@@ -212,7 +298,13 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 		err := w.opts.Sink.InsertAudit(ctx, batch)
 		cancel()
 		if err == nil {
+			w.down.Store(false)
+			w.replaySoon()
 			return
+		}
+		w.down.Store(true)
+		if !stopping && w.underPressure() {
+			continue // to the spool
 		}
 		if stopping && w.opts.Spool != nil {
 			w.spool(batch, err)
@@ -233,6 +325,7 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 		} else {
 			select {
 			case <-wait:
+			case <-w.pressure:
 			case <-w.stop:
 				stopping = true
 			}

@@ -85,3 +85,63 @@ func TestWriter_Saturated(t *testing.T) {
 		t.Fatalf("after recovery: Saturated() = %v, stored %d; want false, 11", w.Saturated(), sink.count())
 	}
 }
+
+// TestWriter_SpoolsThroughALongOutage: with a spool, an outage longer than
+// the queue holds does not saturate it (calls would be refused): once the
+// queue is half full, batches go to the spool; when the database is back,
+// the spool is written to it without a restart, every event exactly once.
+func TestWriter_SpoolsThroughALongOutage(t *testing.T) {
+	sink := &flakySink{down: true}
+	spool, err := audit.OpenSpool(t.TempDir(), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spool.Close()
+	w := audit.New(audit.Options{Sink: sink, Spool: spool, QueueSize: 100, BatchSize: 10, FlushEvery: 5 * time.Millisecond})
+	const events = 1000 // ten queues' worth, at about 500 calls/s
+	for i := range events {
+		time.Sleep(2 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		w.Record(ctx, mcpgate.AuditEvent{WorkspaceID: "ws", Action: "a", DurationMS: float64(i)})
+		cancel()
+		if w.Saturated() {
+			t.Fatalf("Saturated() after %d events of an outage, with a spool to take them", i+1)
+		}
+	}
+	if !eventually(5*time.Second, func() bool { return spool.Size() > 0 && w.Len() < 100 }) {
+		t.Fatalf("nothing spooled in the outage (spool %d bytes, queue %d)", spool.Size(), w.Len())
+	}
+	if n := sink.count(); n != 0 {
+		t.Fatalf("stored %d events while the database was down", n)
+	}
+	sink.set(false)
+	if !eventually(10*time.Second, func() bool { return sink.count() == events && spool.Size() == 0 }) {
+		t.Fatalf("after the outage: stored %d of %d, spool %d bytes; want every event written and the spool empty",
+			sink.count(), events, spool.Size())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	seen := map[float64]int{}
+	for _, ev := range sink.stored {
+		seen[ev.DurationMS]++
+	}
+	for i := range events {
+		if seen[float64(i)] != 1 {
+			t.Fatalf("event %d stored %d times, want once", i, seen[float64(i)])
+		}
+	}
+}
+
+func eventually(d time.Duration, ok func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
