@@ -76,6 +76,9 @@ const (
 	// ActionRecoveryCodeUsed is a one-time recovery code spent (at login or
 	// to turn two-factor off), with how many are left; never the code.
 	ActionRecoveryCodeUsed AdminAction = "account.recovery_code_used"
+	// ActionRecoveryCodesRenewed is a person's recovery codes replaced by
+	// new ones (never the codes).
+	ActionRecoveryCodesRenewed AdminAction = "account.recovery_codes_renewed"
 	// ActionWorkspaceUpdated is a workspace setting changed (the
 	// two-factor policy).
 	ActionWorkspaceUpdated AdminAction = "workspace.updated"
@@ -90,7 +93,7 @@ var AdminActions = []AdminAction{
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
 	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
-	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionWorkspaceUpdated,
+	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionRecoveryCodesRenewed, ActionWorkspaceUpdated,
 	ActionAuditExported,
 }
 

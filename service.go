@@ -78,6 +78,10 @@ type AccountService interface {
 	// a current TOTP code or an unused recovery code are given (both checked
 	// under the login throttle).
 	DisableTOTP(ctx context.Context, u *User, code, currentPassword, address string) error
+	// NewRecoveryCodes replaces the person's recovery codes with new ones,
+	// checked like DisableTOTP; the old ones stop working at once. The new
+	// codes are shown this once.
+	NewRecoveryCodes(ctx context.Context, u *User, code, currentPassword, address string) ([]string, error)
 }
 
 // Credentials are what a person gives to sign in: the email and password,

@@ -49,14 +49,25 @@ func (s *Server) handleTOTPConfirm(r *http.Request, req totpCode) (reply, error)
 	return ok(listOf("recovery_codes", codes)), err
 }
 
-type totpDisable struct {
+// factorsCheck is what a change to the second factor itself asks for: the
+// password and a current code (or an unused recovery code).
+type factorsCheck struct {
 	Code            string `json:"code"`
 	CurrentPassword string `json:"current_password"`
 }
 
+// handleRecoveryCodesRenew is POST /me/totp/recovery-codes
+// {"code","current_password"}: new recovery codes, shown this once; the old
+// ones stop working.
+func (s *Server) handleRecoveryCodesRenew(r *http.Request, req factorsCheck) (reply, error) {
+	codes, err := s.svc.Accounts.NewRecoveryCodes(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
+		httpx.ClientAddress(r))
+	return ok(listOf("recovery_codes", codes)), err
+}
+
 // handleTOTPDisable is DELETE /me/totp {"code","current_password"}: the
 // code is a current TOTP code or an unused recovery code.
-func (s *Server) handleTOTPDisable(r *http.Request, req totpDisable) (reply, error) {
+func (s *Server) handleTOTPDisable(r *http.Request, req factorsCheck) (reply, error) {
 	return noContent, s.svc.Accounts.DisableTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
 		httpx.ClientAddress(r))
 }

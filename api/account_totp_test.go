@@ -167,6 +167,24 @@ func TestTOTP_API(t *testing.T) {
 		t.Fatal("another person's DELETE turned two-factor sign-in off")
 	}
 
+	// New recovery codes: password and a code; another person's session
+	// gets none of this person's; the old codes stop working.
+	keep(other.do("POST", "/api/v1/me/totp/recovery-codes", map[string]string{"code": rc.RecoveryCodes[5], "current_password": testPassword})).
+		wantStatus(t, http.StatusNotFound)
+	keep(c.do("POST", "/api/v1/me/totp/recovery-codes", map[string]string{"code": rc.RecoveryCodes[5], "current_password": "wrong"})).
+		wantStatus(t, http.StatusBadRequest)
+	var renewed struct {
+		RecoveryCodes []string `json:"recovery_codes"`
+	}
+	c.do("POST", "/api/v1/me/totp/recovery-codes", map[string]string{"code": rc.RecoveryCodes[5], "current_password": testPassword}).
+		wantStatus(t, http.StatusOK).decode(t, &renewed)
+	if len(renewed.RecoveryCodes) != len(rc.RecoveryCodes) || renewed.RecoveryCodes[0] == rc.RecoveryCodes[0] {
+		t.Fatalf("new recovery codes = %v", renewed.RecoveryCodes)
+	}
+	keep(c.do("DELETE", "/api/v1/me/totp", map[string]string{"code": rc.RecoveryCodes[1], "current_password": testPassword})).
+		wantStatus(t, http.StatusBadRequest) // an old code
+	rc.RecoveryCodes = append(renewed.RecoveryCodes, rc.RecoveryCodes...)
+
 	// Disable: password and a code.
 	keep(c.do("DELETE", "/api/v1/me/totp", map[string]string{"code": rc.RecoveryCodes[1], "current_password": "wrong"})).wantStatus(t, http.StatusBadRequest)
 	keep(c.do("DELETE", "/api/v1/me/totp", map[string]string{"code": "999999", "current_password": testPassword})).wantStatus(t, http.StatusBadRequest)

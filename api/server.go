@@ -120,6 +120,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/me/totp", routeBody(s, s.handleTOTPBegin))
 			r.Post("/me/totp/confirm", routeBody(s, s.handleTOTPConfirm))
 			r.Delete("/me/totp", routeBody(s, s.handleTOTPDisable))
+			r.Post("/me/totp/recovery-codes", routeBody(s, s.handleRecoveryCodesRenew))
 			r.Get("/workspaces", s.route(s.handleWorkspaceList))
 			r.Post("/workspaces", routeBody(s, s.handleWorkspaceCreate))
 			r.Post("/invitations/{token}/accept", s.route(s.handleInvitationAccept))

@@ -126,15 +126,7 @@ func (s *Service) ConfirmTOTP(ctx context.Context, u *mcpgate.User, code string)
 		return nil, mcpgate.Errorf(mcpgate.EInvalid,
 			"that code is not right: type the 6 digits your app shows now (and check that the device's clock is right)")
 	}
-	codes := make([]string, recoveryCodeCount)
-	hashes := make([][]byte, recoveryCodeCount)
-	for i := range codes {
-		b := make([]byte, recoveryCodeBytes)
-		_, _ = rand.Read(b)
-		raw := strings.ToLower(recoveryEncoding.EncodeToString(b))
-		codes[i] = raw[0:4] + "-" + raw[4:8] + "-" + raw[8:12] + "-" + raw[12:16]
-		hashes[i] = hashRecoveryCode(raw)
-	}
+	codes, hashes := newRecoveryCodes()
 	if err := s.db.ConfirmTOTP(ctx, u.ID, step, hashes); err != nil {
 		return nil, err
 	}
@@ -142,11 +134,52 @@ func (s *Service) ConfirmTOTP(ctx context.Context, u *mcpgate.User, code string)
 	return codes, nil
 }
 
-// DisableTOTP implements mcpgate.AccountService. Both the password and a
-// second factor are asked for: a stolen session alone cannot take the second
-// factor away, nor can a stolen password. A wrong code counts as a failed
-// login.
+// newRecoveryCodes makes a set of recovery codes, as shown to the person
+// (dashed groups of four) and as stored (hashes).
+func newRecoveryCodes() (codes []string, hashes [][]byte) {
+	codes = make([]string, recoveryCodeCount)
+	hashes = make([][]byte, recoveryCodeCount)
+	for i := range codes {
+		b := make([]byte, recoveryCodeBytes)
+		_, _ = rand.Read(b)
+		raw := strings.ToLower(recoveryEncoding.EncodeToString(b))
+		codes[i] = raw[0:4] + "-" + raw[4:8] + "-" + raw[8:12] + "-" + raw[12:16]
+		hashes[i] = hashRecoveryCode(raw)
+	}
+	return codes, hashes
+}
+
+// DisableTOTP implements mcpgate.AccountService.
 func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
+	if err := s.checkBothFactors(ctx, u, code, current, addr); err != nil {
+		return err
+	}
+	if err := s.db.DisableTOTP(ctx, u.ID); err != nil {
+		return err
+	}
+	s.recordAccount(ctx, u, mcpgate.ActionTOTPDisabled)
+	return nil
+}
+
+// NewRecoveryCodes implements mcpgate.AccountService.
+func (s *Service) NewRecoveryCodes(ctx context.Context, u *mcpgate.User, code, current, addr string) ([]string, error) {
+	if err := s.checkBothFactors(ctx, u, code, current, addr); err != nil {
+		return nil, err
+	}
+	codes, hashes := newRecoveryCodes()
+	if err := s.db.ReplaceRecoveryCodes(ctx, u.ID, hashes); err != nil {
+		return nil, err
+	}
+	s.recordAccount(ctx, u, mcpgate.ActionRecoveryCodesRenewed)
+	return codes, nil
+}
+
+// checkBothFactors checks the current password and a second factor (a TOTP
+// code or an unused recovery code, which it spends) before a change to the
+// second factor itself: a stolen session alone cannot take it away or
+// learn new recovery codes, nor can a stolen password. A wrong code counts
+// as a failed login.
+func (s *Service) checkBothFactors(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
 	sub, err := s.verifyCurrentPassword(ctx, u, current, addr)
 	if err != nil {
 		return err
@@ -171,10 +204,6 @@ func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, curren
 		return errWrongCode
 	}
 	_ = s.db.ClearLoginFailures(ctx, sub.pair)
-	if err := s.db.DisableTOTP(ctx, u.ID); err != nil {
-		return err
-	}
-	s.recordAccount(ctx, u, mcpgate.ActionTOTPDisabled)
 	return nil
 }
 

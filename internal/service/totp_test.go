@@ -289,6 +289,55 @@ func TestTOTP_Disable(t *testing.T) {
 	}
 }
 
+// TestTOTP_NewRecoveryCodes: new codes need the password and a second
+// factor; once given, the old codes stop working and each new one works once.
+func TestTOTP_NewRecoveryCodes(t *testing.T) {
+	e := newTOTPEnv(t)
+	ctx := context.Background()
+	secret, old := e.enrol(t)
+	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("NewRecoveryCodes(wrong code) err = %v, want invalid", err)
+	}
+	e.clock.add(30 * time.Second)
+	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, e.code(t, secret), "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("NewRecoveryCodes(wrong password) err = %v, want invalid", err)
+	}
+	fresh, err := e.Service.NewRecoveryCodes(ctx, e.u, old[0], goodPassword, "192.0.2.1")
+	if err != nil || len(fresh) != len(old) {
+		t.Fatalf("NewRecoveryCodes(recovery code) = %d codes, %v; want %d", len(fresh), err, len(old))
+	}
+	if err := e.login(mcpgate.Credentials{RecoveryCode: old[1]}, "203.0.113.9"); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
+		t.Fatalf("Login(an old recovery code) err = %v, want unauthorized", err)
+	}
+	if err := e.login(mcpgate.Credentials{RecoveryCode: fresh[0]}, "203.0.113.9"); err != nil {
+		t.Fatalf("Login(a new recovery code) err = %v", err)
+	}
+	if err := e.login(mcpgate.Credentials{RecoveryCode: fresh[0]}, "203.0.113.9"); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
+		t.Fatalf("Login(the same new code again) err = %v, want unauthorized", err)
+	}
+	renewed := 0
+	for _, ev := range e.Audit.Events() {
+		raw, _ := json.Marshal(ev)
+		for _, c := range append(fresh, old...) {
+			if strings.Contains(string(raw), c) || strings.Contains(string(raw), strings.ReplaceAll(c, "-", "")) {
+				t.Fatalf("audit event %s holds a recovery code", ev.Action)
+			}
+		}
+		if ev.Action == string(mcpgate.ActionRecoveryCodesRenewed) {
+			renewed++
+		}
+	}
+	if renewed != 1 {
+		t.Errorf("%s events = %d, want 1", mcpgate.ActionRecoveryCodesRenewed, renewed)
+	}
+	if err := e.Service.DisableTOTP(ctx, e.u, fresh[1], goodPassword, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, fresh[2], goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		t.Fatalf("NewRecoveryCodes() with two-factor off err = %v, want not_found", err)
+	}
+}
+
 // TestTOTP_DisableThrottled: wrong codes to turn two-factor sign-in off
 // count as failed logins, and the right password given with each does not
 // wipe the count, so the codes cannot be guessed through this route either.

@@ -110,16 +110,41 @@ func (db *DB) ConfirmTOTP(ctx context.Context, userID string, step int64, codeHa
 		if tag.RowsAffected() == 0 {
 			return errNoTOTP
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM totp_recovery_codes WHERE user_id = $1`, userID); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO totp_recovery_codes (user_id, code_hash) SELECT $1, unnest($2::bytea[])`, userID, codeHashes)
-		return err
+		return replaceRecoveryCodes(ctx, tx, userID, codeHashes)
 	})
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
 		return err
 	}
 	return mapError(err, "")
+}
+
+// ReplaceRecoveryCodes replaces the recovery codes of a user whose two-factor
+// sign-in is on with codeHashes; without it on, it is ENotFound.
+func (db *DB) ReplaceRecoveryCodes(ctx context.Context, userID string, codeHashes [][]byte) error {
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var on bool
+		err := tx.QueryRow(ctx, `SELECT true FROM totp_factors WHERE user_id = $1 AND confirmed_at IS NOT NULL FOR UPDATE`,
+			userID).Scan(&on)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errNoTOTP
+		}
+		if err != nil {
+			return err
+		}
+		return replaceRecoveryCodes(ctx, tx, userID, codeHashes)
+	})
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
+		return err
+	}
+	return mapError(err, "")
+}
+
+func replaceRecoveryCodes(ctx context.Context, tx pgx.Tx, userID string, codeHashes [][]byte) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM totp_recovery_codes WHERE user_id = $1`, userID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO totp_recovery_codes (user_id, code_hash) SELECT $1, unnest($2::bytea[])`, userID, codeHashes)
+	return err
 }
 
 // AcceptTOTPStep records step as the last accepted time step of the user's
