@@ -139,6 +139,17 @@ func (f *padFixture) request(t *testing.T, key *mcpgate.Actor, pad string) *mcpg
 	return need.Approval
 }
 
+// extender calls pads_extend with the given arguments as a new MCP key of
+// person.
+func (f *padFixture) extender(t *testing.T, person *mcpgate.Actor) func(args string) error {
+	t.Helper()
+	key := f.keyActor(t, person)
+	return func(args string) error {
+		_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
+		return err
+	}
+}
+
 func (f *padFixture) use(key *mcpgate.Actor, id, args string) error {
 	_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(args), ApprovalID: id})
 	return err
@@ -174,13 +185,19 @@ func (f *padFixture) actions() []string {
 	return out
 }
 
-func TestApproval_HumanFlow(t *testing.T) {
+// newHumanRequest is a pad fixture whose pads_end a person approves, with
+// the pending approval that requester's new MCP key got asking to end p1.
+func newHumanRequest(t *testing.T, requester func(*padFixture) *mcpgate.Actor) (*padFixture, *mcpgate.Actor, *mcpgate.ApprovalRequest) {
+	t.Helper()
 	f := newPadFixture(t)
-	ctx := context.Background()
 	f.enableEnd(t, mcpgate.ApprovalHuman)
-	memberKey := f.keyActor(t, f.member)
+	key := f.keyActor(t, requester(f))
+	return f, key, f.request(t, key, "p1")
+}
 
-	ap := f.request(t, memberKey, "p1")
+func TestApproval_HumanFlow(t *testing.T) {
+	f, memberKey, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.member })
+	ctx := context.Background()
 	if f.endedCount() != 0 {
 		t.Fatal("the first call ran the tool")
 	}
@@ -252,12 +269,8 @@ func TestApproval_HumanFlow(t *testing.T) {
 }
 
 func TestApproval_WhoDecides(t *testing.T) {
-	f := newPadFixture(t)
+	f, ownerKey, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
 	ctx := context.Background()
-	f.enableEnd(t, mcpgate.ApprovalHuman)
-	ownerKey := f.keyActor(t, f.owner)
-
-	ap := f.request(t, ownerKey, "p1")
 	f.wantShutOut(t, "a plain member, of the owner's request,", f.member, ap, mcpgate.EForbidden)
 	if _, err := f.svc.Approve(ctx, f.admin, ap.ID); err != nil {
 		t.Fatalf("an admin approving: err = %v", err)
@@ -382,10 +395,7 @@ func TestApproval_OAuthGrant(t *testing.T) {
 }
 
 func TestApproval_UsedOnce(t *testing.T) {
-	f := newPadFixture(t)
-	f.enableEnd(t, mcpgate.ApprovalHuman)
-	key := f.keyActor(t, f.owner)
-	ap := f.request(t, key, "p1")
+	f, key, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
 	if _, err := f.svc.Approve(context.Background(), f.owner, ap.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -436,12 +446,7 @@ func TestApproval_PersonInDashboard(t *testing.T) {
 // approval.
 func TestApproval_Follows(t *testing.T) {
 	f := newPadFixture(t)
-	ctx := context.Background()
-	key := f.keyActor(t, f.member)
-	call := func(args string) error {
-		_, err := f.svc.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
-		return err
-	}
+	call := f.extender(t, f.member)
 	err := call(`{"pad":"p1","seconds":30}`)
 	if msg := mcpgate.ErrorMessage(err); mcpgate.ErrorCode(err) != mcpgate.EForbidden || !strings.Contains(msg, "pads_end, which is turned off") ||
 		!strings.Contains(msg, "owner or admin") || !strings.Contains(msg, "A life under a minute ends the pad.") {
@@ -464,11 +469,7 @@ func TestApproval_Follows(t *testing.T) {
 func TestGuardrails(t *testing.T) {
 	f := newPadFixture(t)
 	ctx := context.Background()
-	key := f.keyActor(t, f.member)
-	call := func(args string) error {
-		_, err := f.svc.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
-		return err
-	}
+	call := f.extender(t, f.member)
 	// Defaults: no limits.
 	f.pads.running = 1000
 	if err := call(`{"pad":"p","seconds":86400,"template":"anything"}`); err != nil {
