@@ -19,11 +19,7 @@ import (
 func TestApprovalWebPage(t *testing.T) {
 	base, ctx, problems := webStartJourney(t, nil)
 
-	webRun(t, ctx, "sign up",
-		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), "approver@example.com"),
-		chromedp.SendKeys(chromedp.ID("#password"), "correct horse battery staple"),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "sign up", base+"/signup", "approver@example.com", "correct horse battery staple",
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(webLocation(t, ctx))
 	if m == "" {
