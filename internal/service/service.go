@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"log/slog"
@@ -121,39 +122,19 @@ type Service struct {
 
 // New returns the services.
 func New(opts Options) *Service {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Audit == nil {
-		opts.Audit = nopAuditor{}
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = nopMetrics{}
-	}
-	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 30 * time.Second
-	}
-	if opts.CacheTTL == 0 {
-		opts.CacheTTL = 30 * time.Second
-	}
-	if opts.OutageGrace == 0 {
-		opts.OutageGrace = 10 * time.Minute
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
+	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
+	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
+	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
+	opts.OutageGrace = cmp.Or(opts.OutageGrace, 10*time.Minute)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxKeysPerUser == 0 {
-		opts.MaxKeysPerUser = 100
-	}
-	if opts.MaxWorkspacesPerUser == 0 {
-		opts.MaxWorkspacesPerUser = 20
-	}
-	if opts.SignupsPerAddress == 0 {
-		opts.SignupsPerAddress = defaultSignupsPerAddress
-	}
-	if opts.Signup == "" {
-		opts.Signup = SignupOpen
-	}
+	opts.MaxKeysPerUser = cmp.Or(opts.MaxKeysPerUser, 100)
+	opts.MaxWorkspacesPerUser = cmp.Or(opts.MaxWorkspacesPerUser, 20)
+	opts.SignupsPerAddress = cmp.Or(opts.SignupsPerAddress, defaultSignupsPerAddress)
+	opts.Signup = cmp.Or(opts.Signup, SignupOpen)
 	trust := &cacheTrust{ttl: opts.CacheTTL, grace: max(opts.OutageGrace, 0), now: opts.Now}
 	// Until the wiring says otherwise (SetListening), the caches trust their
 	// TTL: tests and tools run without a listener.
