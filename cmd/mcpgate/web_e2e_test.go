@@ -647,7 +647,7 @@ func webMCPCreateSandbox(t *testing.T, endpoint, key string) string {
 		t.Fatalf("CallTool(e2b_create_sandbox) err = %v", err)
 	}
 	if res.IsError {
-		t.Fatalf("e2b_create_sandbox failed: %s", e2eText(res))
+		t.Fatalf("e2b_create_sandbox failed: %s", testutil.ToolText(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {
