@@ -16,27 +16,10 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/mcp"
 )
-
-// gwClock is a clock that moves only when told.
-type gwClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *gwClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *gwClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // gwConnector has a read-only tool and a destructive one that needs
 // confirmation; it records what it deleted.
@@ -85,13 +68,13 @@ func (c *gwConnector) deletedIDs() []string {
 type gwGateway struct {
 	*mcp.Fixture
 	url   string
-	clock *gwClock
+	clock *e2bsim.ManualClock
 	conn  *gwConnector
 }
 
 func newGWGateway(t *testing.T) *gwGateway {
 	t.Helper()
-	tg := &gwGateway{clock: &gwClock{t: time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)}, conn: newGWConnector()}
+	tg := &gwGateway{clock: e2bsim.NewManualClock(time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)), conn: newGWConnector()}
 	tg.Fixture = mcp.NewFixture(t, mcp.FixtureOptions{Registry: connectors.NewRegistry(tg.conn),
 		Credential: "demo-credential", Now: tg.clock.Now})
 	tg.url = tg.URL

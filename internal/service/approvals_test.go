@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 )
 
@@ -82,26 +83,19 @@ func (c *padConnector) Describe(_ context.Context, _ mcpgate.Secret, tool string
 	return "", nil
 }
 
-type clock struct{ t atomic.Pointer[time.Time] }
-
-func (c *clock) now() time.Time      { return *c.t.Load() }
-func (c *clock) add(d time.Duration) { t := c.now().Add(d); c.t.Store(&t) }
-
 type padFixture struct {
 	*svcFixture
 	pads  *padConnector
-	clock *clock
+	clock *e2bsim.ManualClock
 }
 
 func newPadFixture(t *testing.T) *padFixture {
 	t.Helper()
-	pads, clk := newPadConnector(), &clock{}
-	now := time.Now()
-	clk.t.Store(&now)
+	pads, clk := newPadConnector(), e2bsim.NewManualClock(time.Now())
 	f := newSvcFixture(t, func(o *service.Options) {
 		notes, _ := o.Registry.Connector("notes")
 		o.Registry = connectors.NewRegistry(notes, pads)
-		o.Now = clk.now
+		o.Now = clk.Now
 	})
 	if _, err := f.svc.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
 		t.Fatal(err)
@@ -202,7 +196,7 @@ func TestApproval_HumanFlow(t *testing.T) {
 		t.Fatal("the first call ran the tool")
 	}
 	if ap.State != mcpgate.ApprovalPending || ap.Summary != "End pad p1, which is blue." || ap.RequestedBy != f.member.UserID ||
-		ap.URL != "http://gw.test/app/w/"+f.ws+"/approvals/"+ap.ID || ap.ExpiresAt.Sub(f.clock.now()) > mcpgate.ApprovalTTL {
+		ap.URL != "http://gw.test/app/w/"+f.ws+"/approvals/"+ap.ID || ap.ExpiresAt.Sub(f.clock.Now()) > mcpgate.ApprovalTTL {
 		t.Fatalf("approval = %+v", ap)
 	}
 	if n, _ := f.svc.PendingApprovals(ctx, f.member); n != 1 {
@@ -291,7 +285,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 	if _, err := f.svc.Approve(ctx, f.owner, ap4.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.add(mcpgate.ApprovalTTL + time.Second)
+	f.clock.Advance(mcpgate.ApprovalTTL + time.Second)
 	if _, err := f.svc.Approve(ctx, f.owner, ap3.ID); !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
 		t.Errorf("approving an expired request: err = %v", err)
 	}
@@ -334,7 +328,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 		t.Errorf("approval.expired audited %d times after the sweep, want 3", n)
 	}
 	// After the retention the rows go; the audit log keeps the record.
-	f.clock.add(31 * 24 * time.Hour)
+	f.clock.Advance(31 * 24 * time.Hour)
 	if err := f.svc.ExpireApprovals(ctx); err != nil {
 		t.Fatal(err)
 	}
