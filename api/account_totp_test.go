@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,23 +12,18 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/api"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 )
 
-// testClock is the services' clock in these tests: TOTP codes are per
-// 30-second step, and a step is accepted once.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// totpStep is how far the tests move the clock to reach the next TOTP code:
+// codes are per 30-second step, and a step is accepted once.
+const totpStep = 30 * time.Second
 
-func (c *testClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) step()          { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(30 * time.Second) }
-
-func newTOTPServer(t *testing.T) (*testServer, *testClock) {
+func newTOTPServer(t *testing.T) (*testServer, *e2bsim.ManualClock) {
 	t.Helper()
-	clk := &testClock{t: time.Unix(time.Now().Unix()/30*30+15, 0)}
-	return newTestServer(t, api.Options{}, func(o *service.Options) { o.Now = clk.now }), clk
+	clk := e2bsim.NewManualClock(time.Unix(time.Now().Unix()/30*30+15, 0))
+	return newTestServer(t, api.Options{}, func(o *service.Options) { o.Now = clk.Now }), clk
 }
 
 type enrolmentBody struct {
@@ -53,9 +47,9 @@ func (c *client) totpEnabled() bool {
 	return me.User.TOTPEnabled
 }
 
-func currentCode(t *testing.T, secret string, clk *testClock) string {
+func currentCode(t *testing.T, secret string, clk *e2bsim.ManualClock) string {
 	t.Helper()
-	c, err := totp.GenerateCode(secret, clk.now())
+	c, err := totp.GenerateCode(secret, clk.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +58,7 @@ func currentCode(t *testing.T, secret string, clk *testClock) string {
 
 // mustEnrol turns two-factor sign-in on for c's person and returns the
 // secret and the recovery codes.
-func (c *client) mustEnrol(clk *testClock) (string, []string) {
+func (c *client) mustEnrol(clk *e2bsim.ManualClock) (string, []string) {
 	c.t.Helper()
 	var en enrolmentBody
 	c.do("POST", "/api/v1/me/totp", map[string]string{"current_password": testPassword}).wantStatus(c.t, http.StatusCreated).decode(c.t, &en)
@@ -142,7 +136,7 @@ func TestTOTP_API(t *testing.T) {
 	if got := login(map[string]string{"totp_code": currentCode(t, en.Secret, clk)}).wantStatus(t, http.StatusUnauthorized).errorCode(t); got != mcpgate.EUnauthorized {
 		t.Fatalf("replayed code: error code = %q, want unauthorized", got)
 	}
-	clk.step()
+	clk.Advance(totpStep)
 	login(map[string]string{"totp_code": currentCode(t, en.Secret, clk)}).wantStatus(t, http.StatusOK)
 	if !b.totpEnabled() {
 		t.Fatal("signed in with a code, /me says totp_enabled false")
@@ -160,7 +154,7 @@ func TestTOTP_API(t *testing.T) {
 	if other.totpEnabled() {
 		t.Fatal("another person's totp_enabled = true")
 	}
-	clk.step()
+	clk.Advance(totpStep)
 	keep(other.do("DELETE", "/api/v1/me/totp", map[string]string{"code": currentCode(t, en.Secret, clk), "current_password": testPassword})).
 		wantStatus(t, http.StatusNotFound)
 	if !c.totpEnabled() {
@@ -255,7 +249,7 @@ func TestTwoFactorPolicy_API(t *testing.T) {
 	member.do("GET", base+"/guardrails", nil).wantStatus(t, http.StatusOK)
 	// Another workspace is unaffected.
 	admin.do("PUT", "/api/v1/workspaces/"+admin.mustMe().Workspaces[0].ID+"/guardrails", grails).wantStatus(t, http.StatusOK)
-	clk.step()
+	clk.Advance(totpStep)
 	admin.mustEnrol(clk)
 	admin.do("PUT", base+"/guardrails", grails).wantStatus(t, http.StatusOK)
 }

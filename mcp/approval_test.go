@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestApproval_URLRequestState drives the URL-mode input request by hand
@@ -51,8 +52,8 @@ func TestApproval_URLRequestState(t *testing.T) {
 	}
 
 	approvalID, state := ask(t, "x1")
-	if res := retry(cs, "x1", state, accept); !res.IsError || !strings.Contains(gwText(res), "nobody has approved") {
-		t.Errorf("retry before approval = %q", gwText(res))
+	if res := retry(cs, "x1", state, accept); !res.IsError || !strings.Contains(testutil.ToolText(res), "nobody has approved") {
+		t.Errorf("retry before approval = %q", testutil.ToolText(res))
 	}
 	if _, err := tg.Service.Approve(ctx, tg.Owner(), approvalID); err != nil {
 		t.Fatal(err)
@@ -68,21 +69,21 @@ func TestApproval_URLRequestState(t *testing.T) {
 		"another key's one": func() *sdk.CallToolResult { return retry(cs2, "x1", state, accept) },
 	} {
 		if res := try(); res.InputRequests["approval"] == nil {
-			t.Errorf("%s: result %q, want a new input request", name, gwText(res))
+			t.Errorf("%s: result %q, want a new input request", name, testutil.ToolText(res))
 		}
 	}
 	if res := retry(cs, "x1", state, sdk.InputResponseMap{"approval": &sdk.ElicitResult{Action: "decline"}}); res.IsError ||
-		!strings.Contains(gwText(res), "Not done") {
-		t.Errorf("declined = %q", gwText(res))
+		!strings.Contains(testutil.ToolText(res), "Not done") {
+		t.Errorf("declined = %q", testutil.ToolText(res))
 	}
 	if got := tg.conn.deletedIDs(); len(got) != 0 {
 		t.Fatalf("deleted %v before an accepted retry", got)
 	}
 	if res := retry(cs, "x1", state, accept); res.IsError {
-		t.Fatalf("approved retry = %q", gwText(res))
+		t.Fatalf("approved retry = %q", testutil.ToolText(res))
 	}
-	if res := retry(cs, "x1", state, accept); !res.IsError || !strings.Contains(gwText(res), "already used") {
-		t.Errorf("second retry = %q", gwText(res))
+	if res := retry(cs, "x1", state, accept); !res.IsError || !strings.Contains(testutil.ToolText(res), "already used") {
+		t.Errorf("second retry = %q", testutil.ToolText(res))
 	}
 	if got := tg.conn.deletedIDs(); len(got) != 1 {
 		t.Fatalf("deleted %v, want x1 once", got)
@@ -94,8 +95,8 @@ func TestApproval_URLRequestState(t *testing.T) {
 		t.Fatal(err)
 	}
 	tg.clock.Advance(mcpgate.ApprovalTTL + time.Second)
-	if res := retry(cs, "x2", state, accept); !res.IsError || !strings.Contains(gwText(res), "expired") {
-		t.Errorf("retry after expiry = %q", gwText(res))
+	if res := retry(cs, "x2", state, accept); !res.IsError || !strings.Contains(testutil.ToolText(res), "expired") {
+		t.Errorf("retry after expiry = %q", testutil.ToolText(res))
 	}
 	if got := tg.conn.deletedIDs(); len(got) != 1 {
 		t.Fatalf("deleted %v after the expired retry", got)
@@ -129,7 +130,7 @@ func TestApproval_LegacyClientGetsText(t *testing.T) {
 	}
 	res := gwCall(t, cs, &sdk.CallToolParams{Name: "demo_delete", Arguments: map[string]any{"id": "x1"}})
 	out, _ := res.StructuredContent.(map[string]any)
-	if res.IsError || out["status"] != "approval_required" || !strings.Contains(gwText(res), "Please open http://gateway.test/app/w/") {
-		t.Fatalf("legacy call = %q", gwText(res))
+	if res.IsError || out["status"] != "approval_required" || !strings.Contains(testutil.ToolText(res), "Please open http://gateway.test/app/w/") {
+		t.Fatalf("legacy call = %q", testutil.ToolText(res))
 	}
 }

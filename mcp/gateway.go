@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync"
@@ -111,15 +112,9 @@ type Gateway struct {
 // New returns a gateway and starts its background loop (limiter sweeps);
 // Close stops it.
 func New(opts Options) *Gateway {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = nopMetrics{}
-	}
-	if opts.Audit == nil {
-		opts.Audit = nopAuditor{}
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
+	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
 	if opts.KeyRate == 0 {
 		opts.KeyRate, opts.KeyBurst = 20, 40
 	}

@@ -16,26 +16,10 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/mcp"
 )
-
-// gwClock is a clock that moves only when told.
-type gwClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *gwClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *gwClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // gwConnector has a read-only tool and a destructive one that needs
 // confirmation; it records what it deleted.
@@ -84,13 +68,13 @@ func (c *gwConnector) deletedIDs() []string {
 type gwGateway struct {
 	*mcp.Fixture
 	url   string
-	clock *gwClock
+	clock *e2bsim.ManualClock
 	conn  *gwConnector
 }
 
 func newGWGateway(t *testing.T) *gwGateway {
 	t.Helper()
-	tg := &gwGateway{clock: &gwClock{t: time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)}, conn: newGWConnector()}
+	tg := &gwGateway{clock: e2bsim.NewManualClock(time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)), conn: newGWConnector()}
 	tg.Fixture = mcp.NewFixture(t, mcp.FixtureOptions{Registry: connectors.NewRegistry(tg.conn),
 		Credential: "demo-credential", Now: tg.clock.Now})
 	tg.url = tg.URL
@@ -122,16 +106,6 @@ func gwCall(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) *sdk.Cal
 	return res
 }
 
-func gwText(res *sdk.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*sdk.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
 // TestConfirmationToken_Expiry: a two-step confirmation token works until
 // five minutes after it was issued, and not from then on.
 func TestConfirmationToken_Expiry(t *testing.T) {
@@ -153,19 +127,19 @@ func TestConfirmationToken_Expiry(t *testing.T) {
 			out, _ := first.StructuredContent.(map[string]any)
 			tok, _ := out["confirmation_token"].(string)
 			if first.IsError || tok == "" {
-				t.Fatalf("first call = %q, want a confirmation token", gwText(first))
+				t.Fatalf("first call = %q, want a confirmation token", testutil.ToolText(first))
 			}
 			tg.clock.Advance(tt.wait)
 			res := gwCall(t, cs, &sdk.CallToolParams{Name: "demo_delete", Arguments: map[string]any{"id": "x1", "confirmation_token": tok}})
 			deleted := tg.conn.deletedIDs()
 			if tt.wantErr {
-				if !res.IsError || !strings.Contains(gwText(res), "not valid") || len(deleted) != 0 {
-					t.Fatalf("token after %v = %q (deleted %v), want refused and nothing deleted", tt.wait, gwText(res), deleted)
+				if !res.IsError || !strings.Contains(testutil.ToolText(res), "not valid") || len(deleted) != 0 {
+					t.Fatalf("token after %v = %q (deleted %v), want refused and nothing deleted", tt.wait, testutil.ToolText(res), deleted)
 				}
 				return
 			}
 			if res.IsError || len(deleted) != 1 {
-				t.Fatalf("token after %v = %q (deleted %v), want the call done", tt.wait, gwText(res), deleted)
+				t.Fatalf("token after %v = %q (deleted %v), want the call done", tt.wait, testutil.ToolText(res), deleted)
 			}
 		})
 	}
@@ -200,7 +174,7 @@ func TestRequestState_Expiry(t *testing.T) {
 				InputResponses: sdk.InputResponseMap{"confirm": &sdk.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}}})
 			deleted := tg.conn.deletedIDs()
 			if tt.wantErr != res.IsError || tt.wantErr != (len(deleted) == 0) {
-				t.Fatalf("answer after %v = %q (deleted %v), want refused: %v", tt.wait, gwText(res), deleted, tt.wantErr)
+				t.Fatalf("answer after %v = %q (deleted %v), want refused: %v", tt.wait, testutil.ToolText(res), deleted, tt.wantErr)
 			}
 		})
 	}

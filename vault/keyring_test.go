@@ -52,6 +52,16 @@ func mustRotate(t testing.TB, k *vault.Keyring) uint32 {
 	return term
 }
 
+// mustSealAcrossRotation seals first under term 1, rotates, and seals
+// second under term 2.
+func mustSealAcrossRotation(t testing.TB, first, second string) (k *vault.Keyring, st *memStore, ct1, ct2 []byte) {
+	t.Helper()
+	k, st = mustKeyring(t)
+	ct1 = mustSeal(t, k, []byte(first), aad1)
+	mustRotate(t, k)
+	return k, st, ct1, mustSeal(t, k, []byte(second), aad1)
+}
+
 func flip(b []byte, i int) []byte {
 	c := bytes.Clone(b)
 	c[i] ^= 0xff

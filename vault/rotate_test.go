@@ -102,10 +102,7 @@ func TestKeyring_CanDelete(t *testing.T) {
 
 func TestKeyring_Rekey(t *testing.T) {
 	ctx := context.Background()
-	k, st := mustKeyring(t)
-	ct1 := mustSeal(t, k, []byte("one"), aad1)
-	mustRotate(t, k)
-	ct2 := mustSeal(t, k, []byte("two"), aad1)
+	k, st, ct1, ct2 := mustSealAcrossRotation(t, "one", "two")
 
 	if err := k.Rekey(ctx, rootB); err != nil {
 		t.Fatalf("Rekey() err = %v", err)
@@ -353,10 +350,7 @@ func TestKeyring_SealOpenDuringRotate(t *testing.T) {
 
 func TestKeyring_Reseal(t *testing.T) {
 	ctx := context.Background()
-	k, _ := mustKeyring(t)
-	old := mustSeal(t, k, []byte("e2b_abc"), aad1)
-	mustRotate(t, k)
-	current := mustSeal(t, k, []byte("e2b_abc"), aad1)
+	k, _, old, current := mustSealAcrossRotation(t, "e2b_abc", "e2b_abc")
 
 	got, changed, err := k.Reseal(ctx, old, []byte(aad1))
 	if err != nil || !changed {

@@ -30,13 +30,7 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(wss) > 0 {
-		frame := wss[0]
-		for _, ws := range wss {
-			if ws.Personal {
-				frame = ws
-				break
-			}
-		}
+		frame := homeWorkspace(wss)
 		r = r.WithContext(mcpgate.NewContextWithWorkspace(r.Context(), &frame, nil))
 	}
 	verified, err := h.svc.Accounts.EmailVerified(r.Context(), u)

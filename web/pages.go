@@ -90,14 +90,18 @@ func (h *handler) handleApp(w http.ResponseWriter, r *http.Request) {
 			"Your account is not in any workspace. Ask an admin for an invitation.")
 		return
 	}
-	target := wss[0]
+	http.Redirect(w, r, "/app/w/"+url.PathEscape(homeWorkspace(wss).ID), http.StatusSeeOther)
+}
+
+// homeWorkspace is the person's personal workspace, or else the first of
+// wss (which must not be empty).
+func homeWorkspace(wss []mcpgate.Workspace) mcpgate.Workspace {
 	for _, ws := range wss {
 		if ws.Personal {
-			target = ws
-			break
+			return ws
 		}
 	}
-	http.Redirect(w, r, "/app/w/"+url.PathEscape(target.ID), http.StatusSeeOther)
+	return wss[0]
 }
 
 // connection returns the workspace's connection to the gateway's first

@@ -3,7 +3,6 @@ package main
 import (
 	"net/http"
 	"net/http/cookiejar"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,25 +23,11 @@ import (
 // account's deletion. Each new page is checked like the journey's (axe,
 // 390 px, console errors).
 func TestWebAccountVerifyAndReset(t *testing.T) {
-	if _, err := os.Stat(webChromiumPath); err != nil {
-		t.Fatalf("%s not found: run scripts/ensure-chromium.sh", webChromiumPath)
-	}
-	if err := os.MkdirAll(webScreenshotDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	smtp := mailtest.New(t, mailtest.Options{Auth: true})
-	base := webStartDashboard(t, map[string]string{"SMTP_URL": smtp.URL(), "MAIL_FROM": "mcpgate <noreply@example.com>"})
-	ctx, cancel := webNewBrowser(t)
-	defer cancel()
-	var problems webBrowserProblems
-	problems.listen(ctx)
+	base, ctx, problems := webStartJourney(t, map[string]string{"SMTP_URL": smtp.URL(), "MAIL_FROM": "mcpgate <noreply@example.com>"})
 
 	const email, oldPassword, newPassword = "forgetful@example.com", "the first password here", "a brand new passphrase"
-	webRun(t, ctx, "sign up",
-		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), email),
-		chromedp.SendKeys(chromedp.ID("#password"), oldPassword),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "sign up", base+"/signup", email, oldPassword,
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	wsBase := webLocation(t, ctx)
 
@@ -52,10 +37,7 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		t.Errorf("email status = %q", s)
 	}
 	webCheckPage(t, ctx, "account-unconfirmed")
-	webRun(t, ctx, "key refused",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "too early"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
+	webSubmitKey(t, ctx, "key refused", wsBase, "too early",
 		webUntil(`document.querySelector('#key-form [data-form-error]').textContent.includes('confirm your email')`))
 
 	verify := smtp.Wait(t, email, "Confirm your email").Link(t, "/verify-email?token=")
@@ -72,11 +54,7 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		t.Errorf("email status after confirming = %q", s)
 	}
 	webCheckPage(t, ctx, "account-confirmed")
-	webRun(t, ctx, "key created",
-		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
-		chromedp.SendKeys(chromedp.ID("#key-name"), "laptop"),
-		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
+	webCreateKey(t, ctx, wsBase, "laptop")
 
 	webRun(t, ctx, "logout",
 		chromedp.Click(chromedp.CSS(".user-menu summary")),
@@ -123,11 +101,7 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#reset-form button[type=submit]`)),
 		webUntil(`document.querySelector('#reset-form [data-form-error]').textContent.includes('already used')`))
 
-	webRun(t, ctx, "log in with the new password",
-		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), email),
-		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "log in with the new password", base+"/login", email, newPassword,
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 
 	// Another sign-in elsewhere (a second client), then sign it out from the
@@ -306,11 +280,7 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#delete-form button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("#confirm-ok")), chromedp.Click(chromedp.ID("#confirm-ok")),
 		chromedp.WaitVisible(chromedp.CSS(".hero")))
-	webRun(t, ctx, "cannot log in",
-		chromedp.Navigate(base+"/login"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), newEmail),
-		chromedp.SendKeys(chromedp.ID("#password"), newPassword),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "cannot log in", base+"/login", newEmail, newPassword,
 		webUntil(`document.querySelector('[data-form-error]').textContent.includes('wrong email or password')`))
 	problems.check(t)
 }

@@ -28,10 +28,10 @@ func e2eRequestApproval(t *testing.T, cs *mcp.ClientSession, tool string, args m
 	t.Helper()
 	res := e2eCall(t, cs, tool, args)
 	if res.IsError {
-		t.Fatalf("%s = tool error %q, want approval_required", tool, e2eText(res))
+		t.Fatalf("%s = tool error %q, want approval_required", tool, testutil.ToolText(res))
 	}
 	out := e2eStructured(t, res)
-	ap := e2eApproval{Text: e2eText(res)}
+	ap := e2eApproval{Text: testutil.ToolText(res)}
 	ap.ID, _ = out["approval_id"].(string)
 	ap.URL, _ = out["approval_url"].(string)
 	if out["status"] != "approval_required" || out["done"] != false || ap.ID == "" ||
@@ -345,8 +345,8 @@ func TestApprovalEndToEnd(t *testing.T) {
 				return &mcp.ElicitResult{Action: "decline"}, nil
 			}})
 		res := e2eCall(t, csDecline, toolKill, killArgs(sb2))
-		if res.IsError || !strings.Contains(e2eText(res), "Not done") {
-			t.Errorf("declined URL request = %q", e2eText(res))
+		if res.IsError || !strings.Contains(testutil.ToolText(res), "Not done") {
+			t.Errorf("declined URL request = %q", testutil.ToolText(res))
 		}
 		running(t, sb2)
 	})

@@ -10,6 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // TestApprovalWebPage: in a real Chromium, a person sees the pending count
@@ -19,11 +21,7 @@ import (
 func TestApprovalWebPage(t *testing.T) {
 	base, ctx, problems := webStartJourney(t, nil)
 
-	webRun(t, ctx, "sign up",
-		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), "approver@example.com"),
-		chromedp.SendKeys(chromedp.ID("#password"), "correct horse battery staple"),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "sign up", base+"/signup", "approver@example.com", "correct horse battery staple",
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(webLocation(t, ctx))
 	if m == "" {
@@ -93,7 +91,7 @@ func TestApprovalWebPage(t *testing.T) {
 
 	out, res := kill(map[string]any{"sandbox_id": sandbox, "approval_id": id})
 	if res.IsError || out["killed"] != true {
-		t.Fatalf("kill with the approval = %s", e2eText(res))
+		t.Fatalf("kill with the approval = %s", testutil.ToolText(res))
 	}
 	webWaitText(t, ctx, approvalURL, "h1", "used")
 
@@ -103,8 +101,8 @@ func TestApprovalWebPage(t *testing.T) {
 	id2, _ := out["approval_id"].(string)
 	webRun(t, ctx, "deny", chromedp.Navigate(wsBase+"/approvals/"+id2), chromedp.WaitVisible(chromedp.ID("#deny-button")),
 		chromedp.Click(chromedp.ID("#deny-button")), chromedp.WaitVisible(chromedp.CSS(`h1 [data-state=denied]`)))
-	if _, res := kill(map[string]any{"sandbox_id": other, "approval_id": id2}); !res.IsError || !strings.Contains(e2eText(res), "denied") {
-		t.Errorf("kill after deny = %s", e2eText(res))
+	if _, res := kill(map[string]any{"sandbox_id": other, "approval_id": id2}); !res.IsError || !strings.Contains(testutil.ToolText(res), "denied") {
+		t.Errorf("kill after deny = %s", testutil.ToolText(res))
 	}
 	webWaitText(t, ctx, wsBase+"/approvals", "#approvals-table", "denied")
 	webShot(t, ctx, "33-approvals-list")
@@ -129,12 +127,12 @@ func TestApprovalWebPage(t *testing.T) {
 	defer ccancel()
 	s2 := webMCPSession(t, base+"/mcp", key)
 	res, err = s2.CallTool(cctx, &sdk.CallToolParams{Name: "e2b_create_sandbox", Arguments: map[string]any{"timeout": 900}})
-	if err != nil || !res.IsError || !strings.Contains(e2eText(res), "at most 600 seconds") {
-		t.Errorf("create over the guardrail set in the browser = %v, %v", e2eText(res), err)
+	if err != nil || !res.IsError || !strings.Contains(testutil.ToolText(res), "at most 600 seconds") {
+		t.Errorf("create over the guardrail set in the browser = %v, %v", testutil.ToolText(res), err)
 	}
 	res, err = s2.CallTool(cctx, &sdk.CallToolParams{Name: "e2b_pause_sandbox", Arguments: map[string]any{"sandbox_id": other}})
-	if err != nil || res.IsError || !strings.Contains(e2eText(res), "approval") {
-		t.Errorf("pause after choosing human in the browser = %v, %v; want an approval request", e2eText(res), err)
+	if err != nil || res.IsError || !strings.Contains(testutil.ToolText(res), "approval") {
+		t.Errorf("pause after choosing human in the browser = %v, %v; want an approval request", testutil.ToolText(res), err)
 	}
 	problems.check(t)
 }

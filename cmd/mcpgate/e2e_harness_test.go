@@ -669,7 +669,7 @@ func e2eCallOK(t *testing.T, cs *mcp.ClientSession, name string, args map[string
 	t.Helper()
 	res := e2eCall(t, cs, name, args)
 	if res.IsError {
-		t.Fatalf("CallTool(%s, %v) = tool error %q", name, args, e2eText(res))
+		t.Fatalf("CallTool(%s, %v) = tool error %q", name, args, testutil.ToolText(res))
 	}
 	return e2eStructured(t, res)
 }
@@ -679,19 +679,9 @@ func e2eCallErr(t *testing.T, cs *mcp.ClientSession, name string, args map[strin
 	t.Helper()
 	res := e2eCall(t, cs, name, args)
 	if !res.IsError {
-		t.Fatalf("CallTool(%s, %v) = %s, want a tool error", name, args, e2eText(res))
+		t.Fatalf("CallTool(%s, %v) = %s, want a tool error", name, args, testutil.ToolText(res))
 	}
-	return e2eText(res)
-}
-
-func e2eText(res *mcp.CallToolResult) string {
-	var parts []string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			parts = append(parts, tc.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
+	return testutil.ToolText(res)
 }
 
 func e2eStructured(t *testing.T, res *mcp.CallToolResult) map[string]any {

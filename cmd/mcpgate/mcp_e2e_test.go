@@ -439,8 +439,8 @@ func TestMCPEndToEnd(t *testing.T) {
 				cs := e.session(t, r1.url+"/mcp", e2eBearer(k.Key), "", &mcp.ClientOptions{
 					ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return answer, nil }})
 				res := e2eCall(t, cs, toolKill, map[string]any{"sandbox_id": sb})
-				if !strings.Contains(e2eText(res), "Not done") {
-					t.Errorf("kill answered %v = %q, want not done", answer, e2eText(res))
+				if !strings.Contains(testutil.ToolText(res), "Not done") {
+					t.Errorf("kill answered %v = %q, want not done", answer, testutil.ToolText(res))
 				}
 				if state, _ := e.simSandboxState(teamA, sb); state != "running" {
 					t.Errorf("sandbox = %q, want running", state)
@@ -468,14 +468,14 @@ func TestMCPEndToEnd(t *testing.T) {
 				}
 				return res
 			}
-			if res := retry(sbY); !res.IsError || !strings.Contains(e2eText(res), "not valid") {
-				t.Errorf("request state for %s used for %s = %q, want refused", sbX, sbY, e2eText(res))
+			if res := retry(sbY); !res.IsError || !strings.Contains(testutil.ToolText(res), "not valid") {
+				t.Errorf("request state for %s used for %s = %q, want refused", sbX, sbY, testutil.ToolText(res))
 			}
 			if res := retry(sbX); res.IsError {
-				t.Errorf("retry with the request state = %q, want the kill done", e2eText(res))
+				t.Errorf("retry with the request state = %q, want the kill done", testutil.ToolText(res))
 			}
-			if res := retry(sbX); !res.IsError || !strings.Contains(e2eText(res), "not valid") {
-				t.Errorf("replayed request state = %q, want refused", e2eText(res))
+			if res := retry(sbX); !res.IsError || !strings.Contains(testutil.ToolText(res), "not valid") {
+				t.Errorf("replayed request state = %q, want refused", testutil.ToolText(res))
 			}
 			if state, _ := e.simSandboxState(teamA, sbY); state != "running" {
 				t.Errorf("sandbox %s = %q, want running", sbY, state)
@@ -514,10 +514,10 @@ func TestMCPEndToEnd(t *testing.T) {
 		out := e2eStructured(t, res)
 		tok, _ := out["confirmation_token"].(string)
 		if res.IsError || tok == "" {
-			t.Fatalf("first create = %s, want a confirmation token", e2eText(res))
+			t.Fatalf("first create = %s, want a confirmation token", testutil.ToolText(res))
 		}
-		if strings.Contains(e2eText(res), secret) {
-			t.Errorf("the confirmation shows an env_vars value: %s", e2eText(res))
+		if strings.Contains(testutil.ToolText(res), secret) {
+			t.Errorf("the confirmation shows an env_vars value: %s", testutil.ToolText(res))
 		}
 		if reqs := e.simLog.since(mark); len(reqs) != 0 {
 			t.Fatalf("the first (confirmation) call reached E2B: %v", reqs)
@@ -647,14 +647,14 @@ func TestMCPEndToEnd(t *testing.T) {
 		csA := e.session(t, r1.url+"/mcp", e2eBearer(keyA.Key), "2025-11-25", nil)
 
 		notFound := func(t *testing.T, res *mcp.CallToolResult) {
-			if !res.IsError || !strings.Contains(e2eText(res), "not found") {
-				t.Errorf("result = %q, want a not-found tool error", e2eText(res))
+			if !res.IsError || !strings.Contains(testutil.ToolText(res), "not found") {
+				t.Errorf("result = %q, want a not-found tool error", testutil.ToolText(res))
 			}
 		}
 		// Another team's template is refused (E2B answers 403, not 404).
 		refused := func(t *testing.T, res *mcp.CallToolResult) {
-			if !res.IsError || !strings.Contains(e2eText(res), "another team") {
-				t.Errorf("result = %q, want a refusal", e2eText(res))
+			if !res.IsError || !strings.Contains(testutil.ToolText(res), "another team") {
+				t.Errorf("result = %q, want a refusal", testutil.ToolText(res))
 			}
 		}
 		// Logs and metrics of an unknown sandbox are empty on E2B (and the
@@ -673,9 +673,9 @@ func TestMCPEndToEnd(t *testing.T) {
 		}
 		hidesB := func(t *testing.T, res *mcp.CallToolResult) {
 			if res.IsError {
-				t.Errorf("result = tool error %q", e2eText(res))
+				t.Errorf("result = tool error %q", testutil.ToolText(res))
 			}
-			if text := e2eText(res); strings.Contains(text, sbB) || strings.Contains(text, tplB) || strings.Contains(text, snapB) || strings.Contains(text, "bob") {
+			if text := testutil.ToolText(res); strings.Contains(text, sbB) || strings.Contains(text, tplB) || strings.Contains(text, snapB) || strings.Contains(text, "bob") {
 				t.Errorf("result shows team B's resources: %s", text)
 			}
 		}
@@ -794,7 +794,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		// another workspace, and B's key never reaches A's sandboxes.
 		sbA := e.simSandbox(teamA, nil)
 		if res := e2eCall(t, csB, "e2b_get_sandbox", map[string]any{"sandbox_id": sbA}); !res.IsError {
-			t.Errorf("B's key reads A's sandbox: %s", e2eText(res))
+			t.Errorf("B's key reads A's sandbox: %s", testutil.ToolText(res))
 		}
 	})
 

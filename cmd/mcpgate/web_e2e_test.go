@@ -62,11 +62,7 @@ func TestWebJourney(t *testing.T) {
 		t.Errorf("forgot-password page without mail = %q, want it to name SMTP_URL and the CLI", s)
 	}
 	webCheckPage(t, ctx, "forgot-no-mail")
-	webRun(t, ctx, "sign up",
-		chromedp.Navigate(base+"/signup"), chromedp.WaitVisible(chromedp.ID("#email")),
-		chromedp.SendKeys(chromedp.ID("#email"), ownerEmail),
-		chromedp.SendKeys(chromedp.ID("#password"), "short"),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+	webSubmitSignIn(t, ctx, "sign up", base+"/signup", ownerEmail, "short",
 		chromedp.WaitVisible(chromedp.CSS(`[data-form-error]`)))
 	if msg := webText(t, ctx, `[data-form-error]`); !strings.Contains(msg, "10 characters") {
 		t.Errorf("signup error = %q, want the password rule", msg)
@@ -460,12 +456,32 @@ func (p *webBrowserProblems) check(t *testing.T) {
 // and returns the key the page shows once.
 func webCreateKey(t *testing.T, ctx context.Context, wsBase, name string) string {
 	t.Helper()
-	webRun(t, ctx, "create key",
+	webSubmitKey(t, ctx, "create key", wsBase, name, chromedp.WaitVisible(chromedp.ID("#new-key")))
+	return webText(t, ctx, "#new-key-value")
+}
+
+// webSubmitSignIn fills the email and password of the sign-up or sign-in
+// page at pageURL and submits it, then waits for what the step expects (the
+// workspace, or a refusal).
+func webSubmitSignIn(t *testing.T, ctx context.Context, step, pageURL, email, password string, then chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	webRun(t, ctx, step,
+		chromedp.Navigate(pageURL), chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), email),
+		chromedp.SendKeys(chromedp.ID("#password"), password),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		then)
+}
+
+// webSubmitKey submits the keys page's form for a key called name, then
+// waits for what the step expects (the new key, or a refusal).
+func webSubmitKey(t *testing.T, ctx context.Context, step, wsBase, name string, then chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	webRun(t, ctx, step,
 		chromedp.Navigate(wsBase+"/keys"), chromedp.WaitVisible(chromedp.ID("#key-name")),
 		chromedp.SendKeys(chromedp.ID("#key-name"), name),
 		chromedp.Click(chromedp.CSS(`#key-form button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.ID("#new-key")))
-	return webText(t, ctx, "#new-key-value")
+		then)
 }
 
 func webRun(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
@@ -631,7 +647,7 @@ func webMCPCreateSandbox(t *testing.T, endpoint, key string) string {
 		t.Fatalf("CallTool(e2b_create_sandbox) err = %v", err)
 	}
 	if res.IsError {
-		t.Fatalf("e2b_create_sandbox failed: %s", e2eText(res))
+		t.Fatalf("e2b_create_sandbox failed: %s", testutil.ToolText(res))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	var out struct {

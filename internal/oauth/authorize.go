@@ -168,6 +168,28 @@ func (s *Server) ensureCSRF(w http.ResponseWriter, r *http.Request) string {
 	return v
 }
 
+// authRequest parses the authorization request that get reads; when it is
+// refused it answers (an error page, or an error sent back to the client)
+// and returns nil.
+func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, get func(string) string) *authRequest {
+	ar, perr, oerr := s.parseAuthRequest(r, get)
+	if perr != nil {
+		s.errorPage(w, r, perr.status, perr.heading, perr.message)
+		return nil
+	}
+	if oerr != nil {
+		s.redirectError(w, r, ar, oerr)
+		return nil
+	}
+	return ar
+}
+
+// errorPage answers with the consent renderer's error page.
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, status int, heading, message string) {
+	pageHeaders(w, "")
+	s.opts.Consent.RenderError(w, r, status, heading, message)
+}
+
 // authParams are the request parameters the consent form carries through.
 var authParams = []string{"client_id", "redirect_uri", "response_type", "state", "code_challenge",
 	"code_challenge_method", "resource", "scope"}
@@ -176,14 +198,8 @@ var authParams = []string{"client_id", "redirect_uri", "response_type", "state",
 // the login page and back, and shows the consent page.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ar, perr, oerr := s.parseAuthRequest(r, q.Get)
-	if perr != nil {
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, perr.status, perr.heading, perr.message)
-		return
-	}
-	if oerr != nil {
-		s.redirectError(w, r, ar, oerr)
+	ar := s.authRequest(w, r, q.Get)
+	if ar == nil {
 		return
 	}
 	u := mcpgate.UserFromContext(r.Context())
@@ -194,8 +210,7 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	wss, err := s.opts.Workspaces.Workspaces(r.Context(), u)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "list workspaces for consent", "err", err)
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
+		s.errorPage(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
 		return
 	}
 	fields := map[string]string{csrfField: s.ensureCSRF(w, r)}
@@ -221,31 +236,22 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusBadRequest, "Bad request", "The form could not be read. Start again from the app.")
+		s.errorPage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read. Start again from the app.")
 		return
 	}
 	c, err := r.Cookie(csrfCookie)
 	if err != nil || len(c.Value) < 32 || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostForm.Get(csrfField))) != 1 {
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusForbidden, "This form expired",
+		s.errorPage(w, r, http.StatusForbidden, "This form expired",
 			"The page was not sent by this gateway, or it is too old. Start again from the app.")
 		return
 	}
 	u := mcpgate.UserFromContext(r.Context())
 	if u == nil {
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusUnauthorized, "You are signed out", "Sign in again and start again from the app.")
+		s.errorPage(w, r, http.StatusUnauthorized, "You are signed out", "Sign in again and start again from the app.")
 		return
 	}
-	ar, perr, oerr := s.parseAuthRequest(r, r.PostForm.Get)
-	if perr != nil {
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, perr.status, perr.heading, perr.message)
-		return
-	}
-	if oerr != nil {
-		s.redirectError(w, r, ar, oerr)
+	ar := s.authRequest(w, r, r.PostForm.Get)
+	if ar == nil {
 		return
 	}
 	if r.PostForm.Get("decision") != "allow" {
@@ -255,13 +261,11 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	actor, _, err := s.opts.Workspaces.Enter(r.Context(), u, r.PostForm.Get("workspace"), mcpgate.SourceDashboard)
 	if err != nil {
 		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid {
-			pageHeaders(w, "")
-			s.opts.Consent.RenderError(w, r, http.StatusNotFound, "Workspace not found", "Choose one of your workspaces. Start again from the app.")
+			s.errorPage(w, r, http.StatusNotFound, "Workspace not found", "Choose one of your workspaces. Start again from the app.")
 			return
 		}
 		s.log.ErrorContext(r.Context(), "enter workspace for consent", "err", err)
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
+		s.errorPage(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
 		return
 	}
 	scope := mcpgate.ScopeFull
@@ -270,8 +274,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	case string(mcpgate.ScopeReadOnly):
 		scope = mcpgate.ScopeReadOnly
 	default:
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusBadRequest, "Choose the access", "Full or read-only. Start again from the app.")
+		s.errorPage(w, r, http.StatusBadRequest, "Choose the access", "Full or read-only. Start again from the app.")
 		return
 	}
 	code := newSecret(codePrefix)
@@ -280,8 +283,7 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		Resource: ar.resource, Scope: scope, ExpiresAt: s.now().Add(codeTTL)})
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "store authorization code", "err", err)
-		pageHeaders(w, "")
-		s.opts.Consent.RenderError(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
+		s.errorPage(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
 		return
 	}
 	s.log.InfoContext(r.Context(), "authorization granted", "client_id", ar.client.ID, "workspace_id", actor.WorkspaceID, "scope", scope)

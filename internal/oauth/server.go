@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -116,21 +117,15 @@ func (ttlTrust) SkipReload(time.Time) bool      { return false }
 
 // New returns the server.
 func New(opts Options) *Server {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Audit == nil {
-		opts.Audit = nopAuditor{}
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if opts.RegisterRate == 0 {
 		opts.RegisterRate, opts.RegisterBurst = rate.Every(3*time.Minute), 20
 	}
-	if opts.CacheTTL == 0 {
-		opts.CacheTTL = 30 * time.Second
-	}
+	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
 	if opts.Trust == nil {
 		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
 	}

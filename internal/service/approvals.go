@@ -198,10 +198,7 @@ func (s *Service) Approvals(ctx context.Context, a *mcpgate.Actor, state mcpgate
 	if state != "" && !state.Valid() {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "state must be pending, approved, denied, expired or used")
 	}
-	f := store.ApprovalFilter{State: state, Now: s.now()}
-	if !a.CanAdmin() {
-		f.UserID = a.UserID
-	}
+	f := store.ApprovalFilter{State: state, Now: s.now(), UserID: visibleOwner(a)}
 	list, err := s.db.FindApprovals(ctx, a.WorkspaceID, f)
 	if err != nil {
 		return nil, err
@@ -221,7 +218,7 @@ func (s *Service) Approval(ctx context.Context, a *mcpgate.Actor, id string) (*m
 	if err != nil {
 		return nil, err
 	}
-	if !a.CanAdmin() && ap.RequestedBy != a.UserID {
+	if !mayManage(a, ap.RequestedBy) {
 		return nil, errNotYours
 	}
 	return s.present(ap), nil
@@ -282,11 +279,7 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 
 // PendingApprovals implements mcpgate.ApprovalService.
 func (s *Service) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, error) {
-	userID := ""
-	if !a.CanAdmin() {
-		userID = a.UserID
-	}
-	return s.db.CountPendingApprovals(ctx, a.WorkspaceID, userID, s.now())
+	return s.db.CountPendingApprovals(ctx, a.WorkspaceID, visibleOwner(a), s.now())
 }
 
 // ExpireApprovals marks the requests that expired unattended as such and

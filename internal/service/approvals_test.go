@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 )
 
@@ -82,26 +83,19 @@ func (c *padConnector) Describe(_ context.Context, _ mcpgate.Secret, tool string
 	return "", nil
 }
 
-type clock struct{ t atomic.Pointer[time.Time] }
-
-func (c *clock) now() time.Time      { return *c.t.Load() }
-func (c *clock) add(d time.Duration) { t := c.now().Add(d); c.t.Store(&t) }
-
 type padFixture struct {
 	*svcFixture
 	pads  *padConnector
-	clock *clock
+	clock *e2bsim.ManualClock
 }
 
 func newPadFixture(t *testing.T) *padFixture {
 	t.Helper()
-	pads, clk := newPadConnector(), &clock{}
-	now := time.Now()
-	clk.t.Store(&now)
+	pads, clk := newPadConnector(), e2bsim.NewManualClock(time.Now())
 	f := newSvcFixture(t, func(o *service.Options) {
 		notes, _ := o.Registry.Connector("notes")
 		o.Registry = connectors.NewRegistry(notes, pads)
-		o.Now = clk.now
+		o.Now = clk.Now
 	})
 	if _, err := f.svc.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
 		t.Fatal(err)
@@ -139,6 +133,17 @@ func (f *padFixture) request(t *testing.T, key *mcpgate.Actor, pad string) *mcpg
 	return need.Approval
 }
 
+// extender calls pads_extend with the given arguments as a new MCP key of
+// person.
+func (f *padFixture) extender(t *testing.T, person *mcpgate.Actor) func(args string) error {
+	t.Helper()
+	key := f.keyActor(t, person)
+	return func(args string) error {
+		_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
+		return err
+	}
+}
+
 func (f *padFixture) use(key *mcpgate.Actor, id, args string) error {
 	_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(args), ApprovalID: id})
 	return err
@@ -174,18 +179,24 @@ func (f *padFixture) actions() []string {
 	return out
 }
 
-func TestApproval_HumanFlow(t *testing.T) {
+// newHumanRequest is a pad fixture whose pads_end a person approves, with
+// the pending approval that requester's new MCP key got asking to end p1.
+func newHumanRequest(t *testing.T, requester func(*padFixture) *mcpgate.Actor) (*padFixture, *mcpgate.Actor, *mcpgate.ApprovalRequest) {
+	t.Helper()
 	f := newPadFixture(t)
-	ctx := context.Background()
 	f.enableEnd(t, mcpgate.ApprovalHuman)
-	memberKey := f.keyActor(t, f.member)
+	key := f.keyActor(t, requester(f))
+	return f, key, f.request(t, key, "p1")
+}
 
-	ap := f.request(t, memberKey, "p1")
+func TestApproval_HumanFlow(t *testing.T) {
+	f, memberKey, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.member })
+	ctx := context.Background()
 	if f.endedCount() != 0 {
 		t.Fatal("the first call ran the tool")
 	}
 	if ap.State != mcpgate.ApprovalPending || ap.Summary != "End pad p1, which is blue." || ap.RequestedBy != f.member.UserID ||
-		ap.URL != "http://gw.test/app/w/"+f.ws+"/approvals/"+ap.ID || ap.ExpiresAt.Sub(f.clock.now()) > mcpgate.ApprovalTTL {
+		ap.URL != "http://gw.test/app/w/"+f.ws+"/approvals/"+ap.ID || ap.ExpiresAt.Sub(f.clock.Now()) > mcpgate.ApprovalTTL {
 		t.Fatalf("approval = %+v", ap)
 	}
 	if n, _ := f.svc.PendingApprovals(ctx, f.member); n != 1 {
@@ -252,12 +263,8 @@ func TestApproval_HumanFlow(t *testing.T) {
 }
 
 func TestApproval_WhoDecides(t *testing.T) {
-	f := newPadFixture(t)
+	f, ownerKey, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
 	ctx := context.Background()
-	f.enableEnd(t, mcpgate.ApprovalHuman)
-	ownerKey := f.keyActor(t, f.owner)
-
-	ap := f.request(t, ownerKey, "p1")
 	f.wantShutOut(t, "a plain member, of the owner's request,", f.member, ap, mcpgate.EForbidden)
 	if _, err := f.svc.Approve(ctx, f.admin, ap.ID); err != nil {
 		t.Fatalf("an admin approving: err = %v", err)
@@ -278,7 +285,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 	if _, err := f.svc.Approve(ctx, f.owner, ap4.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.add(mcpgate.ApprovalTTL + time.Second)
+	f.clock.Advance(mcpgate.ApprovalTTL + time.Second)
 	if _, err := f.svc.Approve(ctx, f.owner, ap3.ID); !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
 		t.Errorf("approving an expired request: err = %v", err)
 	}
@@ -321,7 +328,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 		t.Errorf("approval.expired audited %d times after the sweep, want 3", n)
 	}
 	// After the retention the rows go; the audit log keeps the record.
-	f.clock.add(31 * 24 * time.Hour)
+	f.clock.Advance(31 * 24 * time.Hour)
 	if err := f.svc.ExpireApprovals(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -382,10 +389,7 @@ func TestApproval_OAuthGrant(t *testing.T) {
 }
 
 func TestApproval_UsedOnce(t *testing.T) {
-	f := newPadFixture(t)
-	f.enableEnd(t, mcpgate.ApprovalHuman)
-	key := f.keyActor(t, f.owner)
-	ap := f.request(t, key, "p1")
+	f, key, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
 	if _, err := f.svc.Approve(context.Background(), f.owner, ap.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -436,12 +440,7 @@ func TestApproval_PersonInDashboard(t *testing.T) {
 // approval.
 func TestApproval_Follows(t *testing.T) {
 	f := newPadFixture(t)
-	ctx := context.Background()
-	key := f.keyActor(t, f.member)
-	call := func(args string) error {
-		_, err := f.svc.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
-		return err
-	}
+	call := f.extender(t, f.member)
 	err := call(`{"pad":"p1","seconds":30}`)
 	if msg := mcpgate.ErrorMessage(err); mcpgate.ErrorCode(err) != mcpgate.EForbidden || !strings.Contains(msg, "pads_end, which is turned off") ||
 		!strings.Contains(msg, "owner or admin") || !strings.Contains(msg, "A life under a minute ends the pad.") {
@@ -464,11 +463,7 @@ func TestApproval_Follows(t *testing.T) {
 func TestGuardrails(t *testing.T) {
 	f := newPadFixture(t)
 	ctx := context.Background()
-	key := f.keyActor(t, f.member)
-	call := func(args string) error {
-		_, err := f.svc.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
-		return err
-	}
+	call := f.extender(t, f.member)
 	// Defaults: no limits.
 	f.pads.running = 1000
 	if err := call(`{"pad":"p","seconds":86400,"template":"anything"}`); err != nil {

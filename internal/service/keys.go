@@ -48,9 +48,9 @@ func (s *Service) Keys(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.APIKey,
 	return s.db.ListKeys(ctx, a.WorkspaceID, visibleOwner(a))
 }
 
-// visibleOwner is the owner filter of the visibility rule keys and grants
-// share: "" (every owner) for a workspace admin, the member's own id
-// otherwise.
+// visibleOwner is the owner filter of the visibility rule keys, grants and
+// approval requests share: "" (every owner) for a workspace admin, the
+// member's own id otherwise.
 func visibleOwner(a *mcpgate.Actor) string {
 	if a.CanAdmin() {
 		return ""
@@ -58,8 +58,9 @@ func visibleOwner(a *mcpgate.Actor) string {
 	return a.UserID
 }
 
-// mayManage reports whether the actor may act on a credential of ownerID
-// (revoke a key or a grant): its owner or a workspace admin.
+// mayManage reports whether the actor may act on what ownerID owns (revoke
+// a key or a grant, see or decide an approval request): its owner or a
+// workspace admin.
 func mayManage(a *mcpgate.Actor, ownerID string) bool { return a.CanAdmin() || ownerID == a.UserID }
 
 // RevokeKey implements mcpgate.KeyService: its owner or a workspace admin

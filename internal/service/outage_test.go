@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -93,18 +94,6 @@ func (p *dbProxy) setDown(down bool) {
 	}
 }
 
-type outageClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *outageClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *outageClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // TestOutage: while the database cannot be reached, keys, policies and
 // credentials known before keep calls working, up to the grace; what was
 // never cached is refused as unavailable (never as a bad key); once the
@@ -119,7 +108,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	clock := &outageClock{t: time.Now()}
+	clock := e2bsim.NewManualClock(time.Now())
 	conn := newNoteConnector()
 	env := servicetest.New(t, service.Options{DB: db, Registry: connectors.NewRegistry(conn), Now: clock.Now,
 		OutageGrace: 10 * time.Minute})

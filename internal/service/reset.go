@@ -64,14 +64,9 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) 
 		if i > 0 {
 			limit = resetPerAddress
 		}
-		n, start, err := s.db.LoginFailures(ctx, sub, resetWindow)
-		if err != nil {
+		if err := s.mailThrottle(ctx, sub, limit, resetWindow,
+			"too many reset requests; wait a few minutes and check your inbox (and spam folder) first"); err != nil {
 			return err
-		}
-		if n >= limit {
-			wait := int(math.Ceil(time.Until(start.Add(resetWindow)).Seconds()))
-			return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1),
-				Message: "too many reset requests; wait a few minutes and check your inbox (and spam folder) first"}
 		}
 	}
 	// Every request counts, found or not, so the throttle says nothing
@@ -91,6 +86,20 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) 
 		return err
 	}
 	return s.sendMail(ctx, u, mail.KindReset, "/reset-password?token="+tok)
+}
+
+// mailThrottle refuses, with message and when to retry, once subject has
+// asked for limit emails within window.
+func (s *Service) mailThrottle(ctx context.Context, subject string, limit int, window time.Duration, message string) error {
+	n, start, err := s.db.LoginFailures(ctx, subject, window)
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		wait := int(math.Ceil(time.Until(start.Add(window)).Seconds()))
+		return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: message}
+	}
+	return nil
 }
 
 // sendMail renders a message with a link to the dashboard and queues it.

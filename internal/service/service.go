@@ -1,17 +1,17 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -113,11 +113,7 @@ type Service struct {
 	trust    *cacheTrust
 	argsKey  []byte
 
-	policies sync.Map // workspace id -> *workspacePolicy
-	// gen counts invalidations. A load that overlapped one may have read
-	// the database before the change committed, so it is not kept in the
-	// cache (see storeIfCurrent).
-	gen atomic.Uint64
+	policies *trustcache.Cache[*workspacePolicy] // by workspace id
 
 	// beforeCache, when set (tests), runs between a cache load's read and
 	// its store, to stage a race with an invalidation.
@@ -126,45 +122,31 @@ type Service struct {
 
 // New returns the services.
 func New(opts Options) *Service {
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Audit == nil {
-		opts.Audit = nopAuditor{}
-	}
-	if opts.Metrics == nil {
-		opts.Metrics = nopMetrics{}
-	}
-	if opts.CallTimeout == 0 {
-		opts.CallTimeout = 30 * time.Second
-	}
-	if opts.CacheTTL == 0 {
-		opts.CacheTTL = 30 * time.Second
-	}
-	if opts.OutageGrace == 0 {
-		opts.OutageGrace = 10 * time.Minute
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
+	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
+	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
+	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
+	opts.OutageGrace = cmp.Or(opts.OutageGrace, 10*time.Minute)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.MaxKeysPerUser == 0 {
-		opts.MaxKeysPerUser = 100
-	}
-	if opts.MaxWorkspacesPerUser == 0 {
-		opts.MaxWorkspacesPerUser = 20
-	}
-	if opts.SignupsPerAddress == 0 {
-		opts.SignupsPerAddress = defaultSignupsPerAddress
-	}
-	if opts.Signup == "" {
-		opts.Signup = SignupOpen
-	}
+	opts.MaxKeysPerUser = cmp.Or(opts.MaxKeysPerUser, 100)
+	opts.MaxWorkspacesPerUser = cmp.Or(opts.MaxWorkspacesPerUser, 20)
+	opts.SignupsPerAddress = cmp.Or(opts.SignupsPerAddress, defaultSignupsPerAddress)
+	opts.Signup = cmp.Or(opts.Signup, SignupOpen)
 	trust := &cacheTrust{ttl: opts.CacheTTL, grace: max(opts.OutageGrace, 0), now: opts.Now}
 	// Until the wiring says otherwise (SetListening), the caches trust their
 	// TTL: tests and tools run without a listener.
 	trust.listening.Store(true)
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
 		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust)}
+	// beforeCache is installed after New (tests), so the hook reads it late.
+	s.policies = trustcache.New[*workspacePolicy](trustcache.Options{Trust: trust, Now: opts.Now, BeforeStore: func() {
+		if s.beforeCache != nil {
+			s.beforeCache()
+		}
+	}})
 	s.argsKey = opts.ApprovalKey
 	if len(s.argsKey) == 0 {
 		s.argsKey = make([]byte, 32)
@@ -195,18 +177,14 @@ const (
 // connection, when notifications may have been missed). Key caches are the
 // authenticators'; see KeyAuthenticator.Invalidate.
 func (s *Service) Invalidate(kind, workspaceID string) {
-	// First the generation, then the deletes: a load that stored its entry
-	// before this point is deleted below, one that stores it after sees
-	// the new generation and takes it back.
-	s.gen.Add(1)
 	switch kind {
 	case InvalidatePolicy:
-		s.policies.Delete(workspaceID)
+		s.policies.Invalidate(func(wp *workspacePolicy) bool { return wp.id == workspaceID })
 	case InvalidateConn:
 		s.creds.Invalidate(workspaceID)
 	case InvalidateKeys:
 	default:
-		s.policies.Clear()
+		s.policies.Invalidate(func(*workspacePolicy) bool { return true })
 		s.creds.Invalidate("")
 	}
 }
@@ -218,19 +196,6 @@ func (s *Service) SetListening(on bool) { s.trust.listening.Store(on) }
 
 // Listening reports what SetListening was last told.
 func (s *Service) Listening() bool { return s.trust.listening.Load() }
-
-// storeIfCurrent caches v under k unless an invalidation happened since gen
-// was read (before the load): the load may have read the database before
-// the change that the invalidation announced.
-func (s *Service) storeIfCurrent(m *sync.Map, k, v any, gen uint64) {
-	if s.beforeCache != nil {
-		s.beforeCache()
-	}
-	m.Store(k, v)
-	if s.gen.Load() != gen {
-		m.CompareAndDelete(k, v)
-	}
-}
 
 func (s *Service) record(ctx context.Context, ev mcpgate.AuditEvent) { s.audit.Record(ctx, ev) }
 

@@ -23,7 +23,6 @@ type workspacePolicy struct {
 	// guardrails are the workspace's limits, loaded and invalidated with
 	// the policy.
 	guardrails mcpgate.Guardrails
-	fetched    time.Time
 	mu         sync.Mutex
 	sets       map[mcpgate.Scope]*mcpgate.ToolSet
 }
@@ -45,30 +44,25 @@ func effectivePolicy(tools []*connectors.Tool, stored map[string]mcpgate.ToolPol
 	return out
 }
 
-// workspace returns the workspace's cached policy, loading it on a miss.
+// workspace returns the workspace's cached policy, loading it on a miss
+// (the cache applies the trust rules: see internal/trustcache).
 func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspacePolicy, error) {
-	cached, _ := s.policies.Load(workspaceID)
-	old, _ := cached.(*workspacePolicy)
-	if old != nil && (s.trust.Fresh(old.fetched) || s.trust.SkipReload(old.fetched)) {
-		return old, nil
-	}
-	gen := s.gen.Load()
-	stored, err := s.db.ToolPolicies(ctx, workspaceID)
-	var guardrails mcpgate.Guardrails
-	if err == nil {
-		guardrails, err = s.db.Guardrails(ctx, workspaceID)
-	}
-	if err != nil {
-		s.trust.Failed()
-		if old != nil && s.trust.Stale(old.fetched) {
-			return old, nil // the database is away: the policy known before stands in
+	wp, err := s.policies.Get(ctx, workspaceID, func(ctx context.Context) (*workspacePolicy, error) {
+		stored, err := s.db.ToolPolicies(ctx, workspaceID)
+		if err != nil {
+			return nil, err
 		}
+		guardrails, err := s.db.Guardrails(ctx, workspaceID)
+		if err != nil {
+			return nil, err
+		}
+		return &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
+			sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}, nil
+	})
+	if err != nil {
 		return nil, &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: fmt.Errorf("load tool policy: %w", err),
 			Message: "the gateway cannot read this workspace's settings right now; try again in a few seconds"}
 	}
-	wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
-		fetched: s.now(), sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
-	s.storeIfCurrent(&s.policies, workspaceID, wp, gen)
 	return wp, nil
 }
 

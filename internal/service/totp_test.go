@@ -10,6 +10,7 @@ import (
 	"github.com/pquerna/otp/totp"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
@@ -18,18 +19,16 @@ import (
 // signed up with goodPassword.
 type totpEnv struct {
 	*servicetest.Env
-	clock *clock
+	clock *e2bsim.ManualClock
 	u     *mcpgate.User
 }
 
 func newTOTPEnv(t *testing.T) *totpEnv {
 	t.Helper()
-	clk := &clock{}
 	// The middle of a 30-second step, so that stepping by 30 s never lands
 	// on a boundary.
-	now := time.Unix(time.Now().Unix()/30*30+15, 0)
-	clk.t.Store(&now)
-	env := servicetest.New(t, service.Options{PasswordParams: fastParams, Now: clk.now, PublicURL: "https://gw.example:8443"})
+	clk := e2bsim.NewManualClock(time.Unix(time.Now().Unix()/30*30+15, 0))
+	env := servicetest.New(t, service.Options{PasswordParams: fastParams, Now: clk.Now, PublicURL: "https://gw.example:8443"})
 	u, err := env.Service.Signup(context.Background(), "ada@example.com", goodPassword, "", "192.0.2.1")
 	if err != nil {
 		t.Fatalf("Signup() err = %v", err)
@@ -39,7 +38,7 @@ func newTOTPEnv(t *testing.T) *totpEnv {
 
 func (e *totpEnv) code(t *testing.T, secret mcpgate.Secret) string {
 	t.Helper()
-	c, err := totp.GenerateCode(secret.Reveal(), e.clock.now())
+	c, err := totp.GenerateCode(secret.Reveal(), e.clock.Now())
 	if err != nil {
 		t.Fatalf("GenerateCode() err = %v", err)
 	}
@@ -174,9 +173,9 @@ func TestTOTP_Login(t *testing.T) {
 	if err := e.login(mcpgate.Credentials{TOTPCode: e.code(t, secret)}, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
 		t.Fatalf("Login(code of the confirmed step) err = %v, want unauthorized", err)
 	}
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	old := e.code(t, secret)
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	fresh := e.code(t, secret)
 	if err := e.login(mcpgate.Credentials{TOTPCode: fresh}, "192.0.2.1"); err != nil {
 		t.Fatalf("Login(fresh code) err = %v", err)
@@ -191,14 +190,14 @@ func TestTOTP_Login(t *testing.T) {
 	}
 	// One step of skew: the code of the step after now works (a phone
 	// whose clock runs ahead).
-	e.clock.add(30 * time.Second)
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	ahead := e.code(t, secret)
-	e.clock.add(-30 * time.Second)
+	e.clock.Advance(-30 * time.Second)
 	if err := e.login(mcpgate.Credentials{TOTPCode: ahead}, "192.0.2.1"); err != nil {
 		t.Fatalf("Login(next step's code) err = %v", err)
 	}
-	e.clock.add(5 * time.Minute)
+	e.clock.Advance(5 * time.Minute)
 	if err := e.login(mcpgate.Credentials{TOTPCode: ahead}, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
 		t.Fatalf("Login(a code 5 minutes old) err = %v, want unauthorized", err)
 	}
@@ -231,7 +230,7 @@ func TestTOTP_Login(t *testing.T) {
 			t.Fatalf("Login(wrong code %d) err = %v, want unauthorized", i, err)
 		}
 	}
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	if err := e.login(mcpgate.Credentials{TOTPCode: e.code(t, secret)}, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("Login(right code) after 5 failures err = %v, want rate_limited", err)
 	}
@@ -245,7 +244,7 @@ func TestTOTP_Disable(t *testing.T) {
 	e := newTOTPEnv(t)
 	ctx := context.Background()
 	secret, codes := e.enrol(t)
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	code := e.code(t, secret)
 
 	if err := e.Service.DisableTOTP(ctx, e.u, code, "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
@@ -274,7 +273,7 @@ func TestTOTP_Disable(t *testing.T) {
 	if err := e.login(mcpgate.Credentials{RecoveryCode: codes[4]}, "203.0.113.9"); mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
 		t.Fatalf("Login(a recovery code of the earlier enrolment) err = %v, want unauthorized", err)
 	}
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	if err := e.Service.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "203.0.113.9"); err != nil {
 		t.Fatalf("DisableTOTP(TOTP code) err = %v", err)
 	}
@@ -350,7 +349,7 @@ func TestTOTP_DisableThrottled(t *testing.T) {
 			t.Fatalf("DisableTOTP(wrong code %d) err = %v, want invalid", i, err)
 		}
 	}
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	if err := e.Service.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("DisableTOTP(right code) after 5 wrong ones err = %v, want rate_limited", err)
 	}

@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -95,14 +94,9 @@ func (s *Service) ResendVerification(ctx context.Context, u *mcpgate.User) error
 		return mcpgate.Errorf(mcpgate.EConflict, "your email address is already confirmed")
 	}
 	sub := "verify:user:" + u.ID
-	n, start, err := s.db.LoginFailures(ctx, sub, verifyResendWindow)
-	if err != nil {
+	if err := s.mailThrottle(ctx, sub, verifyResends, verifyResendWindow,
+		"a few links were sent already; check your inbox and spam folder, or wait a few minutes"); err != nil {
 		return err
-	}
-	if n >= verifyResends {
-		wait := int(math.Ceil(time.Until(start.Add(verifyResendWindow)).Seconds()))
-		return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1),
-			Message: "a few links were sent already; check your inbox and spam folder, or wait a few minutes"}
 	}
 	if err := s.db.RecordLoginFailure(ctx, verifyResendWindow, sub); err != nil {
 		return err

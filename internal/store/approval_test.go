@@ -7,17 +7,14 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
 // TestApprovals_WorkspaceIsolation: every approval method is scoped by
 // workspace; another workspace's request is not found, not decided, not
 // used and not counted.
 func TestApprovals_WorkspaceIsolation(t *testing.T) {
-	db := storetest.Open(t)
+	db, wsA, a, wsB, _ := openTwoWorkspaces(t)
 	ctx := context.Background()
-	wsA, a := mustWorkspace(t, db, "a@example.com")
-	wsB, _ := mustWorkspace(t, db, "b@example.com")
 	now := time.Now()
 	ap := &mcpgate.ApprovalRequest{WorkspaceID: wsA, KeyID: "k1", RequestedBy: a.ID, Tool: "t", ToolTitle: "T",
 		Arguments: map[string]any{"x": "1"}, Summary: "s", ExpiresAt: now.Add(10 * time.Minute)}

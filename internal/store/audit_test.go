@@ -29,10 +29,8 @@ func count(t *testing.T, db *store.DB, q string, args ...any) int {
 }
 
 func TestAudit_ListAndHourlyScopedByWorkspaceAndActor(t *testing.T) {
-	db := storetest.Open(t)
+	db, wsA, a, wsB, b := openTwoWorkspaces(t)
 	ctx := context.Background()
-	wsA, a := mustWorkspace(t, db, "a@example.com")
-	wsB, b := mustWorkspace(t, db, "b@example.com")
 	now := time.Now().UTC()
 	ev := func(ws, actor string, outcome mcpgate.Outcome) mcpgate.AuditEvent {
 		return mcpgate.AuditEvent{WorkspaceID: ws, ActorID: actor, Kind: "tool_call", Action: "e2b_list_sandboxes",
@@ -327,10 +325,8 @@ func TestMaintainAudit_NoRetentionKeepsEverything(t *testing.T) {
 // StreamAudit hands over every matching row of the workspace, oldest first,
 // and nothing of another workspace.
 func TestStreamAudit_ScopedOrderedAndFiltered(t *testing.T) {
-	db := storetest.Open(t)
+	db, wsA, a, wsB, b := openTwoWorkspaces(t)
 	ctx := context.Background()
-	wsA, a := mustWorkspace(t, db, "a@example.com")
-	wsB, b := mustWorkspace(t, db, "b@example.com")
 	now := time.Now().UTC()
 	for i := range 5 {
 		mustInsertAudit(t, db,

@@ -65,13 +65,16 @@ func mustConnected(t *testing.T, db *store.DB, k store.Sealer, email, key string
 	return ws, u
 }
 
-func mustOpenCredential(t *testing.T, db *store.DB, k store.Sealer, ws, connector string) string {
+// wantCredential checks that the workspace's e2b credential opens to want.
+func wantCredential(t *testing.T, db *store.DB, k store.Sealer, ws, want string) {
 	t.Helper()
-	s, err := db.OpenCredential(context.Background(), k, ws, connector)
+	s, err := db.OpenCredential(context.Background(), k, ws, "e2b")
 	if err != nil {
-		t.Fatalf("OpenCredential() err = %v", err)
+		t.Fatalf("OpenCredential(%s) err = %v", ws, err)
 	}
-	return s.Reveal()
+	if got := s.Reveal(); got != want {
+		t.Fatalf("OpenCredential(%s) = %q, want %q", ws, got, want)
+	}
 }
 
 // rawConnection reads a stored row as it is in the table.
@@ -119,9 +122,7 @@ func TestPutConnection_StoresNoPlaintext(t *testing.T) {
 			t.Fatalf("the database holds %q in plain text", needle)
 		}
 	}
-	if got := mustOpenCredential(t, db, k, ws, "e2b"); got != keyA {
-		t.Fatalf("OpenCredential() = %q, want %q", got, keyA)
-	}
+	wantCredential(t, db, k, ws, keyA)
 }
 
 func TestOpenCredential_CopiedCiphertextDoesNotOpen(t *testing.T) {
@@ -151,9 +152,7 @@ func TestOpenCredential_CopiedCiphertextDoesNotOpen(t *testing.T) {
 			}
 		})
 	}
-	if got := mustOpenCredential(t, db, k, wsA, "e2b"); got != keyA {
-		t.Fatalf("OpenCredential(original) = %q, want %q", got, keyA)
-	}
+	wantCredential(t, db, k, wsA, keyA)
 }
 
 func TestPutConnection_ReplaceKeepsOneRow(t *testing.T) {
@@ -181,9 +180,7 @@ func TestPutConnection_ReplaceKeepsOneRow(t *testing.T) {
 	if rows != 1 || withOld != 0 {
 		t.Fatalf("after replacing: %d row(s), %d with the old ciphertext; want 1, 0", rows, withOld)
 	}
-	if got := mustOpenCredential(t, db, k, ws, "e2b"); got != keyB {
-		t.Fatalf("OpenCredential() = %q, want %q", got, keyB)
-	}
+	wantCredential(t, db, k, ws, keyB)
 	got, err := db.FindConnection(ctx, ws, "e2b")
 	if err != nil {
 		t.Fatalf("FindConnection() err = %v", err)
@@ -219,9 +216,7 @@ func TestConnection_WorkspaceIsolation(t *testing.T) {
 	if err != nil || c.LastAuthFail != nil {
 		t.Fatalf("FindConnection(A) = %+v, %v; want untouched", c, err)
 	}
-	if got := mustOpenCredential(t, db, k, wsA, "e2b"); got != keyA {
-		t.Fatalf("OpenCredential(A) = %q, want %q", got, keyA)
-	}
+	wantCredential(t, db, k, wsA, keyA)
 	if err := db.DeleteConnection(ctx, wsA, "e2b"); err != nil {
 		t.Fatalf("DeleteConnection(A) err = %v", err)
 	}
@@ -278,9 +273,23 @@ func checkAllOpen(t *testing.T, db *store.DB, k store.Sealer, want map[string]st
 		t.Fatalf("%d credential rows, want %d", n, len(want))
 	}
 	for ws, key := range want {
-		if got := mustOpenCredential(t, db, k, ws, "e2b"); got != key {
-			t.Fatalf("OpenCredential(%s) = %q, want %q", ws, got, key)
+		wantCredential(t, db, k, ws, key)
+	}
+}
+
+// resealAll runs ResealOld in batches of batch until nothing old is left,
+// and returns how many rows each batch moved.
+func resealAll(t *testing.T, db *store.DB, k store.Sealer, batch int) (moved []int) {
+	t.Helper()
+	for {
+		n, _, err := db.ResealOld(context.Background(), k, batch, nil)
+		if err != nil {
+			t.Fatalf("ResealOld() err = %v", err)
 		}
+		if n == 0 {
+			return moved
+		}
+		moved = append(moved, n)
 	}
 }
 
@@ -306,18 +315,7 @@ func TestResealOld(t *testing.T) {
 	if !cmp.Equal(usage, []store.TermUsage{{Term: 1, Rows: 25}, {Term: 2, Rows: 1}}) {
 		t.Fatalf("SealedTermUsage() = %v, want [{1 25} {2 1}]", usage)
 	}
-	var moved []int
-	for {
-		n, _, err := db.ResealOld(ctx, k, 10, nil)
-		if err != nil {
-			t.Fatalf("ResealOld() err = %v", err)
-		}
-		if n == 0 {
-			break
-		}
-		moved = append(moved, n)
-	}
-	if !cmp.Equal(moved, []int{10, 10, 5}) {
+	if moved := resealAll(t, db, k, 10); !cmp.Equal(moved, []int{10, 10, 5}) {
 		t.Fatalf("ResealOld() batches = %v, want [10 10 5]", moved)
 	}
 	usage, _ = db.SealedTermUsage(ctx)
@@ -407,15 +405,7 @@ func TestDeleteVaultTerm(t *testing.T) {
 	k2 := mustKeyringOn(t, db, testRoot)
 	checkAllOpen(t, db, k2, want, 1)
 	// Once its rows moved on, term 1 may go too, and everything still opens.
-	for {
-		n, _, err := db.ResealOld(ctx, k2, 100, nil)
-		if err != nil {
-			t.Fatalf("ResealOld() err = %v", err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	resealAll(t, db, k2, 100)
 	if err := db.DeleteVaultTerm(ctx, 1); err != nil {
 		t.Fatalf("DeleteVaultTerm(1) after re-seal err = %v", err)
 	}
@@ -460,8 +450,6 @@ func TestResealOld_SkipsDamagedRow(t *testing.T) {
 		if _, _, term := rawConnection(t, db, ws, "e2b"); term != 2 {
 			t.Fatalf("credential of %s under term %d, want 2", ws, term)
 		}
-		if got := mustOpenCredential(t, db, k, ws, "e2b"); got != key {
-			t.Fatalf("OpenCredential(%s) = %q, want %q", ws, got, key)
-		}
+		wantCredential(t, db, k, ws, key)
 	}
 }

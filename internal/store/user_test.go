@@ -26,6 +26,16 @@ func mustWorkspace(t *testing.T, db *store.DB, email string) (string, *mcpgate.U
 	return mustPersonal(t, db, u), u
 }
 
+// openTwoWorkspaces is a fresh database with two people, a@ and b@, each in
+// their own personal workspace: the opening of every isolation test.
+func openTwoWorkspaces(t *testing.T) (db *store.DB, wsA string, a *mcpgate.User, wsB string, b *mcpgate.User) {
+	t.Helper()
+	db = storetest.Open(t)
+	wsA, a = mustWorkspace(t, db, "a@example.com")
+	wsB, b = mustWorkspace(t, db, "b@example.com")
+	return db, wsA, a, wsB, b
+}
+
 func TestCreateUser(t *testing.T) {
 	db := storetest.Open(t)
 	ctx := context.Background()

@@ -1,6 +1,7 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: a log buffer that the code under test may write from its goroutines
-// while the test reads it, and random secrets. It is imported by tests only.
+// while the test reads it, random secrets, and the text of a tool call's
+// result. It is imported by tests only.
 package testutil
 
 import (
@@ -8,7 +9,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"strings"
 	"sync"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // LockedBuffer is a bytes.Buffer safe for concurrent writes and reads.
@@ -42,4 +46,15 @@ func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// ToolText joins the text parts of a tool call's result, one a line.
+func ToolText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
