@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/cookiejar"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -257,6 +258,20 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	webRun(t, ctx, "two-factor: recovery code accepted",
 		chromedp.Click(chromedp.CSS(`#login-form button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	// New recovery codes, with the password and one of the old codes: the
+	// page shows ten others, once.
+	webRun(t, ctx, "two-factor: new recovery codes",
+		chromedp.Navigate(base+"/app/account#two-factor"), chromedp.WaitVisible(chromedp.ID("#codes-renew-form")),
+		chromedp.SendKeys(chromedp.ID("#codes-renew-password"), newPassword),
+		chromedp.SendKeys(chromedp.ID("#codes-renew-code"), codes[1]),
+		chromedp.Click(chromedp.CSS(`#codes-renew-form button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#totp-codes")))
+	renewed := strings.Fields(webText(t, ctx, "#recovery-codes"))
+	if len(renewed) != 10 || slices.ContainsFunc(renewed, func(c string) bool { return slices.Contains(codes, c) }) {
+		t.Errorf("new recovery codes = %q, want ten others than before", renewed)
+	}
+	webShot(t, ctx, "48-two-factor-new-recovery-codes")
+	webCheckPage(t, ctx, "account-two-factor-new-codes")
 	// With it on, the owner may require it of the workspace's owners and
 	// admins.
 	webRun(t, ctx, "two-factor: require it in the workspace",

@@ -297,7 +297,7 @@ func TestTOTP_NewRecoveryCodes(t *testing.T) {
 	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("NewRecoveryCodes(wrong code) err = %v, want invalid", err)
 	}
-	e.clock.add(30 * time.Second)
+	e.clock.Advance(30 * time.Second)
 	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, e.code(t, secret), "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("NewRecoveryCodes(wrong password) err = %v, want invalid", err)
 	}
