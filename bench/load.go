@@ -12,6 +12,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // caller makes the i-th call of a worker: even calls list sandboxes, odd
@@ -19,18 +21,6 @@ import (
 type caller interface {
 	call(ctx context.Context, i int) error
 	close()
-}
-
-// bearer adds an MCP key to every request.
-type bearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.key)
-	return b.base.RoundTrip(r)
 }
 
 // newTransport keeps one idle connection per client, so that no phase pays
@@ -51,7 +41,7 @@ type mcpCaller struct {
 func dialMCP(ctx context.Context, endpoint, key string, rt http.RoundTripper, sandboxes []string, offset int) (*mcpCaller, error) {
 	cl := sdk.NewClient(&sdk.Implementation{Name: "mcpgate-bench", Version: "v0"}, nil)
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint,
-		HTTPClient: &http.Client{Transport: bearer{key, rt}, Timeout: 60 * time.Second}, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: testutil.BearerTransport{Key: key, Base: rt}, Timeout: 60 * time.Second}, MaxRetries: -1,
 		DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connect MCP client: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 // FixtureOptions choose what a Fixture serves.
@@ -107,22 +108,9 @@ func (f *Fixture) AddKey(tb testing.TB, scope mcpgate.Scope) (key, id string) {
 	return key, k.ID
 }
 
-// BearerTransport sends Key as a bearer token through Base (by default
-// http.DefaultTransport): how an MCP client presents its key.
-type BearerTransport struct {
-	Key  string
-	Base http.RoundTripper
-}
-
-// RoundTrip implements http.RoundTripper.
-func (b BearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.Key)
-	if b.Base == nil {
-		return http.DefaultTransport.RoundTrip(r)
-	}
-	return b.Base.RoundTrip(r)
-}
+// BearerTransport sends an MCP key as a bearer token (testutil's, under
+// the name this package's tests use).
+type BearerTransport = testutil.BearerTransport
 
 // KeyRequest is a request to /mcp that presents key as a bearer token, for
 // calling an authenticator directly.

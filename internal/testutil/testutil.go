@@ -1,7 +1,8 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: a log buffer that the code under test may write from its goroutines
-// while the test reads it, random secrets, and the text of a tool call's
-// result. It is imported by tests only.
+// while the test reads it, random secrets, the text of a tool call's result,
+// and a bearer-token transport for MCP clients. It is imported by tests and
+// the benchmark (bench), never by the gateway.
 package testutil
 
 import (
