@@ -280,11 +280,16 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 		return
 	}
 	backoff := 100 * time.Millisecond
+	// spoolRefused: the spool did not take all of this batch (it is full or
+	// failing), so the rest waits for the database with the usual backoff,
+	// without offering it to the spool again or being woken by the queue.
+	spoolRefused := false
 	for {
-		if !stopping && w.underPressure() {
+		if !stopping && !spoolRefused && w.underPressure() {
 			if batch = w.spoolInOutage(batch); len(batch) == 0 {
 				return
 			}
+			spoolRefused = true
 		}
 		timeout := 10 * time.Second
 		switch {
@@ -303,7 +308,7 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 			return
 		}
 		w.down.Store(true)
-		if !stopping && w.underPressure() {
+		if !stopping && !spoolRefused && w.underPressure() {
 			continue // to the spool
 		}
 		if stopping && w.opts.Spool != nil {
@@ -323,9 +328,13 @@ func (w *Writer) write(batch []mcpgate.AuditEvent, stopping bool) {
 			case <-time.After(time.Until(w.stopDeadline())):
 			}
 		} else {
+			pressure := w.pressure
+			if spoolRefused {
+				pressure = nil
+			}
 			select {
 			case <-wait:
-			case <-w.pressure:
+			case <-pressure:
 			case <-w.stop:
 				stopping = true
 			}

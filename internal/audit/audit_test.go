@@ -11,16 +11,19 @@ import (
 	"github.com/mcpgate/mcpgate/internal/audit"
 )
 
-// flakySink fails while down is set, and keeps what it stored.
+// flakySink fails while down is set, and keeps what it stored and how many
+// writes it was asked for.
 type flakySink struct {
-	mu     sync.Mutex
-	down   bool
-	stored []mcpgate.AuditEvent
+	mu       sync.Mutex
+	down     bool
+	stored   []mcpgate.AuditEvent
+	attempts int
 }
 
 func (s *flakySink) InsertAudit(_ context.Context, evs []mcpgate.AuditEvent) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.attempts++
 	if s.down {
 		return errors.New("database unavailable")
 	}
@@ -132,6 +135,56 @@ func TestWriter_SpoolsThroughALongOutage(t *testing.T) {
 		if seen[float64(i)] != 1 {
 			t.Fatalf("event %d stored %d times, want once", i, seen[float64(i)])
 		}
+	}
+}
+
+// TestWriter_FullSpoolBacksOff: when the spool is full, the outage's events
+// wait for the database as without a spool: the writers back off (they do
+// not retry at the rate events arrive) and the queue saturates, so tool
+// calls are refused rather than run unaudited; nothing is lost once the
+// database is back.
+func TestWriter_FullSpoolBacksOff(t *testing.T) {
+	sink := &flakySink{down: true}
+	spool, err := audit.OpenSpool(t.TempDir(), 256) // a record or two
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spool.Close()
+	w := audit.New(audit.Options{Sink: sink, Spool: spool, QueueSize: 40, BatchSize: 5, FlushEvery: 5 * time.Millisecond})
+	start := time.Now()
+	for i := 0; !w.Saturated(); i++ {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("not saturated after %d events with the spool full and the database down", i)
+		}
+		time.Sleep(time.Millisecond)
+		w.Record(context.Background(), mcpgate.AuditEvent{WorkspaceID: "ws", Action: "a", DurationMS: float64(i)})
+	}
+	// Keep events arriving for a second: with backoff (100 ms doubling),
+	// two writers make a few dozen attempts at most, not one per event.
+	sink.mu.Lock()
+	before := sink.attempts
+	sink.mu.Unlock()
+	recorded := 0
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		w.Record(ctx, mcpgate.AuditEvent{WorkspaceID: "ws", Action: "b"})
+		cancel()
+		recorded++
+	}
+	sink.mu.Lock()
+	attempts := sink.attempts - before
+	sink.mu.Unlock()
+	if attempts > 40 {
+		t.Errorf("%d database attempts in a second of a full spool (%d events offered), want a backoff", attempts, recorded)
+	}
+	sink.set(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatalf("Close() err = %v", err)
+	}
+	if spool.Size() != 0 {
+		t.Errorf("spool holds %d bytes after Close with the database back, want it written", spool.Size())
 	}
 }
 
