@@ -48,6 +48,22 @@ type Actor struct {
 	Source     Source
 }
 
+// CredentialID names the credential an AI client presented: its MCP key's
+// id, or "grant:" and its OAuth grant's id; "" for a person (a dashboard
+// session). It is the unit of rate limits and of what confirmations and
+// approvals are bound to.
+func (a *Actor) CredentialID() string {
+	switch {
+	case a == nil:
+		return ""
+	case a.KeyID != "":
+		return a.KeyID
+	case a.GrantID != "":
+		return "grant:" + a.GrantID
+	}
+	return ""
+}
+
 // CanAdmin reports whether the actor may manage the workspace.
 func (a *Actor) CanAdmin() bool { return a != nil && a.Role.CanAdmin() }
 

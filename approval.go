@@ -169,5 +169,5 @@ func (e *ApprovalRequiredError) Unwrap() error {
 // OAuth token. Only WorkspaceService.Enter sets a role, and never with a
 // key, so all three conditions hold only for a session.
 func (a *Actor) IsPerson() bool {
-	return a != nil && a.Source != SourceMCP && a.KeyID == "" && a.GrantID == "" && a.Role.Valid()
+	return a != nil && a.Source != SourceMCP && a.CredentialID() == "" && a.Role.Valid()
 }

@@ -43,7 +43,7 @@ tool again with the same arguments plus that approval_id. You cannot approve it 
 func (g *Gateway) mintApprovalState(a *mcpgate.Actor, tool string, ap *mcpgate.ApprovalRequest) string {
 	// The approval's id rides in the nonce field; it needs no secrecy of
 	// its own, only the signature's binding to this caller.
-	payload, _ := json.Marshal(grant{Purpose: purposeApproval, Workspace: a.WorkspaceID, Key: credentialID(a), User: a.UserID,
+	payload, _ := json.Marshal(grant{Purpose: purposeApproval, Workspace: a.WorkspaceID, Key: a.CredentialID(), User: a.UserID,
 		Tool: tool, Expires: ap.ExpiresAt.Unix(), Nonce: ap.ID})
 	enc := base64.RawURLEncoding
 	return tokenPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(g.mac(payload))
@@ -68,7 +68,7 @@ func (g *Gateway) openApprovalState(state string, a *mcpgate.Actor, tool string)
 	}
 	var gr grant
 	if json.Unmarshal(payload, &gr) != nil || gr.Purpose != purposeApproval || gr.Workspace != a.WorkspaceID ||
-		gr.Key != credentialID(a) || gr.User != a.UserID || gr.Tool != tool {
+		gr.Key != a.CredentialID() || gr.User != a.UserID || gr.Tool != tool {
 		return ""
 	}
 	return gr.Nonce

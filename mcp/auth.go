@@ -129,14 +129,5 @@ func (g *Gateway) challenge(reason string) string {
 	return g.opts.Challenge + `, error="invalid_token"`
 }
 
-// credentialID names the credential an actor presented (an MCP key or an
-// OAuth grant): the unit of rate limits and confirmation bindings.
-func credentialID(a *mcpgate.Actor) string {
-	if a.KeyID != "" {
-		return a.KeyID
-	}
-	return "grant:" + a.GrantID
-}
-
 // actorFrom returns the request's actor inside a tool handler.
 func actorFrom(ctx context.Context) *mcpgate.Actor { return mcpgate.ActorFromContext(ctx) }

@@ -48,9 +48,12 @@ func TestChallenge(t *testing.T) {
 
 // Keys and grants have limits (and confirmation bindings) of their own.
 func TestCredentialID(t *testing.T) {
-	a, b := credentialID(&mcpgate.Actor{GrantID: "g1"}), credentialID(&mcpgate.Actor{GrantID: "g2"})
-	k := credentialID(&mcpgate.Actor{KeyID: "k1"})
+	a, b := (&mcpgate.Actor{GrantID: "g1"}).CredentialID(), (&mcpgate.Actor{GrantID: "g2"}).CredentialID()
+	k := (&mcpgate.Actor{KeyID: "k1"}).CredentialID()
 	if a == b || a == k || a == "" || k != "k1" {
-		t.Errorf("credentialID = %q, %q, %q: want distinct ids per grant and the key id", a, b, k)
+		t.Errorf("CredentialID() = %q, %q, %q: want distinct ids per grant and the key id", a, b, k)
+	}
+	if p := (&mcpgate.Actor{UserID: "u1", Role: mcpgate.RoleOwner}).CredentialID(); p != "" {
+		t.Errorf("a person's CredentialID() = %q, want none", p)
 	}
 }

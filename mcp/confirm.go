@@ -66,7 +66,7 @@ func (g *Gateway) mint(purpose string, id *mcpgate.Actor, tool string, args map[
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	exp := g.now().Add(confirmationTTL).Truncate(time.Second)
-	payload, _ := json.Marshal(grant{Purpose: purpose, Workspace: id.WorkspaceID, Key: credentialID(id), User: id.UserID,
+	payload, _ := json.Marshal(grant{Purpose: purpose, Workspace: id.WorkspaceID, Key: id.CredentialID(), User: id.UserID,
 		Tool: tool, Args: argsHash(args), Expires: exp.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
 	enc := base64.RawURLEncoding
 	return tokenPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(g.mac(payload)), exp
@@ -97,7 +97,7 @@ func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *mcpgate
 		return errBadConfirmation
 	}
 	exp := time.Unix(gr.Expires, 0)
-	if gr.Purpose != purpose || gr.Workspace != id.WorkspaceID || gr.Key != credentialID(id) || gr.User != id.UserID ||
+	if gr.Purpose != purpose || gr.Workspace != id.WorkspaceID || gr.Key != id.CredentialID() || gr.User != id.UserID ||
 		gr.Tool != tool || !hmac.Equal([]byte(gr.Args), []byte(argsHash(args))) || !g.now().Before(exp) {
 		return errBadConfirmation
 	}

@@ -13,7 +13,7 @@ func (g *Gateway) limitCall(a *mcpgate.Actor) error {
 		return nil
 	}
 	// A key's (or OAuth grant's) calls share its bucket.
-	if ok, wait := g.limiters.allow(credentialID(a), g.now()); !ok {
+	if ok, wait := g.limiters.allow(a.CredentialID(), g.now()); !ok {
 		g.metrics.RateLimited()
 		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "this key is sending too many tool calls; slow down"), wait)
 	}

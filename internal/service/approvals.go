@@ -54,7 +54,7 @@ func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.App
 // requestApproval stores a pending approval for a call that the policy says
 // a person must approve, and audits the request. Nothing runs.
 func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, reason string) (*mcpgate.ApprovalRequest, error) {
-	if a.KeyID == "" && a.GrantID == "" {
+	if a.CredentialID() == "" {
 		// An approval is bound to the credential that asked for it (an MCP
 		// key or an OAuth grant); anything else is refused rather than
 		// bound loosely (to the user alone).
