@@ -1,6 +1,7 @@
-// Package deploy holds the tests of the deployment files at the repository's
-// root: docker-compose.yml is loaded with the Compose specification's own
-// loader (compose-go), and the Dockerfile is parsed and compared with the
-// Makefile's build target. No Docker engine is needed. The container's
-// health probe lives in deploy/healthcheck.
+// Package deploy holds the tests of the deployment files: docker-compose.yml
+// is loaded with the Compose specification's own loader (compose-go), the
+// Dockerfile is parsed and compared with the Makefile's build target, and the
+// Helm chart in deploy/helm/mcpgate is rendered with a pinned Helm and every
+// object decoded strictly into its k8s.io/api type. No Docker engine and no
+// cluster are needed. The container's health probe lives in deploy/healthcheck.
 package deploy

@@ -20,6 +20,7 @@ func TestBinaryDeps(t *testing.T) {
 	}
 	forbidden := []string{
 		"github.com/chromedp/", "github.com/compose-spec/", "github.com/google/go-cmp/", "go.uber.org/goleak",
+		"k8s.io/", "sigs.k8s.io/",
 		"github.com/mcpgate/mcpgate/internal/testutil", "github.com/mcpgate/mcpgate/internal/store/storetest",
 		"github.com/mcpgate/mcpgate/internal/e2bsim", "github.com/mcpgate/mcpgate/bench", "testing",
 	}
