@@ -8,4 +8,6 @@
 //
 // It imports nothing outside the standard library. Every other package depends
 // on it; it depends on none of them.
+//
+// Imports from this module: none.
 package mcpgate

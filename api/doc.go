@@ -9,4 +9,6 @@
 // statuses through the one table in internal/httpx. It never runs SQL, holds
 // key material, or imports mcp, web, vault, internal/service or
 // internal/store; the session store is the one small interface it declares.
+//
+// Imports from this module: internal/httpx, mcpgate.
 package api

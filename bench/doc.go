@@ -32,4 +32,7 @@
 //
 // Every loop is bounded by its phase's duration, and only loopback addresses
 // are used.
+//
+// Imports from this module: internal/app, internal/audit, internal/logctx, internal/store,
+// internal/store/storetest, internal/testutil, mcpgate.
 package main

@@ -13,4 +13,6 @@
 // github.com/google/jsonschema-go as well: it is the schema library the MCP SDK
 // itself uses, so the schemas a tool declares, validates against and publishes
 // are one and the same value.
+//
+// Imports from this module: mcpgate.
 package connectors

@@ -4,4 +4,6 @@
 // Helm chart in deploy/helm/mcpgate is rendered with a pinned Helm and every
 // object decoded strictly into its k8s.io/api type. No Docker engine and no
 // cluster are needed. The container's health probe lives in deploy/healthcheck.
+//
+// Imports from this module: none.
 package deploy

@@ -1,6 +1,6 @@
 // Package mcp is the gateway's MCP endpoint. It asks each configured
-// mcpgate.Authenticator (MCP keys in a header or the connector URL; later
-// OAuth access tokens) who is calling, rate-limits per credential, and serves
+// mcpgate.Authenticator (MCP keys in a header or the connector URL, OAuth
+// access tokens) who is calling, rate-limits per credential, and serves
 // the official go-sdk's streamable HTTP handler in stateless mode, so any
 // replica answers any request.
 //
@@ -16,4 +16,6 @@
 //
 // It imports mcpgate, connectors, internal/httpx and the go-sdk; never
 // internal/store, internal/service, vault, api or web.
+//
+// Imports from this module: connectors, internal/httpx, mcpgate.
 package mcp

@@ -17,4 +17,6 @@
 // imports only the standard library; it must not import mcpgate, pgx or any
 // other package of this module. It is the only package that imports
 // crypto/aes and crypto/cipher.
+//
+// Imports from this module: none.
 package vault

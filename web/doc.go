@@ -11,4 +11,6 @@
 // web imports only the mcpgate package, chi and the standard library. The
 // logged-in user comes from the request context (mcpgate.UserFromContext),
 // where the API's session middleware puts it.
+//
+// Imports from this module: mcpgate.
 package web

@@ -4,6 +4,8 @@
 // framing the gateway and go-sdk use. It checks nothing else; what the
 // gateway costs beyond it is the price of MCP, authentication, policy and
 // audit.
+//
+// Imports from this module: bench/upstream.
 package main
 
 import (

@@ -4,6 +4,8 @@
 // JSON as structured content. It runs at the default GC settings, with no
 // authentication, policy, audit or logging: what any server written
 // directly on the SDK pays per call, and no more.
+//
+// Imports from this module: bench/upstream.
 package main
 
 import (

@@ -3,4 +3,6 @@
 // tool call, so that the two differ only in what they put in front of it.
 //
 // It imports only the standard library.
+//
+// Imports from this module: none.
 package upstream

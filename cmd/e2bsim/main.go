@@ -22,6 +22,8 @@
 // The control API is off unless the flag is given, has no authentication
 // (keep it on loopback), and is never served on the E2B listener: no path
 // there reaches it, so no E2B route changes.
+//
+// Imports from this module: internal/e2bsim.
 package main
 
 import (

@@ -3,4 +3,8 @@
 // `vault` rotates and rekeys the credential vault; `user` administers
 // accounts. This package only reads configuration and wires the other
 // packages together; it holds no business logic.
+//
+// Imports from this module: internal/app, internal/httpx, internal/logctx, internal/mail,
+// internal/oauth, internal/password, internal/pgembed, internal/reseal, internal/store, mcp,
+// mcpgate, vault.
 package main

@@ -19,4 +19,6 @@
 //
 // It imports only connectors, mcpgate and the standard library; never another
 // connector, the mcp package, the vault or the store.
+//
+// Imports from this module: connectors, mcpgate.
 package e2b

@@ -7,6 +7,8 @@
 // Without a URL it probes http://127.0.0.1:<port>/healthz, the port taken
 // from LISTEN_ADDR (default 8080), so a changed LISTEN_ADDR needs no change
 // to the image. It uses only the standard library.
+//
+// Imports from this module: none.
 package main
 
 import (

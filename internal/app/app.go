@@ -3,6 +3,10 @@
 // endpoint, the JSON API, the dashboard, metrics and the background work
 // (cross-replica invalidation, vault maintenance and re-sealing, pruning). `mcpgate serve` and the in-process benchmark use the
 // same wiring, so what is measured is what runs. It holds no business logic.
+//
+// Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
+// internal/mail, internal/metrics, internal/oauth, internal/reseal, internal/service,
+// internal/store, mcp, mcpgate, vault, web.
 package app
 
 import (

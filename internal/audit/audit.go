@@ -5,6 +5,8 @@
 // does not fill the queue either: once the database is away and the queue
 // half full, batches go to the spool on local disk, and they are written to
 // the database as soon as it takes a batch again. It imports only mcpgate.
+//
+// Imports from this module: mcpgate.
 package audit
 
 import (

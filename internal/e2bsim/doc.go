@@ -28,4 +28,6 @@
 // a test can move time with ManualClock and needs no goroutine or sleep.
 //
 // It imports only the standard library: nothing of the gateway.
+//
+// Imports from this module: none.
 package e2bsim

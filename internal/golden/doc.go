@@ -3,4 +3,6 @@
 // reviewed diff. Run the test with -update to rewrite the file.
 //
 // It imports only the standard library and go-cmp: nothing of the gateway.
+//
+// Imports from this module: none.
 package golden

@@ -3,4 +3,6 @@
 // responses, and the client address that limits count against. The JSON API
 // and the MCP endpoint both answer through it, so a refusal reads the same
 // on either. It imports only mcpgate and the standard library.
+//
+// Imports from this module: mcpgate.
 package httpx

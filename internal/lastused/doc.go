@@ -3,4 +3,6 @@
 // its credential in memory, and a background loop writes the marks in one
 // batch every few seconds and once more at Close. It imports only the
 // standard library.
+//
+// Imports from this module: none.
 package lastused

@@ -7,4 +7,6 @@
 //
 // Lines logged without a context (log.Error) or with one that carries no
 // request id (background work) are passed through unchanged.
+//
+// Imports from this module: mcpgate.
 package logctx

@@ -10,4 +10,6 @@
 // unencrypted connection except to loopback, and it adds nothing to the
 // binary's dependencies. The tests use github.com/emersion/go-smtp only as the
 // receiving server (see mailtest).
+//
+// Imports from this module: mcpgate.
 package mail

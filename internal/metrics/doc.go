@@ -10,4 +10,6 @@
 //
 // It imports mcpgate, pgxpool (for pool statistics) and client_golang; it
 // never imports mcp, api or internal/store: cmd wires it.
+//
+// Imports from this module: mcpgate.
 package metrics

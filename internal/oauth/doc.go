@@ -36,6 +36,8 @@
 // Secrets (codes, tokens, verifiers) never appear in logs, errors or
 // responses other than the token endpoint's; only their hashes are stored.
 //
-// It imports mcpgate and internal/store; nothing imports it but the wiring
-// (internal/app).
+// Nothing imports it but the wiring (internal/app).
+//
+// Imports from this module: internal/httpx, internal/lastused, internal/store, internal/trustcache,
+// mcpgate.
 package oauth

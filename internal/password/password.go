@@ -3,6 +3,8 @@
 // without breaking old hashes. Every hash and check runs within one memory
 // budget per process (DefaultLimiter). It imports only the standard library
 // and golang.org/x.
+//
+// Imports from this module: none.
 package password
 
 import (

@@ -57,4 +57,6 @@
 // restart.
 //
 // The package works on Unix only.
+//
+// Imports from this module: none.
 package pgembed

@@ -16,4 +16,6 @@
 //
 // It imports internal/store and vault, and never sees plaintext: the
 // keyring opens and seals inside Keyring.Reseal.
+//
+// Imports from this module: internal/store, vault.
 package reseal

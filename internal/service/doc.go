@@ -24,6 +24,9 @@
 // library's code generator) for the replay check; the secret is sealed with
 // the vault like an E2B key, and recovery codes are stored as SHA-256 hashes.
 //
-// It imports mcpgate, connectors, internal/store, internal/password, vault
-// and pquerna/otp; never api, web or mcp.
+// Outside the module it imports pquerna/otp; it never imports api, web or
+// mcp.
+//
+// Imports from this module: connectors, internal/lastused, internal/mail, internal/password,
+// internal/store, internal/trustcache, mcpgate, vault.
 package service

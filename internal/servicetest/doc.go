@@ -3,4 +3,7 @@
 // the services themselves): one way to set them up, so that no test wires a
 // path production does not use. NewMailer adds a real mailer on a test SMTP
 // server. It is imported by tests only.
+//
+// Imports from this module: internal/mail, internal/mail/mailtest, internal/service,
+// internal/store, internal/store/storetest, mcpgate, vault.
 package servicetest

@@ -4,8 +4,11 @@
 // or change another's data; a row of another workspace answers ENotFound.
 //
 // It maps database errors to mcpgate codes and makes no policy decisions:
-// who may do what is decided by the callers (api, mcp). It imports vault only
-// for the KeyStore contract it implements (vault.go) and the ciphertext format
-// (a header's term, a credential's additional data), never its keys; it must
-// not import api, mcp or web.
+// who may do what is decided by its caller, internal/service. It imports vault
+// only for the KeyStore contract it implements (vault.go) and the ciphertext
+// format (a header's term, a credential's additional data), never its keys,
+// and internal/trustcache for the credential cache's trust rules; it must not
+// import api, mcp or web.
+//
+// Imports from this module: internal/trustcache, mcpgate, migrations, vault.
 package store

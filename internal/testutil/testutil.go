@@ -3,6 +3,8 @@
 // while the test reads it, random secrets, the text of a tool call's result,
 // and a bearer-token transport for MCP clients. It is imported by tests and
 // the benchmark (bench), never by the gateway.
+//
+// Imports from this module: none.
 package testutil
 
 import (

@@ -11,4 +11,6 @@
 // It owns no policy of its own: the Trust (service's cacheTrust) decides
 // the durations. It imports only the standard library and the root package
 // (for error codes).
+//
+// Imports from this module: mcpgate.
 package trustcache

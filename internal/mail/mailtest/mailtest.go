@@ -1,6 +1,8 @@
 // Package mailtest runs a real SMTP server for tests (github.com/emersion/go-smtp),
 // so that the gateway's own sender is tested against a server rather than a
 // mock of itself. It keeps every message it receives and decodes it.
+//
+// Imports from this module: none.
 package mailtest
 
 import (

@@ -8,6 +8,8 @@
 // Speed: the migrations run once per migration set into a template database
 // (named after a hash of the migration files); each test then copies it with
 // CREATE DATABASE ... TEMPLATE, which takes milliseconds.
+//
+// Imports from this module: internal/store, migrations.
 package storetest
 
 import (

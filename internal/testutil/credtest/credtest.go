@@ -2,6 +2,8 @@
 // reads how many of them each vault term seals: what the re-seal tests
 // (internal/reseal) and the vault commands' tests (cmd/mcpgate) both check.
 // It is imported by tests only.
+//
+// Imports from this module: internal/store, mcpgate.
 package credtest
 
 import (

@@ -15,6 +15,8 @@
 // answers but none of the URLs can use it.
 //
 // Logs and errors go to stderr; the server's own log is DIR/postgres.log.
+//
+// Imports from this module: internal/pgembed.
 package main
 
 import (
