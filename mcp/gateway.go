@@ -82,6 +82,11 @@ type Options struct {
 	// AllowedOrigins are browser origins allowed on the endpoint besides
 	// PublicURL's (ALLOWED_ORIGINS).
 	AllowedOrigins []string
+	// Replicas, when set, says how many replicas serve behind the same
+	// load balancer; each enforces its share of every limit above (the rate
+	// and burst divided by it), so that together they allow what is
+	// configured. Asked every couple of seconds, never on a call.
+	Replicas func() int
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -135,6 +140,9 @@ func New(opts Options) *Gateway {
 		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		stop:            make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
+	for _, s := range []*limiterSet{&g.limiters, &g.userLimits, &g.workspaceLimits, &g.authFails} {
+		s.replicas = opts.Replicas
+	}
 	go g.loop()
 	return g
 }
@@ -166,27 +174,59 @@ func (g *Gateway) loop() {
 	}
 }
 
-// limiterSet is a set of token buckets by name, swept of idle entries.
+// limiterSet is a set of token buckets by name, swept of idle entries. rate
+// and burst are the limit of the whole deployment; each bucket holds this
+// replica's share of it.
 type limiterSet struct {
 	rate  rate.Limit
 	burst int
-	m     sync.Map // name -> *limiterEntry
+	// replicas, when set, says how many replicas share the limit (an
+	// atomic read, Options.Replicas).
+	replicas func() int
+	m        sync.Map // name -> *limiterEntry
+}
+
+// shares is how many replicas the limit is shared by now, at least 1.
+func (s *limiterSet) shares() int {
+	if s.replicas == nil {
+		return 1
+	}
+	return max(s.replicas(), 1)
+}
+
+// share is one replica's part of the limit when n share it: the rate
+// divided by n, and the burst too (rounded down, so that the replicas
+// together never allow more than the configured burst, but at least one
+// call).
+func (s *limiterSet) share(n int) (rate.Limit, int) {
+	return s.rate / rate.Limit(n), max(s.burst/n, 1)
 }
 
 type limiterEntry struct {
-	lim  *rate.Limiter
-	mu   sync.Mutex
-	last time.Time
+	lim    *rate.Limiter
+	mu     sync.Mutex
+	last   time.Time
+	shares int // the replica count lim's share was set for
 }
 
+// get returns name's bucket, set to the share of the replicas serving now:
+// a count that changed since its last use re-shares it, keeping what it
+// has spent (a replica joining mid-burst hands out no fresh burst).
 func (s *limiterSet) get(name string, now time.Time) *limiterEntry {
+	n := s.shares()
 	v, ok := s.m.Load(name)
 	if !ok {
-		v, _ = s.m.LoadOrStore(name, &limiterEntry{lim: rate.NewLimiter(s.rate, s.burst)})
+		v, _ = s.m.LoadOrStore(name, &limiterEntry{lim: rate.NewLimiter(s.share(n)), shares: n})
 	}
 	e := v.(*limiterEntry)
 	e.mu.Lock()
 	e.last = now
+	if e.shares != n {
+		r, b := s.share(n)
+		e.lim.SetLimitAt(now, r)
+		e.lim.SetBurstAt(now, b)
+		e.shares = n
+	}
 	e.mu.Unlock()
 	return e
 }
@@ -212,7 +252,7 @@ func (s *limiterSet) exhausted(name string, now time.Time) (bool, time.Duration)
 	if lim.TokensAt(now) >= 1 {
 		return false, 0
 	}
-	return true, time.Duration((1 - lim.TokensAt(now)) / float64(s.rate) * float64(time.Second))
+	return true, time.Duration((1 - lim.TokensAt(now)) / float64(lim.Limit()) * float64(time.Second))
 }
 
 func (s *limiterSet) sweep(now time.Time) {

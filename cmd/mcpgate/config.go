@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode"
 
+	"golang.org/x/time/rate"
+
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
@@ -56,8 +58,12 @@ type Config struct {
 		DashboardAPIURL string
 	}
 	MCP struct {
-		KeyRate  string
-		KeyBurst string
+		// The tool-call limits per key, per person (all their keys and
+		// grants) and per workspace (all its people), shared out among the
+		// replicas; see RateLimits.
+		KeyRate, KeyBurst             string
+		UserRate, UserBurst           string
+		WorkspaceRate, WorkspaceBurst string
 		// OutageGrace is how long cached keys, policies and credentials
 		// stand in while the database cannot be reached.
 		OutageGrace string
@@ -93,12 +99,27 @@ func (c *Config) OutageGrace() time.Duration {
 	return d
 }
 
-// KeyRate returns the per-key rate limit: calls per second and burst. Valid
-// after LoadConfig.
-func (c *Config) KeyRate() (float64, int) {
-	r, _ := strconv.ParseFloat(c.MCP.KeyRate, 64)
-	b, _ := strconv.Atoi(c.MCP.KeyBurst)
-	return r, b
+// rateLimit is one tool-call limit as configured: calls per second and
+// burst, and the prefix of their variables.
+type rateLimit struct {
+	env         string // MCP_KEY: MCP_KEY_RATE and MCP_KEY_BURST
+	rate, burst *string
+}
+
+func (c *Config) rateLimits() []rateLimit {
+	return []rateLimit{{"MCP_KEY", &c.MCP.KeyRate, &c.MCP.KeyBurst}, {"MCP_USER", &c.MCP.UserRate, &c.MCP.UserBurst},
+		{"MCP_WORKSPACE", &c.MCP.WorkspaceRate, &c.MCP.WorkspaceBurst}}
+}
+
+// RateLimits returns the per-key, per-person and per-workspace tool-call
+// limits: calls per second and bursts. Valid after LoadConfig.
+func (c *Config) RateLimits() (rates [3]rate.Limit, bursts [3]int) {
+	for i, l := range c.rateLimits() {
+		r, _ := strconv.ParseFloat(*l.rate, 64)
+		rates[i] = rate.Limit(r)
+		bursts[i], _ = strconv.Atoi(*l.burst)
+	}
+	return rates, bursts
 }
 
 // TrustedProxies returns the proxies whose forwarding headers give the
@@ -211,6 +232,13 @@ func (c *Config) settings() []setting {
 		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
 		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
 		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
+		// A person's and a workspace's bursts are five times a key's and
+		// more, so that one busy client meets its key's limit first and the
+		// person's (or the team's) other clients keep working.
+		{"mcp-user-rate", "MCP_USER_RATE", "40", "MCP tool calls per second allowed per person, all their keys and apps together", false, &c.MCP.UserRate},
+		{"mcp-user-burst", "MCP_USER_BURST", "200", "MCP tool calls per person allowed in a burst", false, &c.MCP.UserBurst},
+		{"mcp-workspace-rate", "MCP_WORKSPACE_RATE", "100", "MCP tool calls per second allowed per workspace, all its people together", false, &c.MCP.WorkspaceRate},
+		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", "400", "MCP tool calls per workspace allowed in a burst", false, &c.MCP.WorkspaceBurst},
 		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
 		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
@@ -344,11 +372,13 @@ func (c *Config) validate(needSecrets bool) []string {
 	if c.LogFormat != "json" && c.LogFormat != "text" {
 		p = append(p, fmt.Sprintf("LOG_FORMAT must be json or text, not %q", c.LogFormat))
 	}
-	if r, err := strconv.ParseFloat(c.MCP.KeyRate, 64); err != nil || !(r > 0) || r > 1e9 {
-		p = append(p, fmt.Sprintf("MCP_KEY_RATE must be a positive number of calls per second, not %q", c.MCP.KeyRate))
-	}
-	if b, err := strconv.Atoi(c.MCP.KeyBurst); err != nil || b < 1 || b > 1e9 {
-		p = append(p, fmt.Sprintf("MCP_KEY_BURST must be a whole number of at least 1, not %q", c.MCP.KeyBurst))
+	for _, l := range c.rateLimits() {
+		if r, err := strconv.ParseFloat(*l.rate, 64); err != nil || !(r > 0) || r > 1e9 {
+			p = append(p, fmt.Sprintf("%s_RATE must be a positive number of calls per second, not %q", l.env, *l.rate))
+		}
+		if b, err := strconv.Atoi(*l.burst); err != nil || b < 1 || b > 1e9 {
+			p = append(p, fmt.Sprintf("%s_BURST must be a whole number of at least 1, not %q", l.env, *l.burst))
+		}
 	}
 	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
 		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
 )
@@ -65,6 +66,7 @@ func wantConfig() *Config {
 	c.E2B.APIURL = "https://api.e2b.app"
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
 	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
+	c.MCP.UserRate, c.MCP.UserBurst, c.MCP.WorkspaceRate, c.MCP.WorkspaceBurst = "40", "200", "100", "400"
 	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = "100", "20"
 	c.MCP.OutageGrace = "10m"
 	c.LogFormat = "json"
@@ -465,19 +467,31 @@ func TestLoadConfig_AuditRetention(t *testing.T) {
 	}
 }
 
-func TestLoadConfig_KeyRate(t *testing.T) {
+func TestLoadConfig_RateLimits(t *testing.T) {
 	base := map[string]string{"DATA_DIR": t.TempDir()}
-	c := mustLoadConfig(t, []string{"--mcp-key-rate", "2.5", "--mcp-key-burst", "5"}, base)
-	if r, b := c.KeyRate(); r != 2.5 || b != 5 {
-		t.Fatalf("KeyRate() = %v, %v; want 2.5, 5", r, b)
+	c := mustLoadConfig(t, nil, base)
+	if rates, bursts := c.RateLimits(); rates != [3]rate.Limit{20, 40, 100} || bursts != [3]int{40, 200, 400} {
+		t.Fatalf("default RateLimits() = %v, %v; want 20/40/100 per second, bursts 40/200/400", rates, bursts)
+	}
+	c = mustLoadConfig(t, []string{"--mcp-key-rate", "2.5", "--mcp-key-burst", "5"},
+		mergeEnv(base, map[string]string{"MCP_USER_RATE": "7", "MCP_USER_BURST": "9", "MCP_WORKSPACE_RATE": "0.5",
+			"MCP_WORKSPACE_BURST": "11"}))
+	if rates, bursts := c.RateLimits(); rates != [3]rate.Limit{2.5, 7, 0.5} || bursts != [3]int{5, 9, 11} {
+		t.Fatalf("RateLimits() = %v, %v; want 2.5/7/0.5, 5/9/11", rates, bursts)
 	}
 	for _, args := range [][]string{
 		{"--mcp-key-rate", "0"}, {"--mcp-key-rate", "-1"}, {"--mcp-key-rate", "NaN"}, {"--mcp-key-rate", "fast"},
 		{"--mcp-key-burst", "0"}, {"--mcp-key-burst", "1.5"},
+		{"--mcp-user-rate", "0"}, {"--mcp-user-burst", "x"}, {"--mcp-workspace-rate", "-2"}, {"--mcp-workspace-burst", "0"},
 	} {
 		if _, err := LoadConfig(args, envOf(base)); err == nil {
 			t.Errorf("LoadConfig(%q) err = nil, want a problem", args)
 		}
+	}
+	// All at once, each named.
+	_, err := LoadConfig([]string{"--mcp-user-rate", "0", "--mcp-workspace-burst", "0"}, envOf(base))
+	if err == nil || !strings.Contains(err.Error(), "MCP_USER_RATE") || !strings.Contains(err.Error(), "MCP_WORKSPACE_BURST") {
+		t.Errorf("two bad limits: err = %v, want both named", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -49,13 +50,21 @@ type e2eEnv struct {
 	simLog            *e2eSimLog
 	rec               *e2eRecorder
 	replicas          []*e2eReplica
+	// env is added to every replica's configuration.
+	env map[string]string
 }
 
 // newE2EEnv starts the simulator and n replicas of serve on one database.
 func newE2EEnv(t *testing.T, n int) *e2eEnv {
 	t.Helper()
+	return newE2EEnvWith(t, n, nil)
+}
+
+// newE2EEnvWith is newE2EEnv with settings of its own for every replica.
+func newE2EEnvWith(t *testing.T, n int, env map[string]string) *e2eEnv {
+	t.Helper()
 	e := &e2eEnv{t: t, dsn: storetest.NewDatabase(t), encKey: testutil.RandomBase64(32), jwtSecret: testutil.RandomBase64(32),
-		sim: e2bsim.New(e2bsim.Options{}), simLog: &e2eSimLog{}, rec: &e2eRecorder{secrets: map[string]string{}}}
+		sim: e2bsim.New(e2bsim.Options{}), simLog: &e2eSimLog{}, rec: &e2eRecorder{secrets: map[string]string{}}, env: env}
 	simSrv := httptest.NewServer(e.simLog.wrap(e.sim))
 	t.Cleanup(simSrv.Close)
 	e.simURL = simSrv.URL
@@ -89,6 +98,7 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 		"E2B_API_URL": e.simURL, "E2B_DASHBOARD_API_URL": e.simURL,
 		"LOG_FORMAT": "json", "LOG_LEVEL": "debug",
 	}
+	maps.Copy(env, e.env)
 	in := mustServe(t, env)
 	r := &e2eReplica{log: in.logs, url: in.base}
 	// Stopping early is safe; mustServe's cleanup reports serve's error.

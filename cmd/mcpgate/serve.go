@@ -11,8 +11,6 @@ import (
 	"runtime/debug"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/pgembed"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -127,13 +125,14 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, f
 
 // newGateway builds the gateway from serve's configuration.
 func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger) (*app.Gateway, error) {
-	keyRate, keyBurst := cfg.KeyRate()
+	rates, bursts := cfg.RateLimits()
 	maxKeys, maxWorkspaces := cfg.UserCaps()
 	return app.New(ctx, app.Options{
 		DB: db, Logger: log, RootKey: cfg.Vault.EncryptionKey, JWTSecret: cfg.Session.JWTSecret,
 		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup, Mail: cfg.mailOptions(), SignupVerify: cfg.Mail.Verify,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
-		KeyRate: rate.Limit(keyRate), KeyBurst: keyBurst, OutageGrace: cfg.OutageGrace(), Version: version,
+		KeyRate: rates[0], KeyBurst: bursts[0], UserRate: rates[1], UserBurst: bursts[1],
+		WorkspaceRate: rates[2], WorkspaceBurst: bursts[2], OutageGrace: cfg.OutageGrace(), Version: version,
 		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
 		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
 		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,

@@ -5,7 +5,7 @@
 // same wiring, so what is measured is what runs. It holds no business logic.
 //
 // Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
-// internal/mail, internal/metrics, internal/oauth, internal/reseal, internal/service,
+// internal/mail, internal/metrics, internal/oauth, internal/replicas, internal/reseal, internal/service,
 // internal/store, mcp, mcpgate, vault, web.
 package app
 
@@ -31,6 +31,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
 	"github.com/mcpgate/mcpgate/internal/oauth"
+	"github.com/mcpgate/mcpgate/internal/replicas"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -61,6 +62,10 @@ type Options struct {
 	E2BHTTPClient *http.Client
 	KeyRate       rate.Limit
 	KeyBurst      int
+	// UserRate, UserBurst, WorkspaceRate and WorkspaceBurst are the
+	// per-person and per-workspace limits (mcp.Options).
+	UserRate, WorkspaceRate   rate.Limit
+	UserBurst, WorkspaceBurst int
 	// OutageGrace is how long cached state serves while the database is
 	// unreachable (default 10 minutes; negative: never).
 	OutageGrace time.Duration
@@ -132,10 +137,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 
 	registry := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: o.E2BAPIURL, DashboardURL: o.E2BDashboardURL,
 		HTTPClient: o.E2BHTTPClient}))
+	// The replicas on this database share the rate limits out (mcp).
+	members := replicas.New(replicas.Options{Store: db, Logger: log})
 	// The metrics read the services' state at scrape time only.
 	var svc *service.Service
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
-		Listening:  func() bool { return svc != nil && svc.Listening() },
+		Listening: func() bool { return svc != nil && svc.Listening() }, Replicas: members.Count,
 		SpoolBytes: func() int64 { return spoolSize(spool) }})
 	var mailer service.Mailer
 	if o.Mail != nil {
@@ -170,7 +177,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
-		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, AllowedOrigins: o.AllowedOrigins,
+		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, UserRate: o.UserRate, UserBurst: o.UserBurst,
+		WorkspaceRate: o.WorkspaceRate, WorkspaceBurst: o.WorkspaceBurst, AllowedOrigins: o.AllowedOrigins,
+		Replicas: members.Count,
 	})
 	gw.API = api.New(api.Options{
 		Services:       services,
@@ -191,11 +200,19 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
+			switch inv.Kind {
+			case store.InvalidateReplicas: // a replica joined or left
+				members.Refresh()
+				return
+			case "": // notifications may have been missed, a join or leave too
+				members.Refresh()
+			}
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
 		}, gw.Service.SetListening)
 	})
+	gw.goBackground(func() { members.Run(ctx) })
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
 	gw.goBackground(func() { db.RunAuditMaintenance(ctx, log, o.AuditRetention, time.Hour) })
 	gw.goBackground(func() {

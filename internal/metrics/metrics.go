@@ -31,6 +31,9 @@ type Options struct {
 	// Listening reports whether the cross-replica invalidation listener is
 	// connected (while it is not, every call reloads from the database).
 	Listening func() bool
+	// Replicas returns how many replicas this one counts as serving (each
+	// enforces its share of the rate limits).
+	Replicas func() int
 }
 
 // Registry holds the gateway's metrics. It is safe for concurrent use, and
@@ -132,6 +135,11 @@ func New(opts Options) *Registry {
 				}
 				return 0
 			}))
+	}
+	if opts.Replicas != nil {
+		m.reg.MustRegister(gauge("mcpgate_replicas",
+			"Replicas this one counts as serving; each enforces that share of every rate limit.",
+			func() float64 { return float64(opts.Replicas()) }))
 	}
 	// Pre-create the series of the label values known up front, so that
 	// dashboards and alerts see zeros rather than absent series.
