@@ -340,6 +340,9 @@ var webNavJS = `(mobile => {
   if (!inView(btn)) return out.concat(['out of view, with no menu button in view: ' + hidden().join(', ')]);
   if (btn.getAttribute('aria-expanded') !== 'false') out.push('menu button aria-expanded=' + btn.getAttribute('aria-expanded') + ' while closed');
   if (pending && !inView(document.getElementById('menu-pending-count'))) out.push('the menu button does not show the pending count');
+  // A click closes the open menus (app.js); they are opened again after,
+  // for the checks that follow.
+  const opened = [...document.querySelectorAll('details[open]')];
   btn.click();
   const still = hidden();
   if (still.length) out.push('out of view with the menu open: ' + still.join(', '));
@@ -347,6 +350,7 @@ var webNavJS = `(mobile => {
   if (pending && !inView(pending)) out.push('the pending count is not in view with the menu open');
   btn.click();
   if (links.some(inView)) out.push('the menu does not close again');
+  opened.forEach(d => { d.open = true; });
   return out;
 })`
 
