@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 // The Claude tab offers the config-file route (mcp-remote, works with a local
@@ -134,5 +136,26 @@ func TestSetupTabs_OrderAndWording(t *testing.T) {
 				t.Errorf("%s: the config file's hint = %q, want its steps, pointing above", u, s.Hint)
 			}
 		}
+	}
+}
+
+// Once E2B is connected, its page points at the next step: a key for
+// someone without an active one of their own, then a client's setup.
+func TestConnections_NextStep(t *testing.T) {
+	f := newFake(mcpgate.RoleOwner)
+	f.keys = []mcpgate.APIKey{{ID: "k2", UserID: "u2", Name: "someone else's", CreatedAt: testNow}}
+	h := mustHandler(t, f)
+	_, body := get(t, h, "/app/w/ws1/connections", testUser)
+	if !strings.Contains(body, `id="next-step"`) || !strings.Contains(body, `href="/app/w/ws1/keys#create-key"`) {
+		t.Errorf("connected, without a key of one's own: the page does not point at creating one")
+	}
+	f.keys = append(f.keys, mcpgate.APIKey{ID: "k1", UserID: "u1", Name: "mine", CreatedAt: testNow})
+	_, body = get(t, h, "/app/w/ws1/connections", testUser)
+	if !strings.Contains(body, `href="/app/w/ws1/keys#setup"`) || strings.Contains(body, "#create-key") {
+		t.Errorf("connected, with a key: the page does not point at a client's setup")
+	}
+	f.conn = nil
+	if _, body = get(t, h, "/app/w/ws1/connections", testUser); strings.Contains(body, `id="next-step"`) {
+		t.Errorf("not connected, yet the page points past connecting")
 	}
 }
