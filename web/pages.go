@@ -213,13 +213,14 @@ func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
 		p.AuthFailed = true
 	}
 	if conn != nil {
-		keys, err := h.svc.Keys.Keys(r.Context(), actorFrom(r.Context()))
+		a := actorFrom(r.Context())
+		keys, err := h.svc.Keys.Keys(r.Context(), a)
 		if err != nil {
 			h.serverError(w, r, err)
 			return
 		}
 		now := h.opts.Now()
-		p.HasKey = slices.ContainsFunc(keys, func(k mcpgate.APIKey) bool { return k.Active(now) && k.UserID == actorFrom(r.Context()).UserID })
+		p.HasKey = slices.ContainsFunc(keys, func(k mcpgate.APIKey) bool { return k.UserID == a.UserID && k.Active(now) })
 	}
 	h.render(w, r, http.StatusOK, "connections", h.newView(r, "E2B connection", "connections", p))
 }
