@@ -32,6 +32,10 @@ type AccountService interface {
 	// MailEnabled reports whether the instance can send email (SMTP_URL);
 	// without it, reset and verification links cannot be sent.
 	MailEnabled() bool
+	// EmailVerificationRequired reports whether a person must confirm their
+	// address before accepting invitations or creating MCP keys
+	// (SIGNUP_VERIFY=required, which needs SMTP_URL).
+	EmailVerificationRequired() bool
 	// RequestPasswordReset emails a single-use reset link to the address if
 	// it has an account, and answers the same either way; it is throttled
 	// per address and per client address.

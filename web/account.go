@@ -8,10 +8,12 @@ import (
 
 type accountPage struct {
 	Workspaces []mcpgate.Workspace
-	// EmailVerified and MailEnabled decide what the email section offers:
-	// a new confirmation link, or word that the operator has no email.
-	EmailVerified bool
-	MailEnabled   bool
+	// EmailVerified, MailEnabled and VerifyRequired decide what the email
+	// section says: whether an unconfirmed address holds anything back on
+	// this gateway, and whether a new confirmation link can be sent.
+	EmailVerified  bool
+	MailEnabled    bool
+	VerifyRequired bool
 	// Sessions are the person's live sign-ins, this browser's marked.
 	Sessions []mcpgate.Session
 	// TOTPEnabled decides whether the two-factor section offers to set it
@@ -49,6 +51,7 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.render(w, r, http.StatusOK, "account", h.newView(r, "Account settings", "account",
-		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(), Sessions: sessions,
+		accountPage{Workspaces: wss, EmailVerified: verified, MailEnabled: h.svc.Accounts.MailEnabled(),
+			VerifyRequired: h.svc.Accounts.EmailVerificationRequired(), Sessions: sessions,
 			TOTPEnabled: totp}))
 }

@@ -37,6 +37,47 @@ func TestAccount_Page(t *testing.T) {
 	}
 }
 
+// The email section says what an unconfirmed address holds back on this
+// install: keys and invitations only where verification is required, and
+// a new link only where mail can be sent.
+func TestAccount_EmailStatus(t *testing.T) {
+	for _, tt := range []struct {
+		name                             string
+		unverified, mail, verifyRequired bool
+		want, wantNot                    []string
+	}{
+		{name: "confirmed", mail: true, verifyRequired: true, want: []string{"is confirmed"}, wantNot: []string{"cannot", `id="verify-resend-form"`}},
+		{name: "no SMTP_URL", unverified: true, want: []string{"sends no email", "SMTP_URL", "you can create MCP keys"},
+			wantNot: []string{"cannot accept", "cannot create", `id="verify-resend-form"`}},
+		{name: "mail, verification off", unverified: true, mail: true, want: []string{"not confirmed yet", "Nothing on this gateway waits", `id="verify-resend-form"`},
+			wantNot: []string{"cannot"}},
+		{name: "verification required", unverified: true, mail: true, verifyRequired: true,
+			want: []string{"not confirmed yet", "requires it", "you cannot accept invitations or create MCP keys", `id="verify-resend-form"`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(mcpgate.RoleOwner)
+			f.unverified, f.mail, f.verifyRequired = tt.unverified, tt.mail, tt.verifyRequired
+			_, body := get(t, mustHandler(t, f), "/app/account", testUser)
+			i := strings.Index(body, `id="email"`)
+			j := strings.Index(body, `id="password"`)
+			if i < 0 || j < i {
+				t.Fatalf("no email section before the password section")
+			}
+			section := body[i:j]
+			for _, w := range tt.want {
+				if !strings.Contains(section, w) {
+					t.Errorf("email section lacks %q:\n%s", w, section)
+				}
+			}
+			for _, w := range tt.wantNot {
+				if strings.Contains(section, w) {
+					t.Errorf("email section says %q:\n%s", w, section)
+				}
+			}
+		})
+	}
+}
+
 // The user menu leads to account settings; the workspace menu to creating a
 // workspace.
 func TestMenus_AccountAndNewWorkspace(t *testing.T) {

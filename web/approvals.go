@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -45,6 +46,9 @@ type approvalPage struct {
 	CanDecide bool
 	Mine      bool
 	Remaining string
+	// KeyName is the name of the MCP key that asked, as its owner gave it
+	// (empty for an OAuth grant, or a key the viewer cannot list).
+	KeyName string
 }
 
 func (h *handler) handleApproval(w http.ResponseWriter, r *http.Request) {
@@ -66,10 +70,34 @@ func (h *handler) handleApproval(w http.ResponseWriter, r *http.Request) {
 	}
 	p := approvalPage{Approval: ap, Mine: ap.RequestedBy == a.UserID,
 		CanDecide: ap.State == mcpgate.ApprovalPending && a.IsPerson()}
+	if p.KeyName, err = h.keyName(ctx, a, ap.KeyID); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
 	if left := ap.ExpiresAt.Sub(h.opts.Now()); left >= time.Minute {
 		p.Remaining = fmt.Sprintf("%d min", int(left.Round(time.Minute)/time.Minute))
 	} else if left > 0 {
 		p.Remaining = fmt.Sprintf("%d s", int(left.Round(time.Second)/time.Second))
 	}
 	h.render(w, r, http.StatusOK, "approval", h.newView(r, "Approve "+ap.ToolTitle, "approvals", p))
+}
+
+// keyName returns the name of the workspace's MCP key id, as the key list
+// the viewer may see has it: the requester sees their own keys, an admin
+// every key, the same people the approval page is for. "" when id is empty
+// or not in that list.
+func (h *handler) keyName(ctx context.Context, a *mcpgate.Actor, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	keys, err := h.svc.Keys.Keys(ctx, a)
+	if err != nil {
+		return "", err
+	}
+	for _, k := range keys {
+		if k.ID == id {
+			return k.Name, nil
+		}
+	}
+	return "", nil
 }

@@ -107,6 +107,28 @@ func TestApprovalPages(t *testing.T) {
 	}
 }
 
+// The approval page names the credential that asked: the key by the name
+// its owner gave it (escaped), an OAuth grant by its app's name.
+func TestApprovalPage_NamesTheCredential(t *testing.T) {
+	f := newFake(mcpgate.RoleMember)
+	f.keys = []mcpgate.APIKey{{ID: "k0", Name: "another key"}, {ID: "k1", Name: "Laptop " + evil}}
+	h := mustHandler(t, f)
+	_, body := get(t, h, "/app/w/ws1/approvals/ap1", testUser)
+	for _, want := range []string{"With MCP key", "<strong>Laptop &lt;script&gt;", "k1"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("approval page by a key lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "another key") || strings.Contains(body, evil) {
+		t.Error("the approval page names another key, or the name unescaped")
+	}
+	f.approvals[0].KeyID, f.approvals[0].GrantID, f.approvals[0].ClientName = "", "g1", "Claude"
+	_, body = get(t, h, "/app/w/ws1/approvals/ap1", testUser)
+	if !strings.Contains(body, `id="approval-credential">Claude</dd>`) || strings.Contains(body, "With MCP key") {
+		t.Errorf("approval page by a grant does not name its app as the credential")
+	}
+}
+
 func TestSettings_ApprovalAndGuardrails(t *testing.T) {
 	f := newFake(mcpgate.RoleOwner)
 	f.tools[1].Approval = mcpgate.ApprovalHuman

@@ -197,6 +197,9 @@ type connectionsPage struct {
 	// AuthFailed is set when E2B rejected the stored key since it was
 	// last verified.
 	AuthFailed bool
+	// HasKey: the viewer has an active MCP key, so the next step after
+	// connecting is a client's setup rather than a key.
+	HasKey bool
 }
 
 func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
@@ -208,6 +211,16 @@ func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
 	p := connectionsPage{Connection: conn}
 	if conn != nil && conn.LastAuthFail != nil && conn.LastAuthFail.After(conn.VerifiedAt) {
 		p.AuthFailed = true
+	}
+	if conn != nil {
+		a := actorFrom(r.Context())
+		keys, err := h.svc.Keys.Keys(r.Context(), a)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		now := h.opts.Now()
+		p.HasKey = slices.ContainsFunc(keys, func(k mcpgate.APIKey) bool { return k.UserID == a.UserID && k.Active(now) })
 	}
 	h.render(w, r, http.StatusOK, "connections", h.newView(r, "E2B connection", "connections", p))
 }

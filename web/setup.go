@@ -3,6 +3,7 @@ package web
 import (
 	"net"
 	neturl "net/url"
+	"slices"
 	"strings"
 
 	"github.com/mcpgate/mcpgate"
@@ -52,19 +53,25 @@ func setupClients(publicURL string) []setupClient {
 	claudeNotes := []string{"If claude_desktop_config.json already has an \"mcpServers\" object, add the \"" + serverName +
 		"\" entry inside it. The key sits in \"env\", with no space after Authorization: in \"args\", because Claude Desktop on Windows splits arguments at spaces."}
 	if local {
-		claudeConnector.Hint = "Not for this gateway: " + publicURL + " is reachable only from this machine or network, and custom connectors " +
-			"connect from Anthropic’s cloud. Use the config file above."
+		claudeConnector.Hint = claudeCloudHint(publicURL)
 	}
-	return []setupClient{
+	chatgpt := setupClient{
+		ID: "chatgpt", Name: "ChatGPT",
+		Intro: "ChatGPT takes a URL only (no key field), so use the connector URL, which carries the key.",
+		Steps: []string{
+			"Go to chatgpt.com/plugins → + → Add custom MCP server (web only).",
+			"Enter a name and paste the connector URL below as the Server URL.",
+			"Choose “No authentication” (the key is in the URL), accept the warning, and create it.",
+		},
+		Snippets: []snippet{{Label: "Connector URL (keep it secret)", Text: connectorURL}},
+		Notes:    []string{chatgptNote(publicURL, local)},
+	}
+	clients := []setupClient{
 		{
 			ID: "claude", Name: "Claude Desktop & claude.ai",
 			Intro: "Two ways in. The config file works with a gateway on your own machine or network (Claude Desktop only; needs Node.js 18 or later). " +
 				"A custom connector works in Claude Desktop and on claude.ai, but only when this gateway is reachable from the internet.",
-			Steps: []string{
-				"In Claude Desktop, open Settings → Developer → Edit Config. The file is ~/Library/Application Support/Claude/claude_desktop_config.json on macOS, " +
-					"%APPDATA%\\Claude\\claude_desktop_config.json on Windows.",
-				"Paste the JSON below, save, and restart Claude Desktop: it starts the mcp-remote bridge with npx, which forwards to this gateway with your key.",
-			},
+			Steps: claudeConfigSteps("below"),
 			Snippets: []snippet{
 				{Label: "claude_desktop_config.json (works with a local gateway)", Text: bridge},
 				claudeConnector,
@@ -122,17 +129,7 @@ func setupClients(publicURL string) []setupClient {
 				{Label: "Older versions and Junie (stdio only: uses the mcp-remote bridge, needs Node.js)", Text: bridge},
 			},
 		},
-		{
-			ID: "chatgpt", Name: "ChatGPT",
-			Intro: "ChatGPT takes a URL only (no key field), so use the connector URL, which carries the key.",
-			Steps: []string{
-				"Go to chatgpt.com/plugins → + → Add custom MCP server (web only).",
-				"Enter a name and paste the connector URL below as the Server URL.",
-				"Choose “No authentication” (the key is in the URL), accept the warning, and create it.",
-			},
-			Snippets: []snippet{{Label: "Connector URL (keep it secret)", Text: connectorURL}},
-			Notes:    []string{chatgptNote(publicURL, local)},
-		},
+		chatgpt,
 		{
 			ID: "gemini", Name: "Gemini CLI",
 			Snippets: []snippet{{Label: "Terminal", Text: "gemini mcp add --transport http -s user --header \"Authorization: " + bearer + "\" " +
@@ -164,6 +161,45 @@ func setupClients(publicURL string) []setupClient {
 			Notes: []string{"X-API-Key: <key> works in place of the Authorization header."},
 		},
 	}
+	if local {
+		// ChatGPT connects only from OpenAI's servers: for a gateway they
+		// cannot reach, the clients that work here come first.
+		clients = moveBefore(clients, "chatgpt", "generic")
+	}
+	return clients
+}
+
+// moveBefore moves the client id to just before the client before.
+func moveBefore(clients []setupClient, id, before string) []setupClient {
+	i := slices.IndexFunc(clients, func(c setupClient) bool { return c.ID == id })
+	if i < 0 {
+		return clients
+	}
+	c := clients[i]
+	clients = slices.Delete(clients, i, i+1)
+	j := slices.IndexFunc(clients, func(c setupClient) bool { return c.ID == before })
+	if j < 0 {
+		j = len(clients)
+	}
+	return slices.Insert(clients, j, c)
+}
+
+// claudeConfigSteps are the steps of Claude Desktop's config file, for a
+// snippet where says where it is ("below" the steps, or "above" a hint).
+func claudeConfigSteps(where string) []string {
+	return []string{
+		"In Claude Desktop, open Settings → Developer → Edit Config. The file is ~/Library/Application Support/Claude/claude_desktop_config.json on macOS, " +
+			"%APPDATA%\\Claude\\claude_desktop_config.json on Windows.",
+		"Paste the JSON " + where + ", save, and restart Claude Desktop: it starts the mcp-remote bridge with npx, which forwards to this gateway with your key.",
+	}
+}
+
+// claudeCloudHint is the note on Claude's connector boxes (a URL with the
+// key, or the server URL for OAuth) for a gateway Anthropic's cloud cannot
+// reach.
+func claudeCloudHint(publicURL string) string {
+	return "Not for this gateway: " + publicURL + " is reachable only from this machine or network, and custom connectors " +
+		"connect from Anthropic’s cloud. Use the config file above."
 }
 
 // examplePrompts are what to ask once connected.

@@ -12,6 +12,7 @@ import "strings"
 // support it and relabels their key snippets as the alternative.
 func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 	mcpURL := publicURL + "/mcp"
+	local := isLocalURL(publicURL)
 	signIn := "Your browser opens this gateway: sign in, choose the workspace and the access (full or read-only), and click Allow. " +
 		"Disconnect it any time under Connected apps below."
 	out := make([]setupClient, 0, len(clients))
@@ -19,11 +20,16 @@ func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 		var first snippet
 		switch c.ID {
 		case "claude":
+			if local {
+				out = append(out, claudeLocalOAuth(c, publicURL))
+				continue
+			}
 			// The key setup's own steps (the config file and its bridge)
-			// become a note beside its snippets.
-			if len(c.Steps) > 0 {
-				c.Notes = append([]string{"With a key instead, for a gateway on your own machine or network (Claude Desktop only): " +
-					strings.Join(c.Steps, " ")}, c.Notes...)
+			// become the hint under the config file's snippet.
+			for i := range c.Snippets {
+				if strings.HasPrefix(c.Snippets[i].Label, "claude_desktop_config.json") {
+					c.Snippets[i].Hint = "For a gateway on your own machine or network (Claude Desktop only). " + strings.Join(claudeConfigSteps("above"), " ")
+				}
 			}
 			c.Intro = "Add a custom connector and sign in: no key goes into Claude. It works in Claude Desktop, on claude.ai and (once added on the web) in the mobile apps."
 			c.Steps = []string{
@@ -40,8 +46,16 @@ func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 				"Enter a name, paste the server URL below, and choose OAuth as the authentication.",
 				signIn,
 			}
-			c.Notes = append(c.Notes, "Without OAuth: use the connector URL below with “No authentication” (it carries a key, so keep it secret).")
+			c.Notes = append(c.Notes, "Without OAuth: use the connector URL above with “No authentication” (it carries a key, so keep it secret).")
 			first = snippet{Label: "Server URL (sign in with OAuth)", Text: mcpURL}
+			if local {
+				// Neither box works from OpenAI's servers: each says so.
+				first.Hint = chatgptNote(publicURL, true)
+				for i := range c.Snippets {
+					c.Snippets[i].Hint = first.Hint
+				}
+				c.Notes = c.Notes[1:]
+			}
 		case "claude-code":
 			first = snippet{Label: "Terminal, sign in with OAuth (then run /mcp in Claude Code and choose Authenticate)",
 				Text: "claude mcp add --transport http --scope user " + serverName + " " + mcpURL}
@@ -67,4 +81,26 @@ func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 		out = append(out, c)
 	}
 	return out
+}
+
+// claudeLocalOAuth is the Claude tab for a gateway Anthropic's cloud cannot
+// reach: the config file, which works here, stays first with its steps;
+// the OAuth server URL follows it with the same "not for this gateway" note
+// as the connector URL after it.
+func claudeLocalOAuth(c setupClient, publicURL string) setupClient {
+	c.Intro = "This gateway is reachable only from this machine or network, so use the config file: Claude Desktop runs the mcp-remote bridge " +
+		"(needs Node.js 18 or later), which forwards to the gateway with your key. Custom connectors (Claude Desktop and claude.ai) connect from " +
+		"Anthropic’s cloud: they work once the gateway is reachable from the internet."
+	var config, connector []snippet
+	for _, s := range c.Snippets {
+		if strings.HasPrefix(s.Text, "{") {
+			config = append(config, s)
+			continue
+		}
+		s.Label = "Or with an MCP key: " + s.Label
+		connector = append(connector, s)
+	}
+	oauth := snippet{Label: "Server URL for a custom connector (sign in with OAuth)", Text: publicURL + "/mcp", Hint: claudeCloudHint(publicURL)}
+	c.Snippets = append(append(config, oauth), connector...)
+	return c
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 // The Claude tab offers the config-file route (mcp-remote, works with a local
@@ -62,5 +64,98 @@ func TestIsLocalURL(t *testing.T) {
 		if got := isLocalURL(u); got != want {
 			t.Errorf("isLocalURL(%q) = %v, want %v", u, got, want)
 		}
+	}
+}
+
+// The setup tabs as the keys page shows them (withOAuthSetup): a gateway on
+// localhost leads with what works there, every box that cannot work for it
+// says so, and no text points below where nothing follows (notes and hints
+// sit under the snippets).
+func TestSetupTabs_OrderAndWording(t *testing.T) {
+	find := func(cs []setupClient, id string) (int, setupClient) {
+		for i, c := range cs {
+			if c.ID == id {
+				return i, c
+			}
+		}
+		t.Fatalf("no %s tab", id)
+		return -1, setupClient{}
+	}
+	for _, u := range []string{"http://localhost:8080", "https://gw.example.com"} {
+		local := isLocalURL(u)
+		cs := withOAuthSetup(setupClients(u), u)
+		for _, c := range cs {
+			for _, s := range c.Snippets {
+				if strings.Contains(s.Hint, "below") {
+					t.Errorf("%s: %s tab: the hint under %q points below: %s", u, c.ID, s.Label, s.Hint)
+				}
+			}
+			for _, n := range c.Notes {
+				if strings.Contains(n, "below") {
+					t.Errorf("%s: %s tab: a note under the snippets points below: %s", u, c.ID, n)
+				}
+			}
+		}
+		_, claude := find(cs, "claude")
+		first := claude.Snippets[0]
+		var oauth snippet
+		for _, s := range claude.Snippets {
+			if s.Text == u+"/mcp" {
+				oauth = s
+			}
+		}
+		if oauth.Text == "" {
+			t.Fatalf("%s: the Claude tab has no OAuth server URL", u)
+		}
+		if got := strings.HasPrefix(oauth.Hint, "Not for this gateway"); got != local {
+			t.Errorf("%s: the OAuth server URL's hint = %q; want the \"not for this gateway\" note: %v", u, oauth.Hint, local)
+		}
+		steps := strings.Join(claude.Steps, " ")
+		if local {
+			if !strings.Contains(first.Text, `"`+mcpRemote+`"`) || !strings.Contains(steps, "Paste the JSON below") {
+				t.Errorf("%s: the Claude tab starts with %q after steps %q, want the config file (which works locally) under its steps", u, first.Label, steps)
+			}
+			ci, _ := find(cs, "chatgpt")
+			zi, _ := find(cs, "zed")
+			if ci < zi {
+				t.Errorf("%s: ChatGPT (which cannot reach a local gateway) is tab %d, before Zed (%d)", u, ci, zi)
+			}
+			_, chatgpt := find(cs, "chatgpt")
+			for _, s := range chatgpt.Snippets {
+				if !strings.HasPrefix(s.Hint, "Not for this gateway") {
+					t.Errorf("%s: ChatGPT's %q box lacks the \"not for this gateway\" note: %q", u, s.Label, s.Hint)
+				}
+			}
+			continue
+		}
+		if first != oauth || strings.Contains(steps, "JSON") {
+			t.Errorf("%s: the Claude tab starts with %q after steps %q, want the OAuth connector", u, first.Label, steps)
+		}
+		for _, s := range claude.Snippets {
+			if strings.HasPrefix(s.Text, "{") && !strings.Contains(s.Hint, "Paste the JSON above") {
+				t.Errorf("%s: the config file's hint = %q, want its steps, pointing above", u, s.Hint)
+			}
+		}
+	}
+}
+
+// Once E2B is connected, its page points at the next step: a key for
+// someone without an active one of their own, then a client's setup.
+func TestConnections_NextStep(t *testing.T) {
+	f := newFake(mcpgate.RoleOwner)
+	f.keys = []mcpgate.APIKey{{ID: "k2", UserID: "u2", Name: "someone else's", CreatedAt: testNow}}
+	h := mustHandler(t, f)
+	_, body := get(t, h, "/app/w/ws1/connections", testUser)
+	if !strings.Contains(body, `id="next-step"`) || !strings.Contains(body, `href="/app/w/ws1/keys#create-key"`) {
+		t.Errorf("connected, without a key of one's own: the page does not point at creating one")
+	}
+	f.keys = append(f.keys, mcpgate.APIKey{ID: "k1", UserID: "u1", Name: "mine", CreatedAt: testNow})
+	_, body = get(t, h, "/app/w/ws1/connections", testUser)
+	if !strings.Contains(body, `href="/app/w/ws1/keys#setup"`) || strings.Contains(body, "#create-key") {
+		t.Errorf("connected, with a key: the page does not point at a client's setup")
+	}
+	f.conn = nil
+	if _, body = get(t, h, "/app/w/ws1/connections", testUser); strings.Contains(body, `id="next-step"`) {
+		t.Errorf("not connected, yet the page points past connecting")
 	}
 }

@@ -21,9 +21,14 @@ const evil = `<script>alert("x")</script>`
 
 var testNow = time.Date(2026, 9, 1, 12, 0, 0, 0, time.UTC)
 
-// EmailVerified and MailEnabled are what the account page asks.
-func (f *fakeData) EmailVerified(context.Context, *mcpgate.User) (bool, error) { return true, nil }
-func (f *fakeData) MailEnabled() bool                                          { return false }
+// EmailVerified, MailEnabled and EmailVerificationRequired are what the
+// account page asks: a confirmed address, no mail, nothing required, unless
+// the fake says otherwise.
+func (f *fakeData) EmailVerified(context.Context, *mcpgate.User) (bool, error) {
+	return !f.unverified, nil
+}
+func (f *fakeData) MailEnabled() bool               { return f.mail }
+func (f *fakeData) EmailVerificationRequired() bool { return f.verifyRequired }
 
 // TOTPEnabled is what the account and settings pages ask: on when the fake
 // says so.
@@ -60,6 +65,9 @@ type fakeData struct {
 	guardrails  mcpgate.Guardrails
 	grants      []mcpgate.Grant
 	totp        bool // two-factor sign-in of the viewer
+	// unverified, mail and verifyRequired: the viewer's address is not
+	// confirmed; the install has SMTP_URL; and SIGNUP_VERIFY=required.
+	unverified, mail, verifyRequired bool
 
 	lastAudit  mcpgate.AuditFilter
 	lastChart  string // the member CallsPerHour was asked for

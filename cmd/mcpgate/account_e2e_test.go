@@ -34,8 +34,8 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 
 	// Unconfirmed: the account page says so, and a key is refused.
 	webRun(t, ctx, "account unconfirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#verify-resend-form")))
-	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "not confirmed") {
-		t.Errorf("email status = %q", s)
+	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "not confirmed") || !strings.Contains(s, "cannot accept invitations or create MCP keys") {
+		t.Errorf("email status = %q, want that this gateway holds keys and invitations back until it is confirmed", s)
 	}
 	webCheckPage(t, ctx, "account-unconfirmed")
 	webSubmitKey(t, ctx, "key refused", wsBase, "too early",

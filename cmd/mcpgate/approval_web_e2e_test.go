@@ -70,6 +70,8 @@ func TestApprovalWebPage(t *testing.T) {
 	if n := webText(t, ctx, "#pending-count"); n != "1" {
 		t.Errorf("pending count in the navigation = %q, want 1", n)
 	}
+	webCheckPage(t, ctx, "overview-pending")
+	webCheckPhoneMenu(t, ctx, "overview-pending", 1)
 	webRun(t, ctx, "approval page", chromedp.Navigate(approvalURL), chromedp.WaitVisible(chromedp.ID("#approve-button")))
 	if s := webText(t, ctx, "#approval-summary"); !strings.Contains(s, sandbox) || !strings.Contains(s, "template base") ||
 		!strings.Contains(s, "owner=web-e2e") {
@@ -77,6 +79,10 @@ func TestApprovalWebPage(t *testing.T) {
 	}
 	if a := webText(t, ctx, "#approval-arguments"); !strings.Contains(a, sandbox) {
 		t.Errorf("arguments = %q", a)
+	}
+	// The key is named as its owner named it, not by its id alone.
+	if n := webText(t, ctx, "#approval-credential strong"); n != "approvals" {
+		t.Errorf("the approval page names the key %q, want its name \"approvals\"", n)
 	}
 	webShot(t, ctx, "31-approval-pending")
 	webCheckPage(t, ctx, "approval-pending")

@@ -122,8 +122,9 @@ var webWidths = []struct {
 }{{1280, 900, false}, {390, 844, true}}
 
 // webCheckPage checks the page the browser shows, at each width: no
-// horizontal scrolling, no serious or critical axe-core violation, and every
-// select wide enough for each option's text. It saves a screenshot per width
+// horizontal scrolling, no serious or critical axe-core violation, every
+// select wide enough for each option's text, every table readable
+// (webTablesJS) and every workspace destination reachable (webNavJS). It saves a screenshot per width
 // as testoutput/screenshots/<name>-<width>.png and goes back to 1280 px.
 func webCheckPage(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
@@ -148,6 +149,20 @@ func webCheckPage(t *testing.T, ctx context.Context, name string) {
 		if len(overflow) > 0 {
 			t.Errorf("%s scrolls sideways: %s", at, strings.Join(overflow, "; "))
 		}
+		tables, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf("(%s)(%t)", webTablesJS, vp.mob)))
+		if err != nil {
+			t.Fatalf("%s: measure tables: %v", at, err)
+		}
+		for _, p := range tables {
+			t.Errorf("%s: table: %s", at, p)
+		}
+		nav, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](fmt.Sprintf("(%s)(%t)", webNavJS, vp.mob)))
+		if err != nil {
+			t.Fatalf("%s: measure the navigation: %v", at, err)
+		}
+		for _, p := range nav {
+			t.Errorf("%s: navigation: %s", at, p)
+		}
 		clipped, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](webClippedSelectJS))
 		if err != nil {
 			t.Fatalf("%s: measure selects: %v", at, err)
@@ -161,6 +176,7 @@ func webCheckPage(t *testing.T, ctx context.Context, name string) {
 		shot := fmt.Sprintf("%s-%d", name, vp.w)
 		if vp.mob {
 			webShotViewport(t, ctx, shot)
+			webShotTables(t, ctx, shot)
 		} else {
 			webShot(t, ctx, shot)
 		}
@@ -217,6 +233,161 @@ const webOverflowJS = `(() => {
   }
   return out;
 })()`
+
+// webShotTables saves, for a page with tables, what the screen shows with
+// the first table scrolled to its top, as <shot>-table.png (the viewport
+// screenshot of a phone shows only the top of the page).
+func webShotTables(t *testing.T, ctx context.Context, shot string) {
+	t.Helper()
+	scrolled, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+	  const t = [...document.querySelectorAll('main table')].find(t => t.getClientRects().length);
+	  if (!t) return false;
+	  window.scrollTo(0, t.getBoundingClientRect().top + window.scrollY - 120);
+	  return true;
+	})()`))
+	if err != nil || !scrolled {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Logf("screenshot %s-table: %v", shot, err)
+		return
+	}
+	if err := os.WriteFile(filepath.Join(webScreenshotDir, shot+"-table.png"), png, 0o644); err != nil {
+		t.Errorf("save screenshot: %v", err)
+	}
+	_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.scrollTo(0, 0), true)`))
+}
+
+// webTablesJS lists what makes a table hard to read. On a phone (true) a
+// table must be a stack of cards: no cell, link, button or field may lie
+// outside the viewport or its table's box (a table scrolled sideways inside
+// its card hides them), and every cell but a row's actions carries the
+// column's name (data-label) that the card shows beside the value. On a
+// laptop (false) a table stays a table, with its header row in view.
+const webTablesJS = `(mobile => {
+  const out = [], W = window.innerWidth;
+  const text = el => (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 40);
+  for (const t of document.querySelectorAll('main table')) {
+    if (!t.getClientRects().length) continue;
+    const id = 'table' + (t.id ? '#' + t.id : '.' + t.className.split(' ').join('.'));
+    if (!mobile) {
+      const head = t.tHead;
+      if (getComputedStyle(t).display !== 'table') out.push(id + ' is display: ' + getComputedStyle(t).display + ', not a table');
+      if (head && (getComputedStyle(head).display !== 'table-header-group' || head.getBoundingClientRect().height < 10)) out.push(id + ' hides its header row');
+      continue;
+    }
+    const wrap = t.closest('.table-wrap') || t.parentElement;
+    const right = Math.min(W, wrap.getBoundingClientRect().right), left = Math.max(0, wrap.getBoundingClientRect().left);
+    for (const el of t.querySelectorAll('tbody td, tbody a, tbody button, tbody select, tbody input, tbody code, tbody strong, tbody .pill')) {
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue;
+      if (r.left < left - 1 || r.right > right + 1) {
+        out.push(id + ': ' + el.tagName.toLowerCase() + ' "' + text(el) + '" spans ' + Math.round(r.left) + '..' + Math.round(r.right) + ', outside ' + Math.round(left) + '..' + Math.round(right));
+        if (out.length > 8) return out;
+      }
+    }
+    for (const td of t.querySelectorAll('tbody td')) {
+      if (td.classList.contains('actions-cell')) continue;
+      const label = (td.dataset.label || '').trim();
+      const shown = getComputedStyle(td, '::before').content;
+      if (!label) out.push(id + ': cell "' + text(td) + '" has no data-label');
+      else if (!shown.includes(label)) out.push(id + ': cell "' + text(td) + '" does not show its label ' + label + ' (::before is ' + shown + ')');
+      if (out.length > 8) return out;
+    }
+  }
+  return out;
+})`
+
+// webNavDestinations are the workspace navigation's links, in order.
+var webNavDestinations = []string{"Overview", "Sandboxes", "Keys", "E2B connection", "Approvals", "Audit log", "Settings"}
+
+// webNavJS checks the workspace navigation. On a phone (true) every
+// destination is in view, or a menu button in view shows them all when
+// pressed (it is pressed twice: open, measured, closed again), with the
+// count of waiting approvals on the button and on the Approvals link. On a
+// laptop (false) each destination has its own icon.
+var webNavJS = `(mobile => {
+  const nav = document.querySelector('nav.sidenav');
+  if (!nav) return [];
+  const want = ` + webJSON(webNavDestinations) + `;
+  const links = [...nav.querySelectorAll('a')];
+  const names = links.map(a => (a.textContent || '').trim().replace(/\s+/g, ' '));
+  const out = [];
+  want.forEach((w, i) => { if (!names[i] || !names[i].startsWith(w)) out.push('link ' + (i + 1) + ' is "' + (names[i] || '') + '", want ' + w); });
+  if (!mobile) {
+    const icons = links.map(a => { const s = a.querySelector('svg.ico'); return s ? s.innerHTML.trim() : ''; });
+    icons.forEach((ic, i) => {
+      if (!ic) out.push(names[i] + ' has no icon');
+      else if (icons.indexOf(ic) !== i) out.push(names[i] + ' has the same icon as ' + names[icons.indexOf(ic)]);
+    });
+    return out;
+  }
+  const W = window.innerWidth, H = window.innerHeight;
+  const inView = el => {
+    if (!el) return false;
+    const r = el.getBoundingClientRect();
+    return r.width > 0 && r.height > 0 && r.left >= -1 && r.right <= W + 1 && r.top >= -1 && r.bottom <= H + 1 &&
+      getComputedStyle(el).visibility !== 'hidden';
+  };
+  const hidden = () => links.filter(a => !inView(a)).map(a => (a.textContent || '').trim());
+  const pending = document.getElementById('pending-count');
+  if (hidden().length === 0) {
+    if (pending && !inView(pending)) out.push('the pending count is not in view');
+    return out;
+  }
+  const btn = nav.querySelector('button[aria-controls]');
+  if (!inView(btn)) return out.concat(['out of view, with no menu button in view: ' + hidden().join(', ')]);
+  if (btn.getAttribute('aria-expanded') !== 'false') out.push('menu button aria-expanded=' + btn.getAttribute('aria-expanded') + ' while closed');
+  if (pending && !inView(document.getElementById('menu-pending-count'))) out.push('the menu button does not show the pending count');
+  // A click closes the open menus (app.js); they are opened again after,
+  // for the checks that follow.
+  const opened = [...document.querySelectorAll('details[open]')];
+  btn.click();
+  const still = hidden();
+  if (still.length) out.push('out of view with the menu open: ' + still.join(', '));
+  if (btn.getAttribute('aria-expanded') !== 'true') out.push('menu button aria-expanded=' + btn.getAttribute('aria-expanded') + ' while open');
+  if (pending && !inView(pending)) out.push('the pending count is not in view with the menu open');
+  btn.click();
+  if (links.some(inView)) out.push('the menu does not close again');
+  opened.forEach(d => { d.open = true; });
+  return out;
+})`
+
+// webJSON is v as a JavaScript literal.
+func webJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// webCheckPhoneMenu opens the navigation's menu at 390 px and checks the
+// open menu as webCheckPage checks a page (axe, a screenshot as
+// <name>-390-menu.png), with pending the count it must show (0: none).
+func webCheckPhoneMenu(t *testing.T, ctx context.Context, name string, pending int) {
+	t.Helper()
+	axe := webAxeSource(t)
+	webRun(t, ctx, name+" menu at 390 px", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
+		chromedp.Click(chromedp.CSS(".nav-toggle")), chromedp.WaitVisible(chromedp.CSS(`.sidenav a[href$="/settings"]`)))
+	at := name + " with the menu open at 390 px"
+	if pending > 0 {
+		for _, sel := range []string{"#menu-pending-count", "#pending-count"} {
+			if s := webText(t, ctx, sel); !strings.HasPrefix(s, fmt.Sprint(pending)) {
+				t.Errorf("%s: %s = %q, want %d", at, sel, s, pending)
+			}
+		}
+	} else if n := webCount(t, ctx, "#menu-pending-count, #pending-count"); n != 0 {
+		t.Errorf("%s: a pending count with nothing pending", at)
+	}
+	for _, v := range webRunAxe(t, ctx, axe, at) {
+		t.Errorf("%s: axe %s", at, v)
+	}
+	webShotViewport(t, ctx, name+"-390-menu")
+	webRun(t, ctx, name+" menu closes on Escape", chromedp.KeyEvent("\x1b"),
+		chromedp.WaitNotVisible(chromedp.CSS(`.sidenav a[href$="/settings"]`)), chromedp.EmulateViewport(1280, 900))
+}
 
 // webClippedSelectJS lists visible selects whose chosen option's text is
 // wider than the room the select gives it.

@@ -76,6 +76,7 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	webShot(t, ctx, "03-overview-new")
 	webCheckPage(t, ctx, "overview-new")
+	webCheckPhoneMenu(t, ctx, "overview-new", 0)
 	loc := webLocation(t, ctx)
 	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(loc)
 	if m == "" {
@@ -102,6 +103,13 @@ func TestWebJourney(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=key-hint]`)))
 	if hint := webText(t, ctx, `[data-testid=key-hint]`); !strings.HasPrefix(hint, "e2b_") || strings.Contains(hint, "0123abcd") {
 		t.Errorf("key hint = %q, want a hint, not the key", hint)
+	}
+	// Connected: the page points at the next step, a key, then a client.
+	if s := webText(t, ctx, "#next-step"); !strings.Contains(s, "create an MCP key") || !strings.Contains(s, "client") {
+		t.Errorf("next step after connecting E2B = %q, want a key, then a client", s)
+	}
+	if n := webCount(t, ctx, `#next-step a[href$="/keys#create-key"]`); n != 1 {
+		t.Errorf("the next step has %d links to creating a key, want 1", n)
 	}
 	webShot(t, ctx, "05-connections")
 	webCheckPage(t, ctx, "connections-connected")
@@ -131,12 +139,23 @@ func TestWebJourney(t *testing.T) {
 	snippet := webText(t, ctx, "#snip-claude-code-1")
 	webShot(t, ctx, "06-keys-created")
 	webCheckPage(t, ctx, "keys-created")
-	// The Claude tab's first snippet is the URL to sign in with; the
-	// config file with the key comes next.
-	webRun(t, ctx, "Claude tab", chromedp.Click(chromedp.ID("tab-claude")), chromedp.WaitVisible(chromedp.ID("snip-claude-1")))
-	if s := webText(t, ctx, "#snip-claude-1"); !strings.Contains(s, `"mcp-remote@`) || !strings.Contains(s, "Bearer "+key) {
+	// This gateway is on 127.0.0.1: the Claude tab leads with the config
+	// file, which works here; the OAuth server URL, which Anthropic's cloud
+	// cannot reach, follows with the note the connector URL has.
+	webRun(t, ctx, "Claude tab", chromedp.Click(chromedp.ID("tab-claude")), chromedp.WaitVisible(chromedp.ID("snip-claude-0")))
+	if s := webText(t, ctx, "#snip-claude-0"); !strings.Contains(s, `"mcp-remote@`) || !strings.Contains(s, "Bearer "+key) {
 		t.Errorf("Claude Desktop config snippet = %q, want pinned mcp-remote with the new key", s)
 	}
+	if s := webText(t, ctx, "#panel-claude .setup-steps"); !strings.Contains(s, "Paste the JSON below") {
+		t.Errorf("Claude tab steps = %q, want them to lead to the JSON below", s)
+	}
+	for _, id := range []string{"snip-claude-1", "snip-claude-2"} {
+		hint, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('`+id+`').closest('.snippet').querySelector('.snippet-hint').textContent`))
+		if err != nil || !strings.HasPrefix(hint, "Not for this gateway") {
+			t.Errorf("Claude tab's %s (%q) hint = %q, %v; want the \"not for this gateway\" note", id, webText(t, ctx, "#"+id), hint, err)
+		}
+	}
+	webCheckPage(t, ctx, "keys-claude")
 	sm := regexp.MustCompile(`^claude mcp add --transport http --scope user mcpgate (\S+) --header "Authorization: Bearer (\S+)"$`).FindStringSubmatch(snippet)
 	if sm == nil {
 		t.Fatalf("Claude Code snippet = %q, want the add command with the key", snippet)
@@ -174,6 +193,18 @@ func TestWebJourney(t *testing.T) {
 	webRun(t, ctx, "settings", chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#kill-switch")))
 	webShot(t, ctx, "10-settings-owner")
 	webCheckPage(t, ctx, "settings-owner")
+	// The page says pausing keeps the files (and memory by default): pause
+	// is not tagged like kill, and kill's "off" is not the green of "on".
+	if s := webText(t, ctx, `tr[data-tool=e2b_pause_sandbox] .tool-kind`); strings.Contains(s, "destructive") || !strings.Contains(s, "can lose data") {
+		t.Errorf("pause's kind = %q, want \"can lose data\", not \"destructive\"", s)
+	}
+	if s := webText(t, ctx, `tr[data-tool=e2b_kill_sandbox] .tool-kind`); !strings.Contains(s, "destructive") {
+		t.Errorf("kill's kind = %q, want destructive", s)
+	}
+	if cls, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('kill-state').className`)); err != nil ||
+		!strings.Contains(cls, "pill-neutral") || webText(t, ctx, "#kill-state") != "off" {
+		t.Errorf("kill's state badge while off: class %q (%v), want a neutral \"off\"", cls, err)
+	}
 	webRun(t, ctx, "enable kill",
 		chromedp.Click(chromedp.ID("#kill-switch")),
 		chromedp.WaitVisible(chromedp.ID("#confirm-ok")))
@@ -228,6 +259,11 @@ func TestWebJourney(t *testing.T) {
 		chromedp.Click(chromedp.CSS(".user-menu summary")),
 		chromedp.Click(chromedp.CSS(`.user-menu a[href="/app/account"]`)),
 		chromedp.WaitVisible(chromedp.ID("#current-password")))
+	// Without SMTP_URL nothing waits for a confirmed address (README): the
+	// page must not say that keys wait for it, as this person has one.
+	if s := webText(t, ctx, "#email-status"); strings.Contains(s, "cannot") || !strings.Contains(s, "you can create MCP keys") {
+		t.Errorf("account email status without SMTP_URL = %q, want that keys and invitations work", s)
+	}
 	webCheckPage(t, ctx, "account")
 	webRun(t, ctx, "password typo",
 		chromedp.SendKeys(chromedp.ID("#current-password"), password),

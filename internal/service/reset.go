@@ -37,6 +37,10 @@ var errNoMail = mcpgate.Errorf(mcpgate.EUnavailable,
 // MailEnabled implements mcpgate.AccountService.
 func (s *Service) MailEnabled() bool { return s.opts.Mailer != nil }
 
+// EmailVerificationRequired implements mcpgate.AccountService: the setting
+// requireVerified enforces.
+func (s *Service) EmailVerificationRequired() bool { return s.opts.RequireVerifiedEmail }
+
 // newAccountToken returns a random token for an emailed link and the hash
 // that is stored. The token is 32 random bytes: unguessable, so it needs no
 // signature; the row says whose it is, what for and until when, and spending

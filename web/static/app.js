@@ -443,8 +443,27 @@
   document.addEventListener('keydown', function (e) {
     if (e.key === 'Escape') {
       document.querySelectorAll('details.menu[open]').forEach(function (d) { d.open = false; d.querySelector('summary').focus(); });
+      if (nav && nav.classList.contains('nav-open')) { setNavOpen(false); navToggle.focus(); }
     }
   });
+
+  // ---- navigation on a phone ----
+  // Under 760 px the workspace links fold behind the menu button (app.css);
+  // this marks the navigation ready for that, so that without the script
+  // the links stay in view, wrapped.
+  var nav = document.querySelector('.sidenav');
+  var navToggle = nav && nav.querySelector('.nav-toggle');
+  function setNavOpen(open) {
+    nav.classList.toggle('nav-open', open);
+    navToggle.setAttribute('aria-expanded', open ? 'true' : 'false');
+  }
+  if (navToggle) {
+    nav.classList.add('nav-ready');
+    navToggle.addEventListener('click', function () { setNavOpen(!nav.classList.contains('nav-open')); });
+    document.addEventListener('click', function (e) {
+      if (nav.classList.contains('nav-open') && !nav.contains(e.target)) setNavOpen(false);
+    });
+  }
 
   // ---- tabs ----
   function initTabs(root) {
