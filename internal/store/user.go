@@ -83,8 +83,9 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 	return n, mapError(err, "")
 }
 
-// SetPassword replaces a user's password hash and revokes every session of
-// theirs, so that a changed password logs out every other browser.
+// SetPassword replaces a user's password hash, revokes every session of
+// theirs, so that a changed password logs out every other browser, and ends
+// every open mailed link of theirs (reset, verification, email change).
 func (db *DB) SetPassword(ctx context.Context, userID, passwordHash string) error {
 	return mapError(db.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, passwordHash)
@@ -93,6 +94,9 @@ func (db *DB) SetPassword(ctx context.Context, userID, passwordHash string) erro
 		}
 		if tag.RowsAffected() == 0 {
 			return pgx.ErrNoRows
+		}
+		if err := dropAccountTokens(ctx, tx, userID); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
 		return err

@@ -1,0 +1,118 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/servicetest"
+)
+
+// Issue 24 item 4: a mailed link stands on the address and the password it
+// was issued for, and dies when either changes (a password change, an email
+// change, a reset).
+
+func TestResetLink_DiesOnPasswordChange(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	svc := env.Service
+	u, verifyTok := mustSignup(t, env, srv, "pat@example.com")
+	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
+	if err := svc.ChangeEmail(ctx, u, "pat2@example.com", linkPassword, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	changeTok := servicetest.LinkToken(t, srv.Wait(t, "pat2@example.com", "Confirm your email"), "/verify-email")
+
+	if err := svc.ChangePassword(ctx, u, linkPassword, "the changed password 2", "198.51.100.1"); err != nil {
+		t.Fatalf("ChangePassword() err = %v", err)
+	}
+	if err := svc.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("ResetPassword(link from before the password change) err = %v, want invalid", err)
+	}
+	// The email change asked for with the old password dies too: whoever
+	// asked for it may be who the password change locked out.
+	if _, err := svc.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(email change from before the password change) err = %v, want invalid", err)
+	}
+	if _, err := svc.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(link from before the password change) err = %v, want invalid", err)
+	}
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: u.Email, Password: "the changed password 2"}, "198.51.100.2"); err != nil {
+		t.Fatalf("Login(changed password) err = %v", err)
+	}
+}
+
+func TestResetLink_DiesOnEmailChange(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	svc := env.Service
+	u, _ := mustSignup(t, env, srv, "eve@example.com")
+	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
+	if err := svc.ChangeEmail(ctx, u, "eve2@example.com", linkPassword, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	changeTok := servicetest.LinkToken(t, srv.Wait(t, "eve2@example.com", "Confirm your email"), "/verify-email")
+	if _, err := svc.VerifyEmail(ctx, changeTok); err != nil {
+		t.Fatalf("VerifyEmail(change) err = %v", err)
+	}
+	// The reset link went to the old address, which is no longer the
+	// account's: whoever reads that mailbox now must not get in.
+	if err := svc.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("ResetPassword(link to the old address) err = %v, want invalid", err)
+	}
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "eve2@example.com", Password: linkPassword}, "198.51.100.2"); err != nil {
+		t.Fatalf("Login(unchanged password) err = %v", err)
+	}
+}
+
+func TestResetLink_ResetSpendsEveryLink(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	svc := env.Service
+	u, _ := mustSignup(t, env, srv, "rex@example.com")
+	if err := svc.ChangeEmail(ctx, u, "rex2@example.com", linkPassword, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	changeTok := servicetest.LinkToken(t, srv.Wait(t, "rex2@example.com", "Confirm your email"), "/verify-email")
+	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
+	if err := svc.ResetPassword(ctx, resetTok, "a reset password 3", false); err != nil {
+		t.Fatalf("ResetPassword() err = %v", err)
+	}
+	// Someone who had the session and asked to move the account to their
+	// own address is who the reset is for: their link is spent.
+	if _, err := svc.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(email change from before the reset) err = %v, want invalid", err)
+	}
+}
+
+// TestAccountLink_BoundToPassword: the binding holds even where nothing
+// deletes the links (a password set by any other path, such as SQL or a
+// future route): the link is checked against the password it was issued for.
+func TestAccountLink_BoundToPassword(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	svc := env.Service
+	u, verifyTok := mustSignup(t, env, srv, "bo@example.com")
+	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+		t.Fatal(err)
+	}
+	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
+	if _, err := env.DB.Pool.Exec(ctx, `UPDATE users SET password_hash = 'another hash' WHERE id = $1`, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.ResetPassword(ctx, resetTok, "a reset password 3", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("ResetPassword(after the password changed) err = %v, want invalid", err)
+	}
+	if _, err := svc.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(after the password changed) err = %v, want invalid", err)
+	}
+}
