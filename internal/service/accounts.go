@@ -175,7 +175,13 @@ func (t loginThrottle) check(ctx context.Context, sub loginSubjects) error {
 
 // refusal is the 429 for a window that started at start.
 func (t loginThrottle) refusal(start time.Time, msg string) error {
-	wait := int(math.Ceil(time.Until(start.Add(t.period)).Seconds()))
+	return windowRefusal(start, t.period, msg)
+}
+
+// windowRefusal is the 429 for a counting window of length window that
+// started at start: Retry-After is when it ends.
+func windowRefusal(start time.Time, window time.Duration, msg string) error {
+	wait := int(math.Ceil(time.Until(start.Add(window)).Seconds()))
 	return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: msg}
 }
 

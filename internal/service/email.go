@@ -32,6 +32,10 @@ func (s *Service) ChangeEmail(ctx context.Context, u *mcpgate.User, newEmail, cu
 	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		return err
 	}
+	if err := s.throttleMail(ctx, mailSend{kind: "email_change", to: newEmail, userID: u.ID,
+		refusal: "a few confirmation links were sent already; check that inbox (and its spam folder), or wait a few minutes"}); err != nil {
+		return err
+	}
 	tok, tokHash := newAccountToken()
 	if err := s.db.CreateAccountToken(ctx, u.ID, store.TokenEmailChange, tokHash, newEmail, s.now().Add(verifyTTL)); err != nil {
 		return err

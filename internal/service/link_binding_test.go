@@ -116,3 +116,48 @@ func TestAccountLink_BoundToPassword(t *testing.T) {
 		t.Fatalf("VerifyEmail(after the password changed) err = %v, want invalid", err)
 	}
 }
+
+// Issue 24 item 6: every route that sends mail is throttled per person and
+// per target address by one mechanism. Before, ten email changes to one
+// address sent it ten mails.
+func TestChangeEmail_MailThrottled(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	svc := env.Service
+	u, _ := mustSignup(t, env, srv, "flood@example.com")
+	var err error
+	sent := 0
+	for i := 0; i < 10 && err == nil; i++ {
+		if err = svc.ChangeEmail(ctx, u, "victim@example.com", linkPassword, "198.51.100.1"); err == nil {
+			sent++
+		}
+	}
+	if mcpgate.ErrorCode(err) != mcpgate.ETooMany || sent != 3 {
+		t.Fatalf("10 email changes to one address: %d sent, then err = %v; want 3 sent, then too many", sent, err)
+	}
+	if mcpgate.ErrorRetryAfter(err) <= 0 {
+		t.Fatalf("refusal %v carries no Retry-After", err)
+	}
+	// Per person: other addresses do not reset the count.
+	if err := svc.ChangeEmail(ctx, u, "other@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+		t.Fatalf("4th email change to another address err = %v, want too many", err)
+	}
+	// Per target: another person cannot flood the same inbox either.
+	v, _ := mustSignup(t, env, srv, "helper@example.com")
+	if err := svc.ChangeEmail(ctx, v, "victim@example.com", linkPassword, "198.51.100.9"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+		t.Fatalf("another person's email change to the flooded address err = %v, want too many", err)
+	}
+	if err := svc.ChangeEmail(ctx, v, "fresh@example.com", linkPassword, "198.51.100.9"); err != nil {
+		t.Fatalf("another person's email change elsewhere err = %v", err)
+	}
+	srv.Wait(t, "fresh@example.com", "Confirm your email")
+	n := 0
+	for _, m := range srv.Messages() {
+		if m.To == "victim@example.com" {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("victim@example.com got %d mails, want 3", n)
+	}
+}

@@ -12,12 +12,6 @@ import (
 // verifyTTL is how long an email-verification link works.
 const verifyTTL = 24 * time.Hour
 
-// Resends of the verification mail allowed per person per window.
-const (
-	verifyResends      = 3
-	verifyResendWindow = 15 * time.Minute
-)
-
 var errUnverified = mcpgate.Errorf(mcpgate.EForbidden,
 	"confirm your email address first: open the link we emailed you, or send a new one from Account settings")
 
@@ -93,12 +87,8 @@ func (s *Service) ResendVerification(ctx context.Context, u *mcpgate.User) error
 	if ok {
 		return mcpgate.Errorf(mcpgate.EConflict, "your email address is already confirmed")
 	}
-	sub := "verify:user:" + u.ID
-	if err := s.mailThrottle(ctx, sub, verifyResends, verifyResendWindow,
-		"a few links were sent already; check your inbox and spam folder, or wait a few minutes"); err != nil {
-		return err
-	}
-	if err := s.db.RecordLoginFailure(ctx, verifyResendWindow, sub); err != nil {
+	if err := s.throttleMail(ctx, mailSend{kind: "verify", to: u.Email, userID: u.ID,
+		refusal: "a few links were sent already; check your inbox and spam folder, or wait a few minutes"}); err != nil {
 		return err
 	}
 	return s.sendVerification(ctx, u)
