@@ -111,6 +111,10 @@ type WorkspaceService interface {
 	// workspaces, with their role, and the workspace as they see it. A
 	// workspace they are not in is ENotFound, as if it did not exist.
 	Enter(ctx context.Context, u *User, workspaceID string, source Source) (*Actor, *Workspace, error)
+	// EnterToGrant is Enter for a person about to give an app access to
+	// the workspace (OAuth consent): an owner or admin is held to the
+	// workspace's two-factor policy, as for any admin change.
+	EnterToGrant(ctx context.Context, u *User, workspaceID string) (*Actor, *Workspace, error)
 	// Workspaces lists the user's workspaces with their role in each.
 	Workspaces(ctx context.Context, u *User) ([]Workspace, error)
 	CreateWorkspace(ctx context.Context, u *User, name string) (*Workspace, error)
@@ -129,6 +133,7 @@ type WorkspaceService interface {
 	// UpdateWorkspace changes a workspace's settings (owners only); fields
 	// left nil keep their value. Requiring two-factor sign-in of owners and
 	// admins is refused unless the owner making the change has it on.
+	// Only an owner may change them.
 	UpdateWorkspace(ctx context.Context, a *Actor, u WorkspaceUpdate) (*Workspace, error)
 	// FindInvitation returns the open invitation a token belongs to.
 	FindInvitation(ctx context.Context, token string) (*Invitation, error)
@@ -139,6 +144,7 @@ type WorkspaceService interface {
 // value.
 type WorkspaceUpdate struct {
 	RequireTwoFactor *bool
+	ApprovalFourEyes *bool
 }
 
 // KeyService manages MCP keys.

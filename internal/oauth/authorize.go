@@ -258,8 +258,12 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.redirectError(w, r, ar, &oauthError{Code: "access_denied", Description: "the person declined"})
 		return
 	}
-	actor, _, err := s.opts.Workspaces.Enter(r.Context(), u, r.PostForm.Get("workspace"), mcpgate.SourceDashboard)
+	actor, _, err := s.opts.Workspaces.EnterToGrant(r.Context(), u, r.PostForm.Get("workspace"))
 	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.ETOTPEnrolment {
+			s.errorPage(w, r, http.StatusForbidden, "Two-factor sign-in required", mcpgate.ErrorMessage(err))
+			return
+		}
 		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid {
 			s.errorPage(w, r, http.StatusNotFound, "Workspace not found", "Choose one of your workspaces. Start again from the app.")
 			return
