@@ -51,7 +51,7 @@ func (s *Server) handleLogin(r *http.Request, req loginRequest) (reply, error) {
 		return reply{}, err
 	}
 	// Drop any session the browser already had: login always makes a new one.
-	if old, err := r.Cookie(SessionCookie); err == nil {
+	if old, err := r.Cookie(s.sessions.cookieName(SessionCookie)); err == nil {
 		if claims, err := s.sessions.parse(old.Value); err == nil {
 			_ = s.opts.Sessions.RevokeSession(r.Context(), claims.ID)
 		}
@@ -66,7 +66,7 @@ func (s *Server) signedIn(r *http.Request, status int, u *mcpgate.User) (reply, 
 }
 
 func (s *Server) handleLogout(r *http.Request) (reply, error) {
-	if c, err := r.Cookie(SessionCookie); err == nil {
+	if c, err := r.Cookie(s.sessions.cookieName(SessionCookie)); err == nil {
 		if claims, err := s.sessions.parse(c.Value); err == nil {
 			if err := s.opts.Sessions.RevokeSession(r.Context(), claims.ID); err != nil {
 				return reply{}, err

@@ -156,7 +156,12 @@ func pageHeaders(w http.ResponseWriter, redirectURI string) {
 }
 
 // ensureCSRF returns the browser's CSRF token, setting one when it has none.
+// A signed-in person's is the one bound to their session (the API's session
+// layer puts it in the context), which the consent POST is checked against.
 func (s *Server) ensureCSRF(w http.ResponseWriter, r *http.Request) string {
+	if tok := mcpgate.CSRFTokenFromContext(r.Context()); tok != "" {
+		return tok
+	}
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
@@ -239,8 +244,8 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read. Start again from the app.")
 		return
 	}
-	c, err := r.Cookie(csrfCookie)
-	if err != nil || len(c.Value) < 32 || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostForm.Get(csrfField))) != 1 {
+	want := mcpgate.CSRFTokenFromContext(r.Context())
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(r.PostForm.Get(csrfField))) != 1 {
 		s.errorPage(w, r, http.StatusForbidden, "This form expired",
 			"The page was not sent by this gateway, or it is too old. Start again from the app.")
 		return

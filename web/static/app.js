@@ -5,8 +5,11 @@
 (function () {
   'use strict';
 
+  // The session's CSRF token; on https its cookie has the __Host- prefix
+  // (which wins over a cookie without it that an older gateway left).
   function csrfToken() {
-    var m = document.cookie.match(/(?:^|;\s*)mcpgate_csrf=([^;]*)/);
+    var m = document.cookie.match(/(?:^|;\s*)__Host-mcpgate_csrf=([^;]*)/) ||
+      document.cookie.match(/(?:^|;\s*)mcpgate_csrf=([^;]*)/);
     return m ? decodeURIComponent(m[1]) : '';
   }
 
