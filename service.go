@@ -17,7 +17,10 @@ type AccountService interface {
 	// Signup creates an account. With an invitation token it also joins
 	// that workspace (the invitation's email must match); in invite-only
 	// mode an invitation is required. Sign-ups are throttled per client
-	// address.
+	// address. Where addresses must be confirmed (SIGNUP_VERIFY=required)
+	// it returns no user and no error: the account is made when the link
+	// mailed to the address is opened (VerifyEmail), and an address that
+	// has an account already gets a note instead, with the same answer.
 	Signup(ctx context.Context, email, password, invitation, address string) (*User, error)
 	// Login checks an email and password, and for a person who signs in
 	// with two factors a TOTP or recovery code, under the login throttle,
@@ -42,7 +45,8 @@ type AccountService interface {
 	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
 	// EmailVerified reports whether the person has confirmed their address.
 	EmailVerified(ctx context.Context, u *User) (bool, error)
-	// VerifyEmail confirms an address with the token of its emailed link.
+	// VerifyEmail confirms an address with the token of its emailed link;
+	// the link of a sign-up that waits for it creates the account.
 	VerifyEmail(ctx context.Context, token string) (*User, error)
 	// ResendVerification emails a new verification link (throttled).
 	ResendVerification(ctx context.Context, u *User) error

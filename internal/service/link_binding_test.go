@@ -2,7 +2,9 @@ package service_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
@@ -159,5 +161,60 @@ func TestChangeEmail_MailThrottled(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("victim@example.com got %d mails, want 3", n)
+	}
+}
+
+// Issue 24 item 8: where addresses are confirmed first, a sign-up answers
+// the same whether or not the address has an account (before: 409 for a
+// known one); the owner of a known address is mailed instead, throttled.
+func TestSignup_UniformWhereVerified(t *testing.T) {
+	env, srv := mailEnv(t, true)
+	ctx := context.Background()
+	svc := env.Service
+	known, _ := mustSignup(t, env, srv, "known@example.com")
+	for _, email := range []string{"known@example.com", "fresh@example.com"} {
+		if u, err := svc.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7"); u != nil || err != nil {
+			t.Fatalf("Signup(%s) = %+v, %v; want no user, no error", email, u, err)
+		}
+	}
+	note := srv.Wait(t, "known@example.com", "You already have an account")
+	if !strings.Contains(note.Text, "https://gw.example/login") {
+		t.Errorf("the owner's note = %q, want a sign-in link", note.Text)
+	}
+	srv.Wait(t, "fresh@example.com", "Confirm your email")
+	// Nothing changed for the known account: its password is its own.
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: "someone else's pw 1"}, "198.51.100.8"); err == nil {
+		t.Fatal("the second sign-up's password signs in to the known account")
+	}
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: linkPassword}, "198.51.100.8"); err != nil {
+		t.Fatalf("Login(own password) err = %v", err)
+	}
+	// Throttled alike per target address: three sign-up mails per window
+	// (known's own sign-up was the first of its three), then refused.
+	for _, email := range []string{"known@example.com", "fresh@example.com"} {
+		var err error
+		for i := 0; i < 3 && err == nil; i++ {
+			_, err = svc.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7")
+		}
+		if mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+			t.Fatalf("4th sign-up with %s err = %v, want too many", email, err)
+		}
+	}
+	// The mailer sends in the background: wait for the second note (the
+	// refused sign-ups queued none).
+	notes := func() int {
+		n := 0
+		for _, m := range srv.Messages() {
+			if m.To == "known@example.com" && strings.Contains(m.Subject, "already have") {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(10 * time.Second); notes() < 2 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := notes(); n != 2 {
+		t.Fatalf("known@example.com got %d notes, want 2", n)
 	}
 }

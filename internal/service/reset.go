@@ -84,6 +84,9 @@ func (s *Service) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind,
 // MailDone audits the outcome of one email (wire it as the mailer's Done).
 // The event names the kind of message and the attempts, never the link.
 func (s *Service) MailDone(r mail.Result) {
+	if r.Ref == "" {
+		return // a sign-up's link: no account, so no audit log, yet
+	}
 	ctx := context.Background()
 	u, err := s.db.FindUserByID(ctx, r.Ref)
 	if err != nil {

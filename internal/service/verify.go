@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -53,7 +54,15 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*mcpgate.User,
 	if token == "" {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the link is incomplete; open the link from the email again")
 	}
-	u, oldEmail, err := s.db.VerifyEmail(ctx, mcpgate.HashToken(token))
+	hash := mcpgate.HashToken(token)
+	if u, err := s.db.CompleteSignup(ctx, hash); !errors.Is(err, store.ErrNoPendingSignup) {
+		if err != nil {
+			return nil, err
+		}
+		s.recordAccount(ctx, u, mcpgate.ActionEmailVerified)
+		return u, nil
+	}
+	u, oldEmail, err := s.db.VerifyEmail(ctx, hash)
 	if err != nil {
 		return nil, err
 	}

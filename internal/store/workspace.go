@@ -287,12 +287,14 @@ func (db *DB) DecisionPolicy(ctx context.Context, workspaceID, userID string) (t
 }
 
 // PruneExpired deletes spent rows that no longer matter: expired sessions,
-// spent confirmation tokens past their expiry, stale login failures.
+// spent confirmation tokens past their expiry, sign-ups whose link expired,
+// stale login failures.
 func (db *DB) PruneExpired(ctx context.Context, loginWindow time.Duration) error {
 	_, err := db.Pool.Exec(ctx, `
 		WITH s AS (DELETE FROM sessions WHERE expires_at < now() - interval '1 day'),
 		     t AS (DELETE FROM spent_tokens WHERE expires_at < now()),
-		     a AS (DELETE FROM account_tokens WHERE expires_at < now() - interval '1 day')
+		     a AS (DELETE FROM account_tokens WHERE expires_at < now() - interval '1 day'),
+		     p AS (DELETE FROM pending_signups WHERE expires_at < now())
 		DELETE FROM login_failures WHERE window_start < now() - make_interval(secs => $1)`, loginWindow.Seconds())
 	return mapError(err, "")
 }

@@ -250,9 +250,12 @@
     el.hidden = false;
   }
 
-  function onSuccess(form, data, changed) {
+  function onSuccess(form, data, changed, status) {
     var action = form.dataset.done || 'reload';
     if (form.dataset.flash && (action === 'reload' || action === 'next' || action.indexOf('redirect:') === 0)) setFlash(form.dataset.flash);
+    // data-flash-accepted: a 202 answer's own words become the flash (a
+    // sign-up that waits for its emailed link).
+    if (form.dataset.flashAccepted != null && status === 202 && data && typeof data.status === 'string') setFlash(data.status);
     if (action === 'reload') { window.location.reload(); return; }
     if (action === 'next') { window.location.assign(form.dataset.next || '/app'); return; }
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
@@ -330,7 +333,7 @@
           showError(form, errorMessage(r.res, r.data));
           return;
         }
-        onSuccess(form, r.data, changed);
+        onSuccess(form, r.data, changed, r.res.status);
       }, function () {
         delete form.dataset.busy;
         setBusy(form, false);

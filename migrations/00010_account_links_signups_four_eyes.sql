@@ -13,6 +13,22 @@ ALTER TABLE account_tokens ADD COLUMN password_fp bytea;
 -- approval; another owner or admin decides.
 ALTER TABLE workspaces ADD COLUMN approval_four_eyes boolean NOT NULL DEFAULT false;
 
+-- A sign-up where SIGNUP_VERIFY=required waits here until the link mailed to
+-- the address is opened; only then is the account made. So a sign-up answers
+-- the same whether or not the address has an account (its owner is mailed
+-- instead), and nobody can hold an address they do not read. Only the
+-- SHA-256 of the token is stored; password_hash is the argon2id hash the
+-- account will have.
+CREATE TABLE pending_signups (
+    token_hash    bytea PRIMARY KEY,
+    email         text NOT NULL,
+    password_hash text NOT NULL,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    expires_at    timestamptz NOT NULL
+);
+CREATE INDEX pending_signups_email_idx ON pending_signups (email);
+
 -- +goose Down
+DROP TABLE pending_signups;
 ALTER TABLE workspaces DROP COLUMN approval_four_eyes;
 ALTER TABLE account_tokens DROP COLUMN password_fp;
