@@ -14,8 +14,9 @@ import (
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
-// csrfCookie and csrfField are the dashboard's double-submit CSRF token
-// (api.CSRFCookie, api.CSRFFormField): the consent form carries it.
+// csrfCookie and csrfField are the dashboard's CSRF cookie and form field
+// (api.CSRFCookie, api.CSRFFormField): the consent form carries the token,
+// bound to the person's session (mcpgate.CSRFTokenFromContext).
 const (
 	csrfCookie = "mcpgate_csrf"
 	csrfField  = "csrf_token"
