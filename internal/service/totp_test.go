@@ -396,17 +396,7 @@ func TestTwoFactorPolicy(t *testing.T) {
 	f := newPadFixture(t)
 	ctx := context.Background()
 	on, off := true, false
-	enrol := func(a *mcpgate.Actor) {
-		t.Helper()
-		u := &mcpgate.User{ID: a.UserID, Email: a.Email}
-		secret := mcpgate.Secret("JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")
-		if err := f.db.BeginTOTP(ctx, f.sealer, u.ID, secret); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.db.ConfirmTOTP(ctx, u.ID, 1, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enrol := func(a *mcpgate.Actor) { t.Helper(); f.enrolTOTP(t, a) }
 	memberKey := f.keyActor(t, f.member)
 	f.enableEnd(t, mcpgate.ApprovalHuman)
 
