@@ -3,6 +3,8 @@ package service_test
 import (
 	"context"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +218,34 @@ func TestSignup_UniformWhereVerified(t *testing.T) {
 	}
 	if n := notes(); n != 2 {
 		t.Fatalf("known@example.com got %d notes, want 2", n)
+	}
+}
+
+// TestChangeEmail_MailThrottledInParallel: the count and its check are one
+// statement, so ten email changes at once (as from several replicas) still
+// send three mails, whatever their order.
+func TestChangeEmail_MailThrottledInParallel(t *testing.T) {
+	env, srv := mailEnv(t, false)
+	ctx := context.Background()
+	u, _ := mustSignup(t, env, srv, "burst@example.com")
+	var wg sync.WaitGroup
+	var sent, refused atomic.Int32
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := env.Service.ChangeEmail(ctx, u, "target@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) {
+			case "":
+				sent.Add(1)
+			case mcpgate.ETooMany:
+				refused.Add(1)
+			default:
+				t.Errorf("ChangeEmail() err = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if sent.Load() != 3 || refused.Load() != 7 {
+		t.Fatalf("10 parallel email changes: %d sent, %d refused; want 3 and 7", sent.Load(), refused.Load())
 	}
 }
