@@ -9,6 +9,7 @@ const (
 	requestIDKey
 	sessionIDKey
 	workspaceKey
+	csrfKey
 )
 
 // NewContextWithSessionID returns ctx carrying the id of the dashboard
@@ -22,6 +23,19 @@ func NewContextWithSessionID(ctx context.Context, id string) context.Context {
 func SessionIDFromContext(ctx context.Context) string {
 	id, _ := ctx.Value(sessionIDKey).(string)
 	return id
+}
+
+// NewContextWithCSRFToken returns ctx carrying the CSRF token bound to the
+// request's dashboard session, which a page's forms echo.
+func NewContextWithCSRFToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, csrfKey, token)
+}
+
+// CSRFTokenFromContext returns the request's session-bound CSRF token, or ""
+// when the request has no session.
+func CSRFTokenFromContext(ctx context.Context) string {
+	t, _ := ctx.Value(csrfKey).(string)
+	return t
 }
 
 // NewContextWithUser returns ctx carrying the authenticated dashboard user.

@@ -57,6 +57,10 @@ type Workspace struct {
 	// have two-factor sign-in on before they change tools, approvals,
 	// guardrails or credentials.
 	RequireTwoFactor bool `json:"require_two_factor"`
+	// ApprovalFourEyes is the owners' rule that the person who decides an
+	// approval request must be someone other than the person whose key or
+	// app asked for it.
+	ApprovalFourEyes bool `json:"approval_four_eyes"`
 	// Role is the viewing user's role in it, where it was read for a user.
 	Role Role `json:"role,omitempty"`
 }

@@ -17,7 +17,10 @@ type AccountService interface {
 	// Signup creates an account. With an invitation token it also joins
 	// that workspace (the invitation's email must match); in invite-only
 	// mode an invitation is required. Sign-ups are throttled per client
-	// address.
+	// address. Where addresses must be confirmed (SIGNUP_VERIFY=required)
+	// it returns no user and no error: the account is made when the link
+	// mailed to the address is opened (VerifyEmail), and an address that
+	// has an account already gets a note instead, with the same answer.
 	Signup(ctx context.Context, email, password, invitation, address string) (*User, error)
 	// Login checks an email and password, and for a person who signs in
 	// with two factors a TOTP or recovery code, under the login throttle,
@@ -46,7 +49,8 @@ type AccountService interface {
 	ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error
 	// EmailVerified reports whether the person has confirmed their address.
 	EmailVerified(ctx context.Context, u *User) (bool, error)
-	// VerifyEmail confirms an address with the token of its emailed link.
+	// VerifyEmail confirms an address with the token of its emailed link;
+	// the link of a sign-up that waits for it creates the account.
 	VerifyEmail(ctx context.Context, token string) (*User, error)
 	// ResendVerification emails a new verification link (throttled).
 	ResendVerification(ctx context.Context, u *User) error
@@ -115,6 +119,10 @@ type WorkspaceService interface {
 	// workspaces, with their role, and the workspace as they see it. A
 	// workspace they are not in is ENotFound, as if it did not exist.
 	Enter(ctx context.Context, u *User, workspaceID string, source Source) (*Actor, *Workspace, error)
+	// EnterToGrant is Enter for a person about to give an app access to
+	// the workspace (OAuth consent): an owner or admin is held to the
+	// workspace's two-factor policy, as for any admin change.
+	EnterToGrant(ctx context.Context, u *User, workspaceID string) (*Actor, *Workspace, error)
 	// Workspaces lists the user's workspaces with their role in each.
 	Workspaces(ctx context.Context, u *User) ([]Workspace, error)
 	CreateWorkspace(ctx context.Context, u *User, name string) (*Workspace, error)
@@ -133,6 +141,7 @@ type WorkspaceService interface {
 	// UpdateWorkspace changes a workspace's settings (owners only); fields
 	// left nil keep their value. Requiring two-factor sign-in of owners and
 	// admins is refused unless the owner making the change has it on.
+	// Only an owner may change them.
 	UpdateWorkspace(ctx context.Context, a *Actor, u WorkspaceUpdate) (*Workspace, error)
 	// FindInvitation returns the open invitation a token belongs to.
 	FindInvitation(ctx context.Context, token string) (*Invitation, error)
@@ -143,6 +152,7 @@ type WorkspaceService interface {
 // value.
 type WorkspaceUpdate struct {
 	RequireTwoFactor *bool
+	ApprovalFourEyes *bool
 }
 
 // KeyService manages MCP keys.

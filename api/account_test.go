@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -213,29 +215,56 @@ func TestPasswordReset_APIWithoutMail(t *testing.T) {
 
 func TestVerifyEmail_API(t *testing.T) {
 	ts, smtp := newMailServer(t, func(o *service.Options) { o.RequireVerifiedEmail = true })
-	c := ts.signedUp(t, "val@example.com")
-	me := func() map[string]any {
-		var body struct {
-			User map[string]any `json:"user"`
-		}
-		c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusOK).decode(t, &body)
-		return body.User
+	c := ts.newClient(t)
+	// The sign-up answers 202 and signs nobody in: the link makes the account.
+	r := c.do("POST", "/api/v1/auth/signup", map[string]string{"email": "val@example.com", "password": testPassword}).
+		wantStatus(t, http.StatusAccepted)
+	if r.cookie(api.SessionCookie) != nil {
+		t.Fatal("a sign-up that waits for its link set a session cookie")
 	}
-	if u := me(); u["email_verified"] != false || u["totp_enabled"] != false {
-		t.Fatalf("me before verifying = %v", u)
-	}
-	ws := c.mustMe().Workspaces[0].ID
-	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusForbidden)
 	tok := servicetest.LinkToken(t, smtp.Wait(t, "val@example.com", "Confirm"), "/verify-email")
+	c.do("POST", "/api/v1/auth/login", map[string]string{"email": "val@example.com", "password": testPassword}).
+		wantStatus(t, http.StatusUnauthorized)
 	// Another browser, signed out, can open the link.
 	anon := ts.newClient(t)
 	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": tok}).wantStatus(t, http.StatusOK)
 	anon.do("POST", "/api/v1/auth/verify-email", map[string]string{"token": tok}).wantStatus(t, http.StatusBadRequest)
-	if u := me(); u["email_verified"] != true {
-		t.Fatalf("me after verifying = %v", u)
+	c.mustLogin("val@example.com")
+	var body struct {
+		User map[string]any `json:"user"`
 	}
+	c.do("GET", "/api/v1/me", nil).wantStatus(t, http.StatusOK).decode(t, &body)
+	if body.User["email_verified"] != true || body.User["totp_enabled"] != false {
+		t.Fatalf("me after the link = %v", body.User)
+	}
+	ws := c.mustMe().Workspaces[0].ID
 	c.do("POST", "/api/v1/workspaces/"+ws+"/keys", map[string]string{"name": "k"}).wantStatus(t, http.StatusCreated)
 	c.do("POST", "/api/v1/me/email-verification", nil).wantStatus(t, http.StatusConflict)
+}
+
+// TestSignup_Uniform_API (issue 24): where addresses are confirmed first, a
+// sign-up with a known address gets exactly the answer of a new one (before:
+// 409 "an account with this email already exists").
+func TestSignup_Uniform_API(t *testing.T) {
+	ts, smtp := newMailServer(t, func(o *service.Options) { o.RequireVerifiedEmail = true })
+	if _, err := ts.db.CreateUser(context.Background(), "known@example.com", "hash", nil); err != nil {
+		t.Fatal(err)
+	}
+	answer := func(email string) *response {
+		c := ts.newClient(t)
+		return c.do("POST", "/api/v1/auth/signup", map[string]string{"email": email, "password": testPassword})
+	}
+	known, fresh := answer("known@example.com"), answer("fresh@example.com")
+	if known.Status != fresh.Status || !bytes.Equal(known.Body, fresh.Body) || known.Status != http.StatusAccepted {
+		t.Fatalf("known address = %d %s, new address = %d %s; want the same 202", known.Status, known.Body, fresh.Status, fresh.Body)
+	}
+	for _, r := range []*response{known, fresh} {
+		if len(r.Header.Values("Set-Cookie")) != 0 {
+			t.Fatalf("%s set cookies: %q", r.req, r.Header.Values("Set-Cookie"))
+		}
+	}
+	smtp.Wait(t, "known@example.com", "You already have an account")
+	smtp.Wait(t, "fresh@example.com", "Confirm")
 }
 
 func TestEmailChange_API(t *testing.T) {

@@ -41,8 +41,17 @@ func (s *Server) handleSignup(r *http.Request, req credentialsRequest) (reply, e
 	if err != nil {
 		return reply{}, err
 	}
+	if u == nil {
+		// SIGNUP_VERIFY=required: the account is made when the link is
+		// opened. The answer is the same for an address with an account.
+		return accepted(signupMailed), nil
+	}
 	return s.signedIn(r, http.StatusCreated, u)
 }
+
+// signupMailed is the answer to every sign-up where addresses are confirmed
+// first, whether or not the address has an account.
+const signupMailed = "Check your inbox: we emailed you a link to finish creating your account. It works once, for 24 hours."
 
 func (s *Server) handleLogin(r *http.Request, req loginRequest) (reply, error) {
 	u, err := s.svc.Accounts.Login(r.Context(), mcpgate.Credentials{Email: req.Email, Password: req.Password,
@@ -51,7 +60,7 @@ func (s *Server) handleLogin(r *http.Request, req loginRequest) (reply, error) {
 		return reply{}, err
 	}
 	// Drop any session the browser already had: login always makes a new one.
-	if old, err := r.Cookie(SessionCookie); err == nil {
+	if old, err := r.Cookie(s.sessions.cookieName(SessionCookie)); err == nil {
 		if claims, err := s.sessions.parse(old.Value); err == nil {
 			_ = s.opts.Sessions.RevokeSession(r.Context(), claims.ID)
 		}
@@ -66,7 +75,7 @@ func (s *Server) signedIn(r *http.Request, status int, u *mcpgate.User) (reply, 
 }
 
 func (s *Server) handleLogout(r *http.Request) (reply, error) {
-	if c, err := r.Cookie(SessionCookie); err == nil {
+	if c, err := r.Cookie(s.sessions.cookieName(SessionCookie)); err == nil {
 		if claims, err := s.sessions.parse(c.Value); err == nil {
 			if err := s.opts.Sessions.RevokeSession(r.Context(), claims.ID); err != nil {
 				return reply{}, err

@@ -21,9 +21,10 @@ func TestSignup_Cookies(t *testing.T) {
 		name       string
 		publicURL  string
 		wantSecure bool
+		prefix     string // of both cookies' names
 	}{
 		{name: "http", publicURL: "http://localhost:8080", wantSecure: false},
-		{name: "https", publicURL: "https://gw.example.com", wantSecure: true},
+		{name: "https", publicURL: "https://gw.example.com", wantSecure: true, prefix: "__Host-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -31,7 +32,7 @@ func TestSignup_Cookies(t *testing.T) {
 			c := ts.newClient(t)
 			r := c.do("POST", "/api/v1/auth/signup", map[string]string{"email": "a@example.com", "password": testPassword}).
 				wantStatus(t, http.StatusCreated)
-			sess := r.cookie(api.SessionCookie)
+			sess := r.cookie(tt.prefix + api.SessionCookie)
 			if sess == nil || sess.Value == "" {
 				t.Fatalf("signup set no %s cookie; Set-Cookie = %q", api.SessionCookie, r.Header.Values("Set-Cookie"))
 			}
@@ -39,7 +40,7 @@ func TestSignup_Cookies(t *testing.T) {
 				t.Errorf("session cookie HttpOnly=%v SameSite=%v Secure=%v Path=%q, want true, Lax, %v, /",
 					sess.HttpOnly, sess.SameSite, sess.Secure, sess.Path, tt.wantSecure)
 			}
-			csrf := r.cookie(api.CSRFCookie)
+			csrf := r.cookie(tt.prefix + api.CSRFCookie)
 			if csrf == nil || len(csrf.Value) < 32 {
 				t.Fatalf("signup set no usable %s cookie: %+v", api.CSRFCookie, csrf)
 			}
@@ -368,7 +369,7 @@ func TestMe_Shape(t *testing.T) {
 	if !ok || len(ws) != 1 {
 		t.Fatalf("/me workspaces = %v, want a list of one", got["workspaces"])
 	}
-	if diff := cmp.Diff([]string{"created_at", "id", "name", "personal", "require_two_factor", "role"}, keys(ws[0])); diff != "" {
+	if diff := cmp.Diff([]string{"approval_four_eyes", "created_at", "id", "name", "personal", "require_two_factor", "role"}, keys(ws[0])); diff != "" {
 		t.Errorf("/me workspace keys (-want +got):\n%s", diff)
 	}
 	user := got["user"].(map[string]any)

@@ -56,6 +56,12 @@ func TestCSRF_EveryStateChangingRoute(t *testing.T) {
 				"ws": me.Workspaces[0].ID, "user": me.User.ID, "id": "7f6c2a51-33a4-4c5e-9a53-8d3b8e0c1f00",
 				"token": "inv_unknown", "name": "tool", "key": "key"})
 			token := c.csrfToken()
+			// The token of another session (the attacker's own, say),
+			// planted as the victim's cookie and echoed: a double-submit
+			// check let it through, a token bound to the session does not.
+			other := ts.newClient(t)
+			other.mustSignup(strings.ToLower(rand.Text()) + "@example.com")
+			planted := other.csrfToken()
 			tests := []struct {
 				name   string
 				header string
@@ -63,8 +69,9 @@ func TestCSRF_EveryStateChangingRoute(t *testing.T) {
 			}{
 				{name: "no header"},
 				{name: "mismatched header", header: strings.Repeat("x", len(token))},
-				{name: "header without cookie", header: token, cookie: "-"},
+				{name: "no header, no cookie", cookie: "-"},
 				{name: "short cookie echoed", header: "abc", cookie: "abc"},
+				{name: "another session's token planted", header: planted, cookie: planted},
 			}
 			for _, tt := range tests {
 				// Cookies by hand, from a fresh browser: the session, and the
@@ -109,4 +116,75 @@ func TestCSRF_NoSessionCookie(t *testing.T) {
 	c.send(req).wantStatus(t, http.StatusCreated)
 	anon := ts.newClient(t)
 	anon.send(anon.newRequest("POST", "/api/v1/workspaces", map[string]string{"name": "x"})).wantStatus(t, http.StatusUnauthorized)
+}
+
+// TestSessionCookies_HostPrefix: where PUBLIC_URL is https the session and
+// CSRF cookies are __Host- cookies (Secure, Path=/, no Domain), which no
+// http page or sibling subdomain can set; a session under the name without
+// the prefix, which could have been planted, is not taken.
+func TestSessionCookies_HostPrefix(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, api.Options{PublicURL: "https://gw.example"})
+	c := ts.newClient(t) // its jar sends no Secure cookie over http: cookies by hand
+	r := c.send(c.newRequest("POST", "/api/v1/auth/signup", map[string]string{"email": "host@example.com", "password": testPassword}))
+	r.wantStatus(t, http.StatusCreated)
+	sess, csrf := r.cookie("__Host-"+api.SessionCookie), r.cookie("__Host-"+api.CSRFCookie)
+	for _, ck := range []*http.Cookie{sess, csrf} {
+		if ck == nil {
+			t.Fatalf("signup set no __Host- cookies: %q", r.Header.Values("Set-Cookie"))
+		}
+		if !ck.Secure || ck.Path != "/" || ck.Domain != "" || ck.Value == "" {
+			t.Fatalf("cookie %+v, want Secure, Path=/, no Domain", ck)
+		}
+	}
+	if !sess.HttpOnly || csrf.HttpOnly {
+		t.Fatalf("HttpOnly: session %v, csrf %v; want true, false", sess.HttpOnly, csrf.HttpOnly)
+	}
+	if r.cookie(api.SessionCookie) != nil || r.cookie(api.CSRFCookie) != nil {
+		t.Fatalf("cookies without the prefix were set too: %q", r.Header.Values("Set-Cookie"))
+	}
+	send := func(method, path, cookie string, csrfHeader string) *response {
+		req := c.newRequest(method, path, map[string]string{"name": "Team"})
+		req.AddCookie(&http.Cookie{Name: cookie, Value: sess.Value})
+		if csrfHeader != "" {
+			req.Header.Set(api.CSRFHeader, csrfHeader)
+		}
+		return ts.newClient(t).send(req)
+	}
+	send("GET", "/api/v1/me", "__Host-"+api.SessionCookie, "").wantStatus(t, http.StatusOK)
+	send("GET", "/api/v1/me", api.SessionCookie, "").wantStatus(t, http.StatusUnauthorized)
+	send("POST", "/api/v1/workspaces", "__Host-"+api.SessionCookie, "").wantStatus(t, http.StatusForbidden)
+	send("POST", "/api/v1/workspaces", "__Host-"+api.SessionCookie, csrf.Value).wantStatus(t, http.StatusCreated)
+	out := send("POST", "/api/v1/auth/logout", "__Host-"+api.SessionCookie, csrf.Value).wantStatus(t, http.StatusNoContent)
+	if ck := out.cookie("__Host-" + api.SessionCookie); ck == nil || ck.MaxAge >= 0 || !ck.Secure {
+		t.Fatalf("logout did not expire the __Host- session cookie: %q", out.Header.Values("Set-Cookie"))
+	}
+}
+
+// TestCSRF_PagesGetTheSessionToken: the session layer in front of the
+// dashboard's pages (and the OAuth consent page) hands them the session's
+// token, and mends a browser's CSRF cookie that is not it (planted, or from
+// before tokens were bound to sessions).
+func TestCSRF_PagesGetTheSessionToken(t *testing.T) {
+	t.Parallel()
+	var seen string
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = mcpgate.CSRFTokenFromContext(r.Context()) })
+	ts := newTestServer(t, api.Options{Web: page})
+	c := ts.signedUp(t, "pages@example.com")
+	token := c.csrfToken()
+	c.send(c.newRequest("GET", "/app", nil)).wantStatus(t, http.StatusOK)
+	if seen != token {
+		t.Fatalf("page saw CSRF token %q, want the session's %q", seen, token)
+	}
+	c.setCookie(api.CSRFCookie, strings.Repeat("p", 43))
+	r := c.send(c.newRequest("GET", "/app", nil)).wantStatus(t, http.StatusOK)
+	if ck := r.cookie(api.CSRFCookie); ck == nil || ck.Value != token {
+		t.Fatalf("a planted CSRF cookie was not replaced by the session's: %q", r.Header.Values("Set-Cookie"))
+	}
+	// Signed out, a page gets no token.
+	anon := ts.newClient(t)
+	anon.send(anon.newRequest("GET", "/app", nil)).wantStatus(t, http.StatusOK)
+	if seen != "" {
+		t.Fatalf("a signed-out page saw CSRF token %q", seen)
+	}
 }

@@ -2,11 +2,11 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/subtle"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -21,7 +21,9 @@ type sessionDescriber interface {
 	DescribeSession(ctx context.Context, sessionID, address, userAgent string) error
 }
 
-// Cookie names and the CSRF header.
+// Cookie names and the CSRF header. Where PUBLIC_URL is https the two
+// cookies carry the __Host- prefix (see Sessions.cookieName); these are the
+// names without it.
 const (
 	SessionCookie = "mcpgate_session"
 	CSRFCookie    = "mcpgate_csrf"
@@ -29,6 +31,12 @@ const (
 	// CSRFFormField carries the CSRF token in dashboard forms.
 	CSRFFormField = "csrf_token"
 )
+
+// hostPrefix makes a browser keep a cookie only if it came over https with
+// Secure, Path=/ and no Domain (RFC 6265bis, "cookie prefixes"): no http
+// page, no sibling subdomain and no man in the middle on http can set or
+// overwrite it, so a session or CSRF cookie cannot be planted.
+const hostPrefix = "__Host-"
 
 const (
 	jwtIssuer   = "mcpgate"
@@ -68,31 +76,39 @@ func (s *Sessions) issue(w http.ResponseWriter, r *http.Request, u *mcpgate.User
 	if err != nil {
 		return err
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: signed, Path: "/", Expires: exp, MaxAge: int(s.TTL.Seconds()),
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(SessionCookie), Value: signed, Path: "/", Expires: exp, MaxAge: int(s.TTL.Seconds()),
 		HttpOnly: true, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
-	s.setCSRF(w, exp)
+	s.setCSRF(w, sid)
 	return nil
 }
 
-// setCSRF sets a fresh CSRF token cookie. It is readable by the page's script
-// (not HttpOnly) because the page must echo it in a header; a cross-site page
-// cannot read it.
-func (s *Sessions) setCSRF(w http.ResponseWriter, exp time.Time) string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b)
-	v := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: CSRFCookie, Value: v, Path: "/", Expires: exp,
-		Secure: s.Secure, SameSite: http.SameSiteLaxMode})
-	return v
+// cookieName is the name a cookie has on this gateway: with the __Host-
+// prefix where it is served over https.
+func (s *Sessions) cookieName(base string) string {
+	if s.Secure {
+		return hostPrefix + base
+	}
+	return base
 }
 
-// EnsureCSRF returns the request's CSRF token, setting a new cookie when it
-// has none. Dashboard pages put it in their forms.
-func (s *Sessions) EnsureCSRF(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(CSRFCookie); err == nil && len(c.Value) >= 32 {
-		return c.Value
-	}
-	return s.setCSRF(w, time.Now().Add(s.TTL))
+// csrfToken is the CSRF token of a session: an HMAC of its id under a key
+// drawn from the session secret. A token is good for one session only, so a
+// token that was planted (a cookie set from a sibling subdomain, or a token
+// of the attacker's own session) fails the check, and it needs no storage.
+func (s *Sessions) csrfToken(sessionID string) string {
+	k := hmac.New(sha256.New, s.Secret)
+	k.Write([]byte("mcpgate csrf tokens"))
+	m := hmac.New(sha256.New, k.Sum(nil))
+	m.Write([]byte(sessionID))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// setCSRF sets the CSRF cookie of a session. It is readable by the page's
+// script (not HttpOnly) because the page must echo it in a header; a
+// cross-site page cannot read it.
+func (s *Sessions) setCSRF(w http.ResponseWriter, sessionID string) {
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName(CSRFCookie), Value: s.csrfToken(sessionID), Path: "/",
+		MaxAge: int(s.TTL.Seconds()), Secure: s.Secure, SameSite: http.SameSiteLaxMode})
 }
 
 // issuer is issue as a reply's cookie step.
@@ -106,10 +122,16 @@ func (s *Sessions) clearer(w http.ResponseWriter) error {
 	return nil
 }
 
+// clear expires the session and CSRF cookies (on https also those without
+// the prefix, which a gateway from before the prefix may have left).
 func (s *Sessions) clear(w http.ResponseWriter) {
-	for _, name := range []string{SessionCookie, CSRFCookie} {
+	names := []string{SessionCookie, CSRFCookie}
+	if s.Secure {
+		names = append(names, hostPrefix+SessionCookie, hostPrefix+CSRFCookie)
+	}
+	for _, name := range names {
 		http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1,
-			HttpOnly: name == SessionCookie, Secure: s.Secure, SameSite: http.SameSiteLaxMode})
+			HttpOnly: strings.HasSuffix(name, SessionCookie), Secure: s.Secure, SameSite: http.SameSiteLaxMode})
 	}
 }
 
@@ -131,7 +153,7 @@ func (s *Sessions) parse(raw string) (*jwt.RegisteredClaims, error) {
 // Authenticate returns the user of the request's session cookie, checking
 // the token and that its session row is live.
 func (s *Sessions) Authenticate(r *http.Request) (*mcpgate.User, string, error) {
-	c, err := r.Cookie(SessionCookie)
+	c, err := r.Cookie(s.cookieName(SessionCookie))
 	if err != nil || c.Value == "" {
 		return nil, "", errSession
 	}
@@ -152,26 +174,28 @@ func (s *Sessions) Authenticate(r *http.Request) (*mcpgate.User, string, error) 
 	return u, claims.ID, nil
 }
 
-// CheckCSRF enforces the double-submit token on a state-changing request that
-// carries a session cookie: the X-CSRF-Token header (or the form field) must
-// equal the mcpgate_csrf cookie.
-func CheckCSRF(r *http.Request) error {
+// checkCSRF enforces the CSRF token on a state-changing request that
+// carries a session: the X-CSRF-Token header (or the form field) must be the
+// session's own token (csrfToken). Without a valid session cookie there is
+// no session to ride, and the routes that need one refuse the request.
+func (s *Sessions) checkCSRF(r *http.Request) error {
 	switch r.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions:
 		return nil
 	}
-	if _, err := r.Cookie(SessionCookie); errors.Is(err, http.ErrNoCookie) {
+	c, err := r.Cookie(s.cookieName(SessionCookie))
+	if err != nil || c.Value == "" {
 		return nil
 	}
-	c, err := r.Cookie(CSRFCookie)
-	if err != nil || len(c.Value) < 32 {
-		return errCSRF
+	claims, err := s.parse(c.Value)
+	if err != nil {
+		return nil
 	}
 	got := r.Header.Get(CSRFHeader)
 	if got == "" && r.Header.Get("Content-Type") == "application/x-www-form-urlencoded" {
 		got = r.PostFormValue(CSRFFormField)
 	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(c.Value)) != 1 {
+	if !hmac.Equal([]byte(got), []byte(s.csrfToken(claims.ID))) {
 		return errCSRF
 	}
 	return nil
@@ -182,7 +206,7 @@ var errCSRF = mcpgate.Errorf(mcpgate.EForbidden, "missing or invalid CSRF token;
 // csrf refuses state-changing requests that fail CheckCSRF.
 func (s *Server) csrf(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := CheckCSRF(r); err != nil {
+		if err := s.sessions.checkCSRF(r); err != nil {
 			WriteError(w, r, s.log, err)
 			return
 		}
@@ -198,8 +222,7 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			WriteError(w, r, s.log, err)
 			return
 		}
-		ctx := mcpgate.NewContextWithSessionID(mcpgate.NewContextWithUser(r.Context(), u), sid)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, s.sessions.enter(w, r, u, sid))
 	})
 }
 
@@ -208,8 +231,21 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 func (s *Server) OptionalUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, sid, err := s.sessions.Authenticate(r); err == nil {
-			r = r.WithContext(mcpgate.NewContextWithSessionID(mcpgate.NewContextWithUser(r.Context(), u), sid))
+			r = s.sessions.enter(w, r, u, sid)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// enter puts an authenticated session in the request's context: the user,
+// the session id and the session's CSRF token (which pages put in their
+// forms). A browser whose CSRF cookie is not the session's (a planted one,
+// or one from before tokens were bound to sessions) gets the right one.
+func (s *Sessions) enter(w http.ResponseWriter, r *http.Request, u *mcpgate.User, sid string) *http.Request {
+	tok := s.csrfToken(sid)
+	if c, err := r.Cookie(s.cookieName(CSRFCookie)); err != nil || !hmac.Equal([]byte(c.Value), []byte(tok)) {
+		s.setCSRF(w, sid)
+	}
+	ctx := mcpgate.NewContextWithSessionID(mcpgate.NewContextWithUser(r.Context(), u), sid)
+	return r.WithContext(mcpgate.NewContextWithCSRFToken(ctx, tok))
 }

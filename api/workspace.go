@@ -45,12 +45,14 @@ func (s *Server) handleWorkspaceGet(r *http.Request) (reply, error) {
 
 type workspaceUpdate struct {
 	RequireTwoFactor *bool `json:"require_two_factor"`
+	ApprovalFourEyes *bool `json:"approval_four_eyes"`
 }
 
 // handleWorkspaceUpdate is PATCH /workspaces/{ws}: the workspace's settings
 // (owners only; the service decides).
 func (s *Server) handleWorkspaceUpdate(r *http.Request, req workspaceUpdate) (reply, error) {
-	ws, err := s.svc.Workspaces.UpdateWorkspace(r.Context(), actorFrom(r), mcpgate.WorkspaceUpdate{RequireTwoFactor: req.RequireTwoFactor})
+	ws, err := s.svc.Workspaces.UpdateWorkspace(r.Context(), actorFrom(r), mcpgate.WorkspaceUpdate{RequireTwoFactor: req.RequireTwoFactor,
+		ApprovalFourEyes: req.ApprovalFourEyes})
 	return ok(ws), err
 }
 

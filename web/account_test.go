@@ -145,6 +145,12 @@ func TestSettings_TwoFactorPolicy(t *testing.T) {
 		if got := strings.Contains(body, `name="require_two_factor"`); got != tt.wantSwitch {
 			t.Errorf("%s: settings page has the two-factor switch = %v, want %v", tt.role, got, tt.wantSwitch)
 		}
+		if got := strings.Contains(body, `name="approval_four_eyes"`); got != tt.wantSwitch {
+			t.Errorf("%s: settings page has the four-eyes switch = %v, want %v", tt.role, got, tt.wantSwitch)
+		}
+		if !tt.wantSwitch && !strings.Contains(body, `id="four-eyes-status"`) {
+			t.Errorf("%s: settings page does not show the four-eyes rule", tt.role)
+		}
 		if !strings.Contains(body, `id="security"`) {
 			t.Errorf("%s: settings page lacks the security section", tt.role)
 		}

@@ -3,9 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"html/template"
@@ -38,10 +36,6 @@ type Options struct {
 	// the E2B connection page then says so. Nil means no.
 	Demo func() bool
 }
-
-// Cookie names shared with the API (api.CSRFCookie): the page's script echoes
-// the CSRF cookie in the X-CSRF-Token header of every write.
-const csrfCookie = "mcpgate_csrf"
 
 type handler struct {
 	svc    mcpgate.Services
@@ -231,19 +225,12 @@ func (h *handler) writeAsset(w http.ResponseWriter, r *http.Request, name, cache
 }
 
 // pageHeaders marks pages as private and uncacheable (they show keys and
-// audit data) and makes sure a logged-in browser has a CSRF cookie for the
-// script to echo.
+// audit data). The CSRF cookie the page's script echoes in the X-CSRF-Token
+// header of every write is the API's: bound to the session, set at sign-in
+// and mended by the session layer in front of every page.
 func (h *handler) pageHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if mcpgate.UserFromContext(r.Context()) != nil {
-			if c, err := r.Cookie(csrfCookie); err != nil || len(c.Value) < 32 {
-				b := make([]byte, 24)
-				_, _ = rand.Read(b)
-				http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: "/",
-					MaxAge: 12 * 3600, Secure: strings.HasPrefix(h.opts.PublicURL, "https://"), SameSite: http.SameSiteLaxMode})
-			}
-		}
 		next.ServeHTTP(w, r)
 	})
 }

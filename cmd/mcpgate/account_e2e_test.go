@@ -28,18 +28,17 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	base, ctx, problems := webStartJourney(t, map[string]string{"SMTP_URL": smtp.URL(), "MAIL_FROM": "mcpgate <noreply@example.com>"})
 
 	const email, oldPassword, newPassword = "forgetful@example.com", "the first password here", "a brand new passphrase"
+	// SIGNUP_VERIFY=required (the default with SMTP_URL): the sign-up makes
+	// no account until its link is opened, and says so; nobody is signed in.
 	webSubmitSignIn(t, ctx, "sign up", base+"/signup", email, oldPassword,
-		chromedp.WaitVisible(chromedp.ID("#next-steps")))
-	wsBase := webLocation(t, ctx)
-
-	// Unconfirmed: the account page says so, and a key is refused.
-	webRun(t, ctx, "account unconfirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#verify-resend-form")))
-	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "not confirmed") || !strings.Contains(s, "cannot accept invitations or create MCP keys") {
-		t.Errorf("email status = %q, want that this gateway holds keys and invitations back until it is confirmed", s)
+		chromedp.WaitVisible(chromedp.ID("#flash")))
+	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Check your inbox") {
+		t.Errorf("flash after signing up = %q", s)
 	}
-	webCheckPage(t, ctx, "account-unconfirmed")
-	webSubmitKey(t, ctx, "key refused", wsBase, "too early",
-		webUntil(`document.querySelector('#key-form [data-form-error]').textContent.includes('confirm your email')`))
+	if loc := webLocation(t, ctx); !strings.HasPrefix(loc, base+"/login") {
+		t.Errorf("after signing up at %q, want the login page", loc)
+	}
+	webCheckPage(t, ctx, "signup-check-inbox")
 
 	verify := smtp.Wait(t, email, "Confirm your email").Link(t, "/verify-email?token=")
 	webRun(t, ctx, "verify page", chromedp.Navigate(verify), chromedp.WaitVisible(chromedp.ID("#verify-form")))
@@ -50,6 +49,10 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 	if s := webText(t, ctx, "#flash"); !strings.Contains(s, "Email address confirmed") {
 		t.Errorf("flash after confirming = %q", s)
 	}
+	// The link made the account; its person signs in with their password.
+	webSubmitSignIn(t, ctx, "sign in after confirming", base+"/login", email, oldPassword,
+		chromedp.WaitVisible(chromedp.ID("#next-steps")))
+	wsBase := webLocation(t, ctx)
 	webRun(t, ctx, "account confirmed", chromedp.Navigate(base+"/app/account"), chromedp.WaitVisible(chromedp.ID("#email-status")))
 	if s := webText(t, ctx, "#email-status"); !strings.Contains(s, "is confirmed") {
 		t.Errorf("email status after confirming = %q", s)
@@ -281,6 +284,10 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#require-2fa-form .pill-ok")))
 	webShot(t, ctx, "47-settings-require-two-factor")
 	webCheckPage(t, ctx, "settings-security")
+	// And four eyes (issue 24): nobody decides their own request.
+	webRun(t, ctx, "four eyes: turn it on",
+		chromedp.Click(chromedp.ID("#four-eyes")),
+		chromedp.WaitVisible(chromedp.CSS("#four-eyes-form .pill-ok")))
 
 	// Delete the account: a wrong password first, then the right one.
 	webRun(t, ctx, "delete: wrong password",

@@ -41,12 +41,17 @@ const (
 	KindVerify Kind = "verify"
 	// KindEmailChanged tells the old address that the account moved.
 	KindEmailChanged Kind = "email_changed"
+	// KindAccountExists answers a sign-up with an address that has an
+	// account already: its owner is told, the one signing up sees the same
+	// answer as for a new address.
+	KindAccountExists Kind = "account_exists"
 )
 
 var subjects = map[Kind]string{
-	KindReset:        "Reset your password",
-	KindVerify:       "Confirm your email address",
-	KindEmailChanged: "Your account's email address was changed",
+	KindReset:         "Reset your password",
+	KindVerify:        "Confirm your email address",
+	KindEmailChanged:  "Your account's email address was changed",
+	KindAccountExists: "You already have an account",
 }
 
 // Server is where mail is sent, parsed from SMTP_URL.

@@ -14,8 +14,9 @@ import (
 	"github.com/mcpgate/mcpgate/internal/store"
 )
 
-// csrfCookie and csrfField are the dashboard's double-submit CSRF token
-// (api.CSRFCookie, api.CSRFFormField): the consent form carries it.
+// csrfCookie and csrfField are the dashboard's CSRF cookie and form field
+// (api.CSRFCookie, api.CSRFFormField): the consent form carries the token,
+// bound to the person's session (mcpgate.CSRFTokenFromContext).
 const (
 	csrfCookie = "mcpgate_csrf"
 	csrfField  = "csrf_token"
@@ -156,7 +157,12 @@ func pageHeaders(w http.ResponseWriter, redirectURI string) {
 }
 
 // ensureCSRF returns the browser's CSRF token, setting one when it has none.
+// A signed-in person's is the one bound to their session (the API's session
+// layer puts it in the context), which the consent POST is checked against.
 func (s *Server) ensureCSRF(w http.ResponseWriter, r *http.Request) string {
+	if tok := mcpgate.CSRFTokenFromContext(r.Context()); tok != "" {
+		return tok
+	}
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 {
 		return c.Value
 	}
@@ -239,8 +245,8 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusBadRequest, "Bad request", "The form could not be read. Start again from the app.")
 		return
 	}
-	c, err := r.Cookie(csrfCookie)
-	if err != nil || len(c.Value) < 32 || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostForm.Get(csrfField))) != 1 {
+	want := mcpgate.CSRFTokenFromContext(r.Context())
+	if want == "" || subtle.ConstantTimeCompare([]byte(want), []byte(r.PostForm.Get(csrfField))) != 1 {
 		s.errorPage(w, r, http.StatusForbidden, "This form expired",
 			"The page was not sent by this gateway, or it is too old. Start again from the app.")
 		return
@@ -258,8 +264,12 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 		s.redirectError(w, r, ar, &oauthError{Code: "access_denied", Description: "the person declined"})
 		return
 	}
-	actor, _, err := s.opts.Workspaces.Enter(r.Context(), u, r.PostForm.Get("workspace"), mcpgate.SourceDashboard)
+	actor, _, err := s.opts.Workspaces.EnterToGrant(r.Context(), u, r.PostForm.Get("workspace"))
 	if err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.ETOTPEnrolment {
+			s.errorPage(w, r, http.StatusForbidden, "Two-factor sign-in required", mcpgate.ErrorMessage(err))
+			return
+		}
 		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EInvalid {
 			s.errorPage(w, r, http.StatusNotFound, "Workspace not found", "Choose one of your workspaces. Start again from the app.")
 			return

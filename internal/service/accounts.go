@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
 )
@@ -42,9 +43,9 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 		return nil, err
 	}
 	if s.opts.RequireVerifiedEmail {
-		// Joining waits for the address to be confirmed: the person opens
-		// the invitation again afterwards (see verify.go).
-		invHash = nil
+		// The account waits for the address to be confirmed, and joining
+		// for the account: the person opens the invitation again then.
+		return nil, s.signupByLink(ctx, email, hash, addr)
 	}
 	u, err := s.db.CreateUser(ctx, email, hash, invHash)
 	if err != nil {
@@ -56,6 +57,38 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 		}
 	}
 	return u, nil
+}
+
+// signupByLink is Signup where SIGNUP_VERIFY=required (issue 24): the
+// answer is the same whether or not the address has an account, so that
+// sign-up tells nobody who has one. A new address gets a link that creates
+// the account when it is opened (and until then nothing holds the address:
+// someone who does not read it cannot take it first); the owner of a known
+// address is told that somebody tried, with a way to sign in. Both mails
+// are throttled like every other (per target address and client address),
+// and the password was hashed before the address is looked up, so the two
+// cost the same time.
+func (s *Service) signupByLink(ctx context.Context, email, passwordHash, addr string) error {
+	if s.opts.Mailer == nil {
+		return errNoMail
+	}
+	if err := s.throttleMail(ctx, mailSend{kind: "signup", to: email, client: addr,
+		refusal: "a few sign-up links were sent to this address already; check its inbox (and spam folder), or wait a few minutes"}); err != nil {
+		return err
+	}
+	u, _, err := s.db.FindUserByEmail(ctx, email)
+	if err == nil {
+		return s.sendMail(ctx, u, mail.KindAccountExists, "/login")
+	}
+	if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		return err
+	}
+	tok, tokHash := newAccountToken()
+	if err := s.db.CreatePendingSignup(ctx, email, passwordHash, tokHash, s.now().Add(verifyTTL)); err != nil {
+		return err
+	}
+	// No account yet: the mail's outcome belongs to no audit log.
+	return s.sendMail(ctx, &mcpgate.User{Email: email}, mail.KindVerify, "/verify-email?token="+tok)
 }
 
 var errBadLogin = mcpgate.Errorf(mcpgate.EUnauthorized, "wrong email or password")
@@ -175,7 +208,13 @@ func (t loginThrottle) check(ctx context.Context, sub loginSubjects) error {
 
 // refusal is the 429 for a window that started at start.
 func (t loginThrottle) refusal(start time.Time, msg string) error {
-	wait := int(math.Ceil(time.Until(start.Add(t.period)).Seconds()))
+	return windowRefusal(start, t.period, msg)
+}
+
+// windowRefusal is the 429 for a counting window of length window that
+// started at start: Retry-After is when it ends.
+func windowRefusal(start time.Time, window time.Duration, msg string) error {
+	wait := int(math.Ceil(time.Until(start.Add(window)).Seconds()))
 	return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: msg}
 }
 

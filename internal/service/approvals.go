@@ -239,13 +239,11 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 		// The whole point: the credential that asked can never answer.
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a person signed in to the dashboard can approve or deny a call")
 	}
-	// An owner or admin deciding is held to the two-factor policy; the
-	// person whose own key asked, as a member, is not.
-	if err := s.requireTwoFactor(ctx, a); err != nil {
-		return nil, err
-	}
 	ap, err := s.Approval(ctx, a, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.requireDecider(ctx, a, ap.RequestedBy); err != nil {
 		return nil, err
 	}
 	switch ap.State {
@@ -275,6 +273,46 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 	}
 	s.record(ctx, approvalEvent(a, action, after))
 	return after, nil
+}
+
+// requireDecider holds a person who decides for the human in the loop
+// (approves or denies a request, or confirms in the dashboard a call that
+// needs a person's approval) to the workspace's rules, read fresh on every
+// decision:
+//   - while the workspace requires two-factor sign-in, the decider must
+//     have it on, whatever their role: the policy is about the decision,
+//     not the title, so an admin who demotes themselves (or is demoted) to
+//     member cannot go on approving their own key's requests without it;
+//   - with four eyes on, the decider is not requestedBy, the person whose
+//     key or app asked (in the dashboard: the person making the call).
+func (s *Service) requireDecider(ctx context.Context, a *mcpgate.Actor, requestedBy string) error {
+	twoFactor, fourEyes, enrolled, err := s.db.DecisionPolicy(ctx, a.WorkspaceID, a.UserID)
+	if err != nil {
+		return err
+	}
+	if twoFactor && !enrolled {
+		return mcpgate.Errorf(mcpgate.ETOTPEnrolment, "this workspace requires two-factor sign-in of everyone who approves, "+
+			"denies or confirms calls for a person: turn it on in Account settings (%s/app/account)", s.opts.PublicURL)
+	}
+	if fourEyes && requestedBy == a.UserID {
+		return mcpgate.Errorf(mcpgate.EForbidden, "this workspace requires four eyes: someone other than the person who asked "+
+			"must approve or deny a call that needs a person's approval. Ask another owner or admin to decide it "+
+			"(%s/app/w/%s/approvals); from the dashboard, run such a call from an AI client with your MCP key, so that they can approve it",
+			s.opts.PublicURL, a.WorkspaceID)
+	}
+	return nil
+}
+
+// confirmInDashboard is the check of a call that needs a person's approval
+// and that a person confirmed in the dashboard: they decide for the human
+// about their own call, so the decision rules hold (requireDecider). A
+// refusal is audited as a denied call.
+func (s *Service) confirmInDashboard(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
+	if err := s.requireDecider(ctx, a, a.UserID); err != nil {
+		s.deny(ctx, a, t, args, err)
+		return err
+	}
+	return nil
 }
 
 // PendingApprovals implements mcpgate.ApprovalService.

@@ -33,14 +33,23 @@ func mailEnv(t *testing.T, required bool) (*servicetest.Env, *mailtest.Server) {
 }
 
 // mustSignup signs email up with linkPassword and returns the person and
-// the token of the confirmation link mailed to them.
+// the token of the confirmation link mailed to them. Where addresses are
+// confirmed first (RequireVerifiedEmail) the link is what makes the
+// account: it is opened, and so spent.
 func mustSignup(t *testing.T, env *servicetest.Env, srv *mailtest.Server, email string) (*mcpgate.User, string) {
 	t.Helper()
-	u, err := env.Service.Signup(context.Background(), email, linkPassword, "", "192.0.2.1")
+	ctx := context.Background()
+	u, err := env.Service.Signup(ctx, email, linkPassword, "", "192.0.2.1")
 	if err != nil {
 		t.Fatalf("Signup(%s) err = %v", email, err)
 	}
-	return u, servicetest.LinkToken(t, srv.Wait(t, email, "Confirm your email"), "/verify-email")
+	tok := servicetest.LinkToken(t, srv.Wait(t, email, "Confirm your email"), "/verify-email")
+	if u == nil {
+		if u, err = env.Service.VerifyEmail(ctx, tok); err != nil {
+			t.Fatalf("VerifyEmail(sign-up link of %s) err = %v", email, err)
+		}
+	}
+	return u, tok
 }
 
 func TestPasswordReset(t *testing.T) {
@@ -210,39 +219,40 @@ func TestVerifyEmail_Required(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	owner, ownerActor := env.NewUser(t, "owner@example.com")
-	u, tok := mustSignup(t, env, srv, "new@example.com")
-	wss, _ := svc.Workspaces(ctx, u)
-	a, _, err := svc.Enter(ctx, u, wss[0].ID, mcpgate.SourceAPI)
-	if err != nil {
-		t.Fatal(err)
+	// A sign-up makes no account until its link is opened.
+	if u, err := svc.Signup(ctx, "new@example.com", linkPassword, "", "192.0.2.1"); u != nil || err != nil {
+		t.Fatalf("Signup() = %+v, %v; want no user yet, no error", u, err)
 	}
+	tok := servicetest.LinkToken(t, srv.Wait(t, "new@example.com", "Confirm your email"), "/verify-email")
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err == nil {
+		t.Fatal("Login() before the sign-up link was opened succeeded")
+	}
+
+	// A person whose address is not confirmed (an account from before the
+	// instance required it) may not create keys or accept invitations.
+	u, a := env.NewUser(t, "unconfirmed@example.com")
 	if _, _, err := svc.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("CreateKey(unverified) err = %v, want forbidden", err)
 	}
 	if ok, _ := svc.EmailVerified(ctx, u); ok {
 		t.Fatal("EmailVerified() = true before the link")
 	}
-	// An invitation cannot be accepted yet either.
 	if _, err := env.DB.Pool.Exec(ctx, `UPDATE users SET email_verified_at = now() WHERE id = $1`, owner.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, inv, err := svc.Invite(ctx, ownerActor, "new@example.com", mcpgate.RoleMember)
+	_, inv, err := svc.Invite(ctx, ownerActor, "unconfirmed@example.com", mcpgate.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.AcceptInvitation(ctx, u, inv); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("AcceptInvitation(unverified) err = %v, want forbidden", err)
 	}
-
-	// The link confirms the address, once.
-	if _, err := svc.VerifyEmail(ctx, tok+"x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
-		t.Fatalf("VerifyEmail(wrong) err = %v", err)
+	if err := svc.ResendVerification(ctx, u); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := svc.VerifyEmail(ctx, tok); err != nil {
+	verifyTok := servicetest.LinkToken(t, srv.Wait(t, "unconfirmed@example.com", "Confirm your email"), "/verify-email")
+	if _, err := svc.VerifyEmail(ctx, verifyTok); err != nil {
 		t.Fatalf("VerifyEmail() err = %v", err)
-	}
-	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
-		t.Fatalf("VerifyEmail(reused) err = %v, want invalid", err)
 	}
 	if ok, _ := svc.EmailVerified(ctx, u); !ok {
 		t.Fatal("EmailVerified() = false after the link")
@@ -256,10 +266,28 @@ func TestVerifyEmail_Required(t *testing.T) {
 	if err := svc.ResendVerification(ctx, u); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("ResendVerification(verified) err = %v, want conflict", err)
 	}
+
+	// The sign-up link makes the account, confirmed, once.
+	if _, err := svc.VerifyEmail(ctx, tok+"x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(wrong) err = %v", err)
+	}
+	created, err := svc.VerifyEmail(ctx, tok)
+	if err != nil || created.Email != "new@example.com" {
+		t.Fatalf("VerifyEmail(sign-up link) = %+v, %v", created, err)
+	}
+	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Fatalf("VerifyEmail(reused) err = %v, want invalid", err)
+	}
+	if ok, _ := svc.EmailVerified(ctx, created); !ok {
+		t.Fatal("the account a sign-up link made is not confirmed")
+	}
+	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err != nil {
+		t.Fatalf("Login() after the sign-up link err = %v", err)
+	}
 }
 
 func TestVerifyEmail_ResendThrottled(t *testing.T) {
-	env, srv := mailEnv(t, true)
+	env, srv := mailEnv(t, false)
 	ctx := context.Background()
 	u, _ := mustSignup(t, env, srv, "re@example.com")
 	for i := 0; i < 3; i++ {
@@ -294,9 +322,12 @@ func TestChangeEmail(t *testing.T) {
 	if err := svc.ChangeEmail(ctx, u, "new@example.com", "wrong password", "x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ChangeEmail(wrong password) err = %v, want invalid", err)
 	}
-	if err := svc.ChangeEmail(ctx, u, "taken@example.com", linkPassword, "x"); mcpgate.ErrorCode(err) != mcpgate.EConflict {
-		t.Fatalf("ChangeEmail(taken) err = %v, want conflict", err)
+	// A taken address answers like a free one (SIGNUP_VERIFY=required, as
+	// at sign-up): its owner gets a note, not a link.
+	if err := svc.ChangeEmail(ctx, u, "taken@example.com", linkPassword, "x"); err != nil {
+		t.Fatalf("ChangeEmail(taken) err = %v, want the answer of a free address", err)
 	}
+	srv.Wait(t, "taken@example.com", "You already have an account")
 	if err := svc.ChangeEmail(ctx, u, "New@Example.com", linkPassword, "x"); err != nil {
 		t.Fatalf("ChangeEmail() err = %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"math"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -20,15 +19,6 @@ type Mailer interface {
 
 // resetTTL is how long a password-reset link works.
 const resetTTL = 30 * time.Minute
-
-// Reset requests allowed per window, per email and per client address: a
-// person who lost a message can ask again, but nobody can flood an inbox or
-// the mail server from one address.
-const (
-	resetPerEmail   = 3
-	resetPerAddress = 20
-	resetWindow     = 15 * time.Minute
-)
 
 var errNoMail = mcpgate.Errorf(mcpgate.EUnavailable,
 	"this gateway cannot send email: its operator has not configured SMTP_URL. Ask them to set it, "+
@@ -62,20 +52,9 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) 
 	if err != nil {
 		return err
 	}
-	subjects := []string{"reset:email:" + email, "reset:addr:" + addr}
-	for i, sub := range subjects {
-		limit := resetPerEmail
-		if i > 0 {
-			limit = resetPerAddress
-		}
-		if err := s.mailThrottle(ctx, sub, limit, resetWindow,
-			"too many reset requests; wait a few minutes and check your inbox (and spam folder) first"); err != nil {
-			return err
-		}
-	}
-	// Every request counts, found or not, so the throttle says nothing
-	// about which addresses have accounts.
-	if err := s.db.RecordLoginFailure(ctx, resetWindow, subjects...); err != nil {
+	// Counted before the address is looked up: see throttleMail.
+	if err := s.throttleMail(ctx, mailSend{kind: "reset", to: email, client: addr,
+		refusal: "too many reset requests; wait a few minutes and check your inbox (and spam folder) first"}); err != nil {
 		return err
 	}
 	u, _, err := s.db.FindUserByEmail(ctx, email)
@@ -90,20 +69,6 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) 
 		return err
 	}
 	return s.sendMail(ctx, u, mail.KindReset, "/reset-password?token="+tok)
-}
-
-// mailThrottle refuses, with message and when to retry, once subject has
-// asked for limit emails within window.
-func (s *Service) mailThrottle(ctx context.Context, subject string, limit int, window time.Duration, message string) error {
-	n, start, err := s.db.LoginFailures(ctx, subject, window)
-	if err != nil {
-		return err
-	}
-	if n >= limit {
-		wait := int(math.Ceil(time.Until(start.Add(window)).Seconds()))
-		return &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: max(wait, 1), Message: message}
-	}
-	return nil
 }
 
 // sendMail renders a message with a link to the dashboard and queues it.
@@ -123,6 +88,9 @@ func (s *Service) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind,
 // MailDone audits the outcome of one email (wire it as the mailer's Done).
 // The event names the kind of message and the attempts, never the link.
 func (s *Service) MailDone(r mail.Result) {
+	if r.Ref == "" {
+		return // a sign-up's link: no account, so no audit log, yet
+	}
 	ctx := context.Background()
 	u, err := s.db.FindUserByID(ctx, r.Ref)
 	if err != nil {

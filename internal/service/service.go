@@ -221,11 +221,13 @@ func (s *Service) requireAdminChange(ctx context.Context, a *mcpgate.Actor) erro
 }
 
 // requireTwoFactor is the workspace's policy "require two-factor sign-in for
-// owners and admins", in this one place: while it is on, an owner or admin
-// without TOTP is refused the changes it covers (tools, approval decisions,
-// guardrails, the E2B key, the policy itself). Members, and actors without a
-// role (MCP keys, OAuth grants), are not concerned. It is read from the
-// database on every such change, which is rare: no cache to fall behind.
+// owners and admins" for admin changes: while it is on, an owner or admin
+// without TOTP is refused the changes it covers (tools, guardrails, the E2B
+// key, roles and invitations, the workspace's settings, consent to an OAuth
+// app). Decisions for the human in the loop are held to it whatever the
+// role (requireDecider). Actors without a role (MCP keys, OAuth grants) are
+// not concerned. It is read from the database on every such change, which
+// is rare: no cache to fall behind.
 func (s *Service) requireTwoFactor(ctx context.Context, a *mcpgate.Actor) error {
 	if !a.CanAdmin() {
 		return nil
@@ -236,7 +238,7 @@ func (s *Service) requireTwoFactor(ctx context.Context, a *mcpgate.Actor) error 
 	}
 	if required && !enrolled {
 		return mcpgate.Errorf(mcpgate.ETOTPEnrolment, "this workspace requires owners and admins to use two-factor sign-in "+
-			"before they change tools, approvals, guardrails or the E2B key: turn it on in Account settings (%s/app/account)",
+			"before they change tools, roles, guardrails or the E2B key: turn it on in Account settings (%s/app/account)",
 			s.opts.PublicURL)
 	}
 	return nil

@@ -227,7 +227,11 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 			}
 		case a.IsPerson() && call.Confirmed:
 			// A person signed in to the dashboard confirmed it there: they
-			// are the human the policy asks for.
+			// are the human the policy asks for, if the workspace's rules
+			// for deciders let them be (see requireDecider).
+			if err := s.confirmInDashboard(ctx, a, t, args); err != nil {
+				return nil, err
+			}
 		case a.IsPerson():
 			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), reason)}
 		default:

@@ -396,17 +396,7 @@ func TestTwoFactorPolicy(t *testing.T) {
 	f := newPadFixture(t)
 	ctx := context.Background()
 	on, off := true, false
-	enrol := func(a *mcpgate.Actor) {
-		t.Helper()
-		u := &mcpgate.User{ID: a.UserID, Email: a.Email}
-		secret := mcpgate.Secret("JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")
-		if err := f.db.BeginTOTP(ctx, f.sealer, u.ID, secret); err != nil {
-			t.Fatal(err)
-		}
-		if err := f.db.ConfirmTOTP(ctx, u.ID, 1, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	enrol := func(a *mcpgate.Actor) { t.Helper(); f.enrolTOTP(t, a) }
 	memberKey := f.keyActor(t, f.member)
 	f.enableEnd(t, mcpgate.ApprovalHuman)
 
@@ -483,9 +473,16 @@ func TestTwoFactorPolicy(t *testing.T) {
 			}
 		})
 	}
-	// A member deciding their own key's request is not an admin change.
-	if _, err := f.svc.Approve(ctx, f.member, f.request(t, memberKey, "p3").ID); err != nil {
-		t.Fatalf("member approving their own request: err = %v", err)
+	// A member deciding their own key's request is held to the policy too
+	// (issue 24: it is about the decision, not the role; see
+	// TestTwoFactorPolicy_RoleChanges), and may once enrolled.
+	p3 := f.request(t, memberKey, "p3").ID
+	if _, err := f.svc.Approve(ctx, f.member, p3); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
+		t.Fatalf("member without TOTP approving their own request: err = %v, want totp_enrolment_required", err)
+	}
+	enrol(f.member)
+	if _, err := f.svc.Approve(ctx, f.member, p3); err != nil {
+		t.Fatalf("enrolled member approving their own request: err = %v", err)
 	}
 	// Members' own work goes on: keys, tool calls.
 	if _, _, err := f.svc.CreateKey(ctx, f.member, mcpgate.NewKey{Name: "mine"}); err != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -11,12 +12,6 @@ import (
 
 // verifyTTL is how long an email-verification link works.
 const verifyTTL = 24 * time.Hour
-
-// Resends of the verification mail allowed per person per window.
-const (
-	verifyResends      = 3
-	verifyResendWindow = 15 * time.Minute
-)
 
 var errUnverified = mcpgate.Errorf(mcpgate.EForbidden,
 	"confirm your email address first: open the link we emailed you, or send a new one from Account settings")
@@ -59,7 +54,15 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*mcpgate.User,
 	if token == "" {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the link is incomplete; open the link from the email again")
 	}
-	u, oldEmail, err := s.db.VerifyEmail(ctx, mcpgate.HashToken(token))
+	hash := mcpgate.HashToken(token)
+	if u, err := s.db.CompleteSignup(ctx, hash); !errors.Is(err, store.ErrNoPendingSignup) {
+		if err != nil {
+			return nil, err
+		}
+		s.recordAccount(ctx, u, mcpgate.ActionEmailVerified)
+		return u, nil
+	}
+	u, oldEmail, err := s.db.VerifyEmail(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +96,8 @@ func (s *Service) ResendVerification(ctx context.Context, u *mcpgate.User) error
 	if ok {
 		return mcpgate.Errorf(mcpgate.EConflict, "your email address is already confirmed")
 	}
-	sub := "verify:user:" + u.ID
-	if err := s.mailThrottle(ctx, sub, verifyResends, verifyResendWindow,
-		"a few links were sent already; check your inbox and spam folder, or wait a few minutes"); err != nil {
-		return err
-	}
-	if err := s.db.RecordLoginFailure(ctx, verifyResendWindow, sub); err != nil {
+	if err := s.throttleMail(ctx, mailSend{kind: "verify", to: u.Email, userID: u.ID,
+		refusal: "a few links were sent already; check your inbox and spam folder, or wait a few minutes"}); err != nil {
 		return err
 	}
 	return s.sendVerification(ctx, u)

@@ -20,6 +20,20 @@ func (s *Service) Enter(ctx context.Context, u *mcpgate.User, workspaceID string
 		Source: source}, ws, nil
 }
 
+// EnterToGrant implements mcpgate.WorkspaceService: the OAuth consent page
+// calls it before it issues a code, so that an owner or admin whom the
+// two-factor policy stops cannot hand an app the workspace either.
+func (s *Service) EnterToGrant(ctx context.Context, u *mcpgate.User, workspaceID string) (*mcpgate.Actor, *mcpgate.Workspace, error) {
+	a, ws, err := s.Enter(ctx, u, workspaceID, mcpgate.SourceDashboard)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := s.requireTwoFactor(ctx, a); err != nil {
+		return nil, nil, err
+	}
+	return a, ws, nil
+}
+
 // Workspaces implements mcpgate.WorkspaceService.
 func (s *Service) Workspaces(ctx context.Context, u *mcpgate.User) ([]mcpgate.Workspace, error) {
 	return s.db.WorkspacesOfUser(ctx, u.ID)
@@ -44,8 +58,11 @@ func (s *Service) Members(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Memb
 }
 
 // SetMemberRole implements mcpgate.WorkspaceService.
+// A role change is an admin change under the two-factor policy, one's own
+// included: an admin without two-factor sign-in cannot step down to member
+// to slip out of it (nor would it help: see requireDecider).
 func (s *Service) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID string, role mcpgate.Role) (*mcpgate.Member, error) {
-	if err := requireAdmin(a); err != nil {
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
 	if !role.Valid() {
@@ -70,7 +87,7 @@ func (s *Service) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID st
 // RemoveMember implements mcpgate.WorkspaceService.
 func (s *Service) RemoveMember(ctx context.Context, a *mcpgate.Actor, userID string) error {
 	if userID != a.UserID {
-		if err := requireAdmin(a); err != nil {
+		if err := s.requireAdminChange(ctx, a); err != nil {
 			return err
 		}
 		target, err := s.db.FindMember(ctx, a.WorkspaceID, userID)
@@ -93,7 +110,8 @@ const invitationTTL = 7 * 24 * time.Hour
 
 // Invite implements mcpgate.WorkspaceService.
 func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, role mcpgate.Role) (*mcpgate.Invitation, string, error) {
-	if err := requireAdmin(a); err != nil {
+	// An invitation hands out a role: an admin change like a role change.
+	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, "", err
 	}
 	email, err := mcpgate.NormalizeEmail(email)
@@ -193,32 +211,49 @@ func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token s
 }
 
 // UpdateWorkspace implements mcpgate.WorkspaceService. Only an owner may
-// change the two-factor policy, and only with two-factor sign-in on: turning
-// it on without is refused (the owner would be the first it stops), and while
-// it is on, requireTwoFactor holds its own change like any other.
+// change the settings, and while the two-factor policy is on only with
+// two-factor sign-in. Requiring it needs the owner to have it on (they would
+// be the first it stops); the four-eyes rule may be set by any owner the
+// policy lets through.
 func (s *Service) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mcpgate.WorkspaceUpdate) (*mcpgate.Workspace, error) {
 	if a.Role != mcpgate.RoleOwner {
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner can change its settings")
 	}
-	if u.RequireTwoFactor != nil {
+	if u.RequireTwoFactor != nil || u.ApprovalFourEyes != nil {
 		if err := s.requireTwoFactor(ctx, a); err != nil {
 			return nil, err
 		}
-		if *u.RequireTwoFactor {
-			on, err := s.db.TOTPEnabled(ctx, a.UserID)
-			if err != nil {
-				return nil, err
-			}
-			if !on {
-				return nil, mcpgate.Errorf(mcpgate.ETOTPEnrolment,
-					"turn on two-factor sign-in for yourself first (Account settings, %s/app/account), then require it of owners and admins",
-					s.opts.PublicURL)
-			}
-		}
-		if err := s.db.SetRequireTwoFactor(ctx, a.WorkspaceID, *u.RequireTwoFactor); err != nil {
+	}
+	if u.RequireTwoFactor != nil {
+		if err := s.setRequireTwoFactor(ctx, a, *u.RequireTwoFactor); err != nil {
 			return nil, err
 		}
-		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionWorkspaceUpdated, map[string]any{"require_two_factor": *u.RequireTwoFactor}))
+	}
+	if u.ApprovalFourEyes != nil {
+		if err := s.db.SetApprovalFourEyes(ctx, a.WorkspaceID, *u.ApprovalFourEyes); err != nil {
+			return nil, err
+		}
+		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionWorkspaceUpdated, map[string]any{"approval_four_eyes": *u.ApprovalFourEyes}))
 	}
 	return s.db.FindMembership(ctx, a.WorkspaceID, a.UserID)
+}
+
+// setRequireTwoFactor sets the two-factor policy for UpdateWorkspace.
+func (s *Service) setRequireTwoFactor(ctx context.Context, a *mcpgate.Actor, on bool) error {
+	if on {
+		enrolled, err := s.db.TOTPEnabled(ctx, a.UserID)
+		if err != nil {
+			return err
+		}
+		if !enrolled {
+			return mcpgate.Errorf(mcpgate.ETOTPEnrolment,
+				"turn on two-factor sign-in for yourself first (Account settings, %s/app/account), then require it of owners and admins",
+				s.opts.PublicURL)
+		}
+	}
+	if err := s.db.SetRequireTwoFactor(ctx, a.WorkspaceID, on); err != nil {
+		return err
+	}
+	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionWorkspaceUpdated, map[string]any{"require_two_factor": on}))
+	return nil
 }

@@ -21,31 +21,74 @@ const (
 
 var errTokenSpent = mcpgate.Errorf(mcpgate.EInvalid, "this link has expired or was already used; ask for a new one")
 
-// CreateAccountToken stores the hash of a single-use emailed token.
+// CreateAccountToken stores the hash of a single-use emailed token, bound to
+// the password the user has now (see spendAccountToken).
 func (db *DB) CreateAccountToken(ctx context.Context, userID, purpose string, tokenHash []byte, email string, expiresAt time.Time) error {
-	_, err := db.Pool.Exec(ctx, `INSERT INTO account_tokens (user_id, purpose, token_hash, email, expires_at) VALUES ($1, $2, $3, $4, $5)`,
+	tag, err := db.Pool.Exec(ctx, `
+		INSERT INTO account_tokens (user_id, purpose, token_hash, email, expires_at, password_fp)
+		SELECT u.id, $2, $3, $4, $5, `+passwordFP+` FROM users u WHERE u.id = $1`,
 		userID, purpose, tokenHash, email, expiresAt)
-	return mapError(err, "user not found")
+	if err != nil {
+		return mapError(err, "user not found")
+	}
+	if tag.RowsAffected() == 0 {
+		return mcpgate.Errorf(mcpgate.ENotFound, "user not found")
+	}
+	return nil
+}
+
+// passwordFP is the fingerprint of the password a link is bound to: the
+// SHA-256 of the user's (salted) password hash, so any new password, even
+// the same one set again, changes it. u is the users row.
+const passwordFP = `sha256(convert_to(u.password_hash, 'UTF8'))`
+
+// accountToken is a spent token: whose, the address it names, what for.
+type accountToken struct{ userID, email, purpose string }
+
+// spendAccountToken spends a live token of one of purposes, if it still
+// stands on what it was issued for: the user's password is the one it was
+// issued under, and a reset link's address is still the user's. The user's
+// row is locked first (users before account_tokens, the order SetPassword
+// takes them in too), so that a password change cannot commit between the
+// check and what the caller does with the token. Anything else is
+// errTokenSpent, saying nothing of which check failed.
+func spendAccountToken(ctx context.Context, tx pgx.Tx, tokenHash []byte, purposes ...string) (accountToken, error) {
+	var t accountToken
+	err := tx.QueryRow(ctx, `SELECT u.id FROM account_tokens t JOIN users u ON u.id = t.user_id
+		WHERE t.token_hash = $1 FOR UPDATE OF u`, tokenHash).Scan(&t.userID)
+	if err == nil {
+		err = tx.QueryRow(ctx, `
+			UPDATE account_tokens t SET used_at = now() FROM users u
+			WHERE t.token_hash = $1 AND t.purpose = ANY($2) AND t.used_at IS NULL AND t.expires_at > now()
+			  AND u.id = t.user_id AND t.password_fp = `+passwordFP+`
+			  AND (t.purpose <> 'reset' OR t.email = u.email)
+			RETURNING t.user_id, t.email, t.purpose`, tokenHash, purposes).Scan(&t.userID, &t.email, &t.purpose)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, errTokenSpent
+	}
+	return t, err
+}
+
+// dropAccountTokens deletes the user's unspent links: a password change, an
+// email change and a reset each end every link issued before them.
+func dropAccountTokens(ctx context.Context, tx pgx.Tx, userID string) error {
+	_, err := tx.Exec(ctx, `DELETE FROM account_tokens WHERE user_id = $1 AND used_at IS NULL`, userID)
+	return err
 }
 
 // ResetPassword spends a reset token and sets the password of its user in
 // one transaction: every session of the user is revoked, and every other
-// open reset link of theirs stops working. A spent, expired or unknown token
+// open link of theirs (reset, verification, email change) stops working. A spent, expired or unknown token
 // is EInvalid.
 func (db *DB) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash string) (*mcpgate.User, error) {
 	var u mcpgate.User
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var userID string
-		err := tx.QueryRow(ctx, `
-			UPDATE account_tokens SET used_at = now()
-			WHERE token_hash = $1 AND purpose = 'reset' AND used_at IS NULL AND expires_at > now()
-			RETURNING user_id`, tokenHash).Scan(&userID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errTokenSpent
-		}
+		t, err := spendAccountToken(ctx, tx, tokenHash, TokenReset)
 		if err != nil {
 			return err
 		}
+		userID := t.userID
 		// The link reached the inbox, so the address is proven too.
 		err = tx.QueryRow(ctx, `UPDATE users SET password_hash = $2, email_verified_at = COALESCE(email_verified_at, now())
 			WHERE id = $1 RETURNING id, email, instance_admin, created_at`,
@@ -53,7 +96,7 @@ func (db *DB) ResetPassword(ctx context.Context, tokenHash []byte, passwordHash 
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose = 'reset' AND used_at IS NULL`, userID); err != nil {
+		if err := dropAccountTokens(ctx, tx, userID); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
@@ -133,22 +176,16 @@ func (db *DB) EmailVerified(ctx context.Context, userID string) (bool, error) {
 
 // VerifyEmail spends a verification or email-change token. A verification
 // marks the address verified if it is still the user's; an email change
-// replaces the user's address with the confirmed one (and spends every other
-// pending change). oldEmail is the address it replaced, or "".
+// replaces the user's address with the confirmed one (and ends every other
+// open link of the user: reset, verification, email change). oldEmail is the address it replaced, or "".
 func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (u *mcpgate.User, oldEmail string, err error) {
 	u = &mcpgate.User{}
 	err = db.inTx(ctx, func(tx pgx.Tx) error {
-		var userID, email, purpose string
-		err := tx.QueryRow(ctx, `
-			UPDATE account_tokens SET used_at = now()
-			WHERE token_hash = $1 AND purpose IN ('verify', 'email_change') AND used_at IS NULL AND expires_at > now()
-			RETURNING user_id, email, purpose`, tokenHash).Scan(&userID, &email, &purpose)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errTokenSpent
-		}
+		t, err := spendAccountToken(ctx, tx, tokenHash, TokenVerify, TokenEmailChange)
 		if err != nil {
 			return err
 		}
+		userID, email, purpose := t.userID, t.email, t.purpose
 		if purpose == TokenEmailChange {
 			if err := tx.QueryRow(ctx, `SELECT email FROM users WHERE id = $1`, userID).Scan(&oldEmail); err != nil {
 				return err
@@ -162,8 +199,7 @@ func (db *DB) VerifyEmail(ctx context.Context, tokenHash []byte) (u *mcpgate.Use
 			if err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE account_tokens SET used_at = now() WHERE user_id = $1 AND purpose IN ('email_change', 'verify') AND used_at IS NULL`, userID)
-			return err
+			return dropAccountTokens(ctx, tx, userID)
 		}
 		err = tx.QueryRow(ctx, `UPDATE users SET email_verified_at = COALESCE(email_verified_at, now())
 			WHERE id = $1 AND email = $2 RETURNING id, email, instance_admin, created_at`, userID, email).

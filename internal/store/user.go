@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -17,23 +18,9 @@ const firstUserLockID = 0x6d6370676174652f
 // invitationHash is set, accepts that invitation in the same transaction. The
 // first user of the instance becomes instance admin.
 func (db *DB) CreateUser(ctx context.Context, email, passwordHash string, invitationHash []byte) (*mcpgate.User, error) {
-	var u mcpgate.User
-	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(firstUserLockID)); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, `
-			INSERT INTO users (email, password_hash, instance_admin)
-			VALUES ($1, $2, NOT EXISTS (SELECT 1 FROM users))
-			RETURNING id, email, instance_admin, created_at`, email, passwordHash,
-		).Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
-		if err != nil {
-			if mcpgate.ErrorCode(mapError(err, "")) == mcpgate.EConflict {
-				return mcpgate.Errorf(mcpgate.EConflict, "an account with this email already exists")
-			}
-			return err
-		}
-		if _, err := createWorkspace(ctx, tx, u.ID, "Personal", true); err != nil {
+	var u *mcpgate.User
+	err := db.inTx(ctx, func(tx pgx.Tx) (err error) {
+		if u, err = createUser(ctx, tx, email, passwordHash, false); err != nil {
 			return err
 		}
 		if invitationHash != nil {
@@ -46,7 +33,84 @@ func (db *DB) CreateUser(ctx context.Context, email, passwordHash string, invita
 	if err != nil {
 		return nil, mapError(err, "user not found")
 	}
+	return u, nil
+}
+
+// createUser inserts a user (verified: with their address proven) and their
+// personal workspace; the instance's first user becomes its admin.
+func createUser(ctx context.Context, tx pgx.Tx, email, passwordHash string, verified bool) (*mcpgate.User, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(firstUserLockID)); err != nil {
+		return nil, err
+	}
+	var u mcpgate.User
+	err := tx.QueryRow(ctx, `
+		INSERT INTO users (email, password_hash, instance_admin)
+		VALUES ($1, $2, NOT EXISTS (SELECT 1 FROM users))
+		RETURNING id, email, instance_admin, created_at`, email, passwordHash,
+	).Scan(&u.ID, &u.Email, &u.InstanceAdmin, &u.CreatedAt)
+	if err != nil {
+		if mcpgate.ErrorCode(mapError(err, "")) == mcpgate.EConflict {
+			return nil, mcpgate.Errorf(mcpgate.EConflict, "an account with this email already exists")
+		}
+		return nil, err
+	}
+	// A statement of its own, so that CreateUser works on every schema
+	// version (the migration tests make users on the oldest).
+	if verified {
+		if _, err := tx.Exec(ctx, `UPDATE users SET email_verified_at = now() WHERE id = $1`, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := createWorkspace(ctx, tx, u.ID, "Personal", true); err != nil {
+		return nil, err
+	}
 	return &u, nil
+}
+
+// CreatePendingSignup stores a sign-up that waits for the link mailed to its
+// address (SIGNUP_VERIFY=required); only the token's hash is kept.
+func (db *DB) CreatePendingSignup(ctx context.Context, email, passwordHash string, tokenHash []byte, expiresAt time.Time) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO pending_signups (token_hash, email, password_hash, expires_at) VALUES ($1, $2, $3, $4)`,
+		tokenHash, email, passwordHash, expiresAt)
+	return mapError(err, "")
+}
+
+// ErrNoPendingSignup is CompleteSignup's answer for a token that is no live
+// pending sign-up's (it may be another kind of link).
+var ErrNoPendingSignup = mcpgate.Errorf(mcpgate.ENotFound, "no such sign-up")
+
+// CompleteSignup spends a pending sign-up's token and creates its account,
+// with the address verified (the link proves it), in one transaction; every
+// other pending sign-up for the address goes with it. An address that has an
+// account by now is EConflict.
+func (db *DB) CompleteSignup(ctx context.Context, tokenHash []byte) (*mcpgate.User, error) {
+	var u *mcpgate.User
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var email, hash string
+		err := tx.QueryRow(ctx, `DELETE FROM pending_signups WHERE token_hash = $1 AND expires_at > now()
+			RETURNING email, password_hash`, tokenHash).Scan(&email, &hash)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNoPendingSignup
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM pending_signups WHERE email = $1`, email); err != nil {
+			return err
+		}
+		u, err = createUser(ctx, tx, email, hash, true)
+		if mcpgate.ErrorCode(err) == mcpgate.EConflict {
+			return mcpgate.Errorf(mcpgate.EConflict, "an account with this address exists already: sign in, or reset its password")
+		}
+		return err
+	})
+	if err != nil {
+		if c := mcpgate.ErrorCode(err); c == mcpgate.ENotFound || c == mcpgate.EConflict {
+			return nil, err
+		}
+		return nil, mapError(err, "")
+	}
+	return u, nil
 }
 
 // FindUserByEmail returns the user with that (normalized) email and their
@@ -83,8 +147,9 @@ func (db *DB) CountUsers(ctx context.Context) (int, error) {
 	return n, mapError(err, "")
 }
 
-// SetPassword replaces a user's password hash and revokes every session of
-// theirs, so that a changed password logs out every other browser.
+// SetPassword replaces a user's password hash, revokes every session of
+// theirs, so that a changed password logs out every other browser, and ends
+// every open mailed link of theirs (reset, verification, email change).
 func (db *DB) SetPassword(ctx context.Context, userID, passwordHash string) error {
 	return mapError(db.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE users SET password_hash = $2 WHERE id = $1`, userID, passwordHash)
@@ -93,6 +158,9 @@ func (db *DB) SetPassword(ctx context.Context, userID, passwordHash string) erro
 		}
 		if tag.RowsAffected() == 0 {
 			return pgx.ErrNoRows
+		}
+		if err := dropAccountTokens(ctx, tx, userID); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `UPDATE sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`, userID)
 		return err

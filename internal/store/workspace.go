@@ -37,15 +37,16 @@ func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*mcpga
 // WorkspacesOfUser lists the workspaces the user belongs to, with their role.
 func (db *DB) WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error) {
 	return listRows(ctx, db, scanMembership, `
-		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.user_id = $1 ORDER BY w.personal DESC, w.created_at`, userID)
 }
 
 // scanMembership reads a workspace as one member sees it: id, name,
-// personal, created_at, require_two_factor and the member's role.
+// personal, created_at, require_two_factor, approval_four_eyes and the
+// member's role.
 func scanMembership(r pgx.Row, w *mcpgate.Workspace) error {
-	return r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.Role)
+	return r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes, &w.Role)
 }
 
 // FindMembership returns the workspace as seen by the user, with their role.
@@ -57,7 +58,7 @@ func (db *DB) FindMembership(ctx context.Context, workspaceID, userID string) (*
 	}
 	var w mcpgate.Workspace
 	err := scanMembership(db.Pool.QueryRow(ctx, `
-		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID), &w)
 	if err != nil {
@@ -255,19 +256,45 @@ func acceptInvitation(ctx context.Context, tx pgx.Tx, tokenHash []byte, userID, 
 		return nil, mcpgate.Errorf(mcpgate.EConflict, "you are already a member of this workspace")
 	}
 	var w mcpgate.Workspace
-	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at, require_two_factor FROM workspaces WHERE id = $1`, wsID).
-		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor)
+	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at, require_two_factor, approval_four_eyes FROM workspaces WHERE id = $1`, wsID).
+		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes)
 	w.Role = role
 	return &w, err
 }
 
+// SetApprovalFourEyes sets the workspace's rule that a request's approver is
+// someone other than its requester.
+func (db *DB) SetApprovalFourEyes(ctx context.Context, workspaceID string, on bool) error {
+	tag, err := db.Pool.Exec(ctx, `UPDATE workspaces SET approval_four_eyes = $2 WHERE id = $1`, workspaceID, on)
+	if err != nil {
+		return mapError(err, wsNotFound)
+	}
+	if tag.RowsAffected() == 0 {
+		return mcpgate.Errorf(mcpgate.ENotFound, wsNotFound)
+	}
+	return nil
+}
+
+// DecisionPolicy is what a workspace asks of a person who decides for the
+// human in the loop, read in one query: whether it requires two-factor
+// sign-in, whether it requires four eyes, and whether the user has TOTP on.
+func (db *DB) DecisionPolicy(ctx context.Context, workspaceID, userID string) (twoFactor, fourEyes, enrolled bool, err error) {
+	err = db.Pool.QueryRow(ctx, `
+		SELECT w.require_two_factor, w.approval_four_eyes,
+		       EXISTS (SELECT 1 FROM totp_factors f WHERE f.user_id = $2 AND f.confirmed_at IS NOT NULL)
+		FROM workspaces w WHERE w.id = $1`, workspaceID, userID).Scan(&twoFactor, &fourEyes, &enrolled)
+	return twoFactor, fourEyes, enrolled, mapError(err, wsNotFound)
+}
+
 // PruneExpired deletes spent rows that no longer matter: expired sessions,
-// spent confirmation tokens past their expiry, stale login failures.
+// spent confirmation tokens past their expiry, sign-ups whose link expired,
+// stale login failures.
 func (db *DB) PruneExpired(ctx context.Context, loginWindow time.Duration) error {
 	_, err := db.Pool.Exec(ctx, `
 		WITH s AS (DELETE FROM sessions WHERE expires_at < now() - interval '1 day'),
 		     t AS (DELETE FROM spent_tokens WHERE expires_at < now()),
-		     a AS (DELETE FROM account_tokens WHERE expires_at < now() - interval '1 day')
+		     a AS (DELETE FROM account_tokens WHERE expires_at < now() - interval '1 day'),
+		     p AS (DELETE FROM pending_signups WHERE expires_at < now())
 		DELETE FROM login_failures WHERE window_start < now() - make_interval(secs => $1)`, loginWindow.Seconds())
 	return mapError(err, "")
 }

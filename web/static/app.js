@@ -5,8 +5,11 @@
 (function () {
   'use strict';
 
+  // The session's CSRF token; on https its cookie has the __Host- prefix
+  // (which wins over a cookie without it that an older gateway left).
   function csrfToken() {
-    var m = document.cookie.match(/(?:^|;\s*)mcpgate_csrf=([^;]*)/);
+    var m = document.cookie.match(/(?:^|;\s*)__Host-mcpgate_csrf=([^;]*)/) ||
+      document.cookie.match(/(?:^|;\s*)mcpgate_csrf=([^;]*)/);
     return m ? decodeURIComponent(m[1]) : '';
   }
 
@@ -247,9 +250,12 @@
     el.hidden = false;
   }
 
-  function onSuccess(form, data, changed) {
+  function onSuccess(form, data, changed, status) {
     var action = form.dataset.done || 'reload';
     if (form.dataset.flash && (action === 'reload' || action === 'next' || action.indexOf('redirect:') === 0)) setFlash(form.dataset.flash);
+    // data-flash-accepted: a 202 answer's own words become the flash (a
+    // sign-up that waits for its emailed link).
+    if (form.dataset.flashAccepted != null && status === 202 && data && typeof data.status === 'string') setFlash(data.status);
     if (action === 'reload') { window.location.reload(); return; }
     if (action === 'next') { window.location.assign(form.dataset.next || '/app'); return; }
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
@@ -327,7 +333,7 @@
           showError(form, errorMessage(r.res, r.data));
           return;
         }
-        onSuccess(form, r.data, changed);
+        onSuccess(form, r.data, changed, r.res.status);
       }, function () {
         delete form.dataset.busy;
         setBusy(form, false);
