@@ -31,9 +31,10 @@ type mailSend struct {
 	refusal string
 }
 
-// throttleMail counts m against every limit it falls under, each count and
-// its check one statement (store.CountAttempt), so that parallel requests
-// cannot all pass; past any limit it refuses with Retry-After.
+// throttleMail counts m against every limit it falls under, all counts in
+// one statement (store.CountAttempts), so that parallel requests are counted
+// one after the other in every limit alike; past any limit it refuses with
+// Retry-After.
 func (s *Service) throttleMail(ctx context.Context, m mailSend) error {
 	type counter struct {
 		subject string
@@ -46,15 +47,18 @@ func (s *Service) throttleMail(ctx context.Context, m mailSend) error {
 	if m.client != "" {
 		counters = append(counters, counter{"mail:" + m.kind + ":client:" + addressSubject(m.client), mailPerClient})
 	}
-	var refused error
-	for _, c := range counters {
-		n, start, err := s.db.CountAttempt(ctx, mailWindow, c.subject)
-		if err != nil {
-			return err
-		}
-		if n > c.limit && refused == nil {
-			refused = windowRefusal(start, mailWindow, m.refusal)
+	subjects := make([]string, len(counters))
+	for i, c := range counters {
+		subjects[i] = c.subject
+	}
+	counts, starts, err := s.db.CountAttempts(ctx, mailWindow, subjects...)
+	if err != nil {
+		return err
+	}
+	for i, c := range counters {
+		if counts[i] > c.limit {
+			return windowRefusal(starts[i], mailWindow, m.refusal)
 		}
 	}
-	return refused
+	return nil
 }
