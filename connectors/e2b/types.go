@@ -97,9 +97,10 @@ type TemplateBuild struct {
 	EnvdVersion *string    `json:"envdVersion"`
 }
 
-// NewSandbox is the body of POST /sandboxes. The server's defaults differ from
-// the SDKs' (no template, 15 s, not secure), so callers set every field they
-// rely on. Note the snake_case allow_internet_access: that is E2B's spelling.
+// NewSandbox is a sandbox to create (CreateSandbox sends it to POST
+// /v2/sandboxes when Secure, else POST /sandboxes). The servers' defaults
+// differ from the SDKs' (no template; v1 15 s and not secure), so callers set
+// every field they rely on. Note the snake_case allow_internet_access: that is E2B's spelling.
 type NewSandbox struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             int32             `json:"timeout"`
@@ -111,6 +112,23 @@ type NewSandbox struct {
 	// Network is sent as given. It may carry secrets (rule headers, proxy
 	// password), so it must never be logged.
 	Network json.RawMessage `json:"network,omitempty"`
+}
+
+// sandboxV2 is NewSandboxV2, the body of POST /v2/sandboxes: NewSandbox
+// without secure, which that route always is (e2b 2.51.0 dist/index.d.ts).
+type sandboxV2 struct {
+	TemplateID          string            `json:"templateID"`
+	Timeout             int32             `json:"timeout"`
+	AutoPause           bool              `json:"autoPause,omitempty"`
+	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
+	Metadata            map[string]string `json:"metadata,omitempty"`
+	EnvVars             map[string]string `json:"envVars,omitempty"`
+	Network             json.RawMessage   `json:"network,omitempty"`
+}
+
+func newSandboxV2(in NewSandbox) sandboxV2 {
+	return sandboxV2{TemplateID: in.TemplateID, Timeout: in.Timeout, AutoPause: in.AutoPause,
+		AllowInternetAccess: in.AllowInternetAccess, Metadata: in.Metadata, EnvVars: in.EnvVars, Network: in.Network}
 }
 
 // Sandbox is what create and connect return. The envd and traffic access
