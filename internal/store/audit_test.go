@@ -206,6 +206,25 @@ func TestInsertAudit_StoresAnEventIDOnce(t *testing.T) {
 	}
 }
 
+// The aggregate row of rate-limited calls (kind refused) is stored and
+// listed like any other, filterable by its kind, and not counted as a tool
+// call in the hourly rollup.
+func TestInsertAudit_RefusedCallsRow(t *testing.T) {
+	db := storetest.Open(t)
+	ctx := context.Background()
+	ws, u := mustWorkspace(t, db, "a@example.com")
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, KeyID: "k1", Kind: mcpgate.KindRefused,
+		Action: "rate_limit", Outcome: mcpgate.OutcomeDenied, Source: "mcp", Message: "5 tool calls refused",
+		Arguments: map[string]any{"refused_calls": 5, "limit": "key"}})
+	items, _, err := db.ListAudit(ctx, ws, mcpgate.AuditFilter{Kind: mcpgate.KindRefused})
+	if err != nil || len(items) != 1 || items[0].Arguments["refused_calls"] != float64(5) || items[0].KeyID != "k1" {
+		t.Fatalf("ListAudit(kind refused) = %+v, %v; want the one row", items, err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM audit_hourly WHERE workspace_id = $1`, ws); n != 0 {
+		t.Errorf("rollup rows = %d, want 0: refused calls are not tool calls", n)
+	}
+}
+
 // A batch for a day without a partition (a restored backup, a writer that
 // was down for a week) adds the partition; a batch whose workspace was
 // deleted meanwhile is not retried for ever.
