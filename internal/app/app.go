@@ -131,7 +131,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		SpoolBytes: func() int64 { return spoolSize(spool) },
 		AuditSpool: func() metrics.AuditSpool {
 			st := gw.audit.SpoolStats()
-			return metrics.AuditSpool{Events: st.Events, Spooled: st.Spooled, Lost: st.Lost, Full: st.Full}
+			return metrics.AuditSpool{Events: st.Events, Spooled: st.Spooled, Lost: st.Lost, Full: st.Full, FreeBytes: st.FreeBytes}
 		}})
 	var mailer service.Mailer
 	if o.Mail != nil {
@@ -221,6 +221,10 @@ func spoolSize(s *audit.Spool) int64 {
 // spoolMaxBytes bounds the audit spool: about a million events.
 const spoolMaxBytes = 512 << 20
 
+// lowSpoolDisk is the free space under which the start warns: a few
+// thousand events, a few minutes of a busy gateway's outage.
+const lowSpoolDisk = 1 << 20
+
 // openSpool opens the audit spool under dir and writes what an earlier stop
 // left in it to the database, before the gateway serves: the log then holds
 // every event that was answered. Nothing here stops the gateway from
@@ -242,6 +246,11 @@ func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) 
 		log.Error("audit spool disabled: DATA_DIR is not writable, so a stop during a database outage loses the audit events "+
 			"still queued (the log then says how many); give the gateway a writable DATA_DIR", "err", err)
 		return nil
+	}
+	if free := spool.Free(); free >= 0 && free < lowSpoolDisk {
+		log.Warn("audit spool: the disk under DATA_DIR is nearly full; the gateway serves, but a stop during a database "+
+			"outage can spool little and loses the rest (the log then says how many); free some space",
+			"free_bytes", free, "path", spool.Path())
 	}
 	if spool.Size() == 0 {
 		return spool

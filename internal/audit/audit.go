@@ -300,13 +300,15 @@ type SpoolStats struct {
 	// Full is set while the spool refuses events: its last append did not
 	// fit (the disk is full or the bound reached).
 	Full bool
+	// FreeBytes is the space left on the spool's disk (-1: unknown).
+	FreeBytes int64
 }
 
 // SpoolStats returns the spool's counts (zero without a spool).
 func (w *Writer) SpoolStats() SpoolStats {
-	st := SpoolStats{Spooled: w.spooledTotal.Load(), Lost: w.lost.Load() + w.dropped.Load()}
+	st := SpoolStats{Spooled: w.spooledTotal.Load(), Lost: w.lost.Load() + w.dropped.Load(), FreeBytes: -1}
 	if sp := w.opts.Spool; sp != nil {
-		st.Events, st.Bytes, st.Full = sp.Events(), sp.Size(), sp.Full()
+		st.Events, st.Bytes, st.Full, st.FreeBytes = sp.Events(), sp.Size(), sp.Full(), sp.Free()
 	}
 	return st
 }

@@ -136,6 +136,10 @@ func (s *Spool) Events() int {
 	return s.events
 }
 
+// Free is the space left on the spool's disk, in bytes (-1 when unknown):
+// what a full disk at start looks like, before any append fails.
+func (s *Spool) Free() int64 { return diskFree(filepath.Dir(s.path)) }
+
 // Full reports whether the last Append did not take every event: the spool
 // reached its bound or the disk is full. It clears once an Append takes a
 // whole batch or a replay empties the spool.

@@ -157,6 +157,8 @@ type AuditSpool struct {
 	Spooled, Lost int64
 	// Full: the spool's last append did not fit (a full disk or its bound).
 	Full bool
+	// FreeBytes is the space left on the spool's disk (-1: unknown).
+	FreeBytes int64
 }
 
 func (m *Registry) registerAuditSpool(read func() AuditSpool) {
@@ -171,6 +173,9 @@ func (m *Registry) registerAuditSpool(read func() AuditSpool) {
 				}
 				return 0
 			}),
+		gauge("mcpgate_audit_spool_free_bytes", "Space left on the disk under DATA_DIR that holds the audit spool "+
+			"(-1 when unknown); near 0, a stop during a database outage can spool little and loses the rest.",
+			func() float64 { return float64(read().FreeBytes) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_spooled_total",
 			Help: "Audit events this process wrote to the local spool (during outages and at shutdown)."},
 			func() float64 { return float64(read().Spooled) }),

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -74,6 +75,12 @@ func TestStopDuringOutage_NearlyFullDisk(t *testing.T) {
 	}
 	if v := metric(o.base, "mcpgate_audit_spool_events"); v != 0 {
 		t.Errorf("mcpgate_audit_spool_events after the replay = %v, want 0", v)
+	}
+	if v := metric(o.base, "mcpgate_audit_spool_free_bytes"); v < 0 || v > 32<<10 {
+		t.Errorf("mcpgate_audit_spool_free_bytes = %v, want what the 32 KiB disk has left", v)
+	}
+	if !strings.Contains(o.logs.String(), "audit spool: the disk under DATA_DIR is nearly full") {
+		t.Errorf("no warning at start that the spool's disk is nearly full\n%s", tail(o.logs.String(), 3000))
 	}
 	t.Logf("stop during an outage on a 32 KiB disk: %d calls answered, %d spooled, %d lost (as logged), "+
 		"started on the full disk and replayed %d, none twice", len(o.calls), spooled, lost, spooled)
