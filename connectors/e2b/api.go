@@ -91,7 +91,7 @@ func (cl *Client) GetTemplate(ctx context.Context, key mcpgate.Secret, templateI
 func (cl *Client) CreateSandbox(ctx context.Context, key mcpgate.Secret, in NewSandbox) (Sandbox, error) {
 	var out Sandbox
 	what := "template " + strconv.Quote(in.TemplateID)
-	c := call{op: "create a sandbox", method: http.MethodPost, path: "/v2/sandboxes", body: newSandboxV2(in),
+	c := call{op: "create a sandbox", method: http.MethodPost, path: "/v2/sandboxes", body: sandboxV2{NewSandbox: in},
 		what:      what,
 		notFound:  what + " (or its tag) was not found: list templates with e2b_list_templates or e2b_list_default_templates",
 		forbidden: "E2B refused to create the sandbox: the team has no access to " + what + " or to a requested feature, or the team is blocked",

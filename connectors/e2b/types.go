@@ -116,19 +116,11 @@ type NewSandbox struct {
 
 // sandboxV2 is NewSandboxV2, the body of POST /v2/sandboxes: NewSandbox
 // without secure, which that route always is (e2b 2.51.0 dist/index.d.ts).
+// The outer Secure, never set, hides the embedded one from encoding/json
+// (the shallower field wins) and is omitted.
 type sandboxV2 struct {
-	TemplateID          string            `json:"templateID"`
-	Timeout             int32             `json:"timeout"`
-	AutoPause           bool              `json:"autoPause,omitempty"`
-	AllowInternetAccess *bool             `json:"allow_internet_access,omitempty"`
-	Metadata            map[string]string `json:"metadata,omitempty"`
-	EnvVars             map[string]string `json:"envVars,omitempty"`
-	Network             json.RawMessage   `json:"network,omitempty"`
-}
-
-func newSandboxV2(in NewSandbox) sandboxV2 {
-	return sandboxV2{TemplateID: in.TemplateID, Timeout: in.Timeout, AutoPause: in.AutoPause,
-		AllowInternetAccess: in.AllowInternetAccess, Metadata: in.Metadata, EnvVars: in.EnvVars, Network: in.Network}
+	NewSandbox
+	Secure *bool `json:"secure,omitempty"`
 }
 
 // Sandbox is what create and connect return. The envd and traffic access

@@ -108,6 +108,18 @@ func (s *Server) lookupAlias(w http.ResponseWriter, t *team, ident string) (*tem
 	return nil, false
 }
 
+// ownTemplate is lookupAlias for a template the team must own: another
+// team's (E2B's public ones included) is 403 with forbidden (written here).
+// Callers hold s.mu.
+func (s *Server) ownTemplate(w http.ResponseWriter, t *team, ident, forbidden string) (*template, bool) {
+	tp, ok := s.lookupAlias(w, t, ident)
+	if ok && tp.team != t.id {
+		writeError(w, http.StatusForbidden, forbidden, "")
+		return nil, false
+	}
+	return tp, ok
+}
+
 // handleAlias is GET /templates/aliases/{alias} (infra
 // handlers/template_alias.go): the team's own alias answers 200 with its
 // template; another team's, E2B's public ones included, 403 (checked before
@@ -121,13 +133,8 @@ func (s *Server) handleAlias(w http.ResponseWriter, r *http.Request, alias strin
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.team(r)
-	tp, ok := s.lookupAlias(w, t, ident)
+	tp, ok := s.ownTemplate(w, s.team(r), ident, "You don't have access to this template alias")
 	if !ok {
-		return
-	}
-	if tp.team != t.id {
-		writeError(w, http.StatusForbidden, "You don't have access to this template alias", "")
 		return
 	}
 	if hasTag && tp.tagBuild(tag) == nil {
@@ -148,13 +155,8 @@ func (s *Server) handleTags(w http.ResponseWriter, r *http.Request, templateID s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.team(r)
-	tp, ok := s.lookupAlias(w, t, ident)
+	tp, ok := s.ownTemplate(w, s.team(r), ident, fmt.Sprintf("You don't have access to sandbox template '%s'", templateID))
 	if !ok {
-		return
-	}
-	if tp.team != t.id {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("You don't have access to sandbox template '%s'", templateID), "")
 		return
 	}
 	type tagJSON struct {
@@ -265,13 +267,8 @@ func (s *Server) handleTagsDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.team(r)
-	tp, ok := s.lookupAlias(w, t, ident)
+	tp, ok := s.ownTemplate(w, s.team(r), ident, fmt.Sprintf("You don't have access to sandbox template '%s'", ident))
 	if !ok {
-		return
-	}
-	if tp.team != t.id {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("You don't have access to sandbox template '%s'", ident), "")
 		return
 	}
 	for _, name := range tags {
