@@ -13,6 +13,9 @@ type AuditKind string
 const (
 	KindToolCall AuditKind = "tool_call"
 	KindAdmin    AuditKind = "admin"
+	// KindRefused aggregates the calls of one credential refused before
+	// they reached a tool (rate limits): one row per credential and period.
+	KindRefused AuditKind = "refused"
 )
 
 // AdminAction names an admin event in the audit log. Tool calls are named by
@@ -131,6 +134,10 @@ type AuditEvent struct {
 	DurationMS     float64        `json:"duration_ms"`
 	Source         Source         `json:"source,omitempty"`
 	CreatedAt      time.Time      `json:"created_at"`
+	// EventID is given once, when the event is recorded; the store keeps
+	// one row per EventID, so a batch written twice (a replayed spool, a
+	// retry after a lost commit) is stored once. Never read back.
+	EventID string `json:"event_id,omitempty"`
 }
 
 // NewAdminEvent is the one way an admin action becomes an audit event: by

@@ -103,6 +103,7 @@ type Gateway struct {
 	workspaceLimits limiterSet
 	origins         map[string]bool
 	authFails       limiterSet
+	refused         refusals // rate-limited calls, audited in aggregate (limits.go)
 	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
 	sdkLog *slog.Logger
 	// metas are _meta values the fast path has found valid (metaOK).
@@ -155,6 +156,7 @@ func (g *Gateway) Close() {
 		close(g.stop)
 	}
 	<-g.done
+	g.refused.flushAll()
 }
 
 func (g *Gateway) loop() {

@@ -13,8 +13,9 @@ func (g *Gateway) limitCall(a *mcpgate.Actor) error {
 		return nil
 	}
 	// A key's (or OAuth grant's) calls share its bucket.
-	if ok, wait := g.limiters.allow(a.CredentialID(), g.now()); !ok {
-		g.metrics.RateLimited()
+	now := g.now()
+	if ok, wait := g.limiters.allow(a.CredentialID(), now); !ok {
+		g.refuse(a, "key", now)
 		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "this key is sending too many tool calls; slow down"), wait)
 	}
 	return g.limitShared(a)

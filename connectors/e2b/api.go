@@ -81,15 +81,25 @@ func (cl *Client) GetTemplate(ctx context.Context, key mcpgate.Secret, templateI
 	return out, res.header.Get("X-Next-Token"), err
 }
 
-// CreateSandbox calls POST /sandboxes.
+// CreateSandbox creates a sandbox. A secure one (the default) goes to POST
+// /v2/sandboxes, the route E2B's JS SDK uses since 2.x (e2b 2.51.0,
+// dist/index.d.ts: "Create sandbox (v2)", v1 "deprecated, use POST
+// /v2/sandboxes instead") and which always secures envd, so its body has no
+// secure field. One asked for without secure (a template whose envd predates
+// it) goes to POST /sandboxes, which E2B still serves (infra
+// handlers/sandbox_create.go) and is the only route that can create it.
 func (cl *Client) CreateSandbox(ctx context.Context, key mcpgate.Secret, in NewSandbox) (Sandbox, error) {
 	var out Sandbox
 	what := "template " + strconv.Quote(in.TemplateID)
-	_, err := cl.do(ctx, key, call{op: "create a sandbox", method: http.MethodPost, path: "/sandboxes", body: in,
+	c := call{op: "create a sandbox", method: http.MethodPost, path: "/v2/sandboxes", body: sandboxV2{NewSandbox: in},
 		what:      what,
 		notFound:  what + " (or its tag) was not found: list templates with e2b_list_templates or e2b_list_default_templates",
 		forbidden: "E2B refused to create the sandbox: the team has no access to " + what + " or to a requested feature, or the team is blocked",
-	}, &out)
+	}
+	if !in.Secure {
+		c.path, c.body = "/sandboxes", in
+	}
+	_, err := cl.do(ctx, key, c, &out)
 	return out, err
 }
 
@@ -212,10 +222,12 @@ func (cl *Client) PauseSandbox(ctx context.Context, key mcpgate.Secret, id strin
 	return err
 }
 
-// ConnectSandbox calls POST /sandboxes/{id}/connect: it resumes a paused
-// sandbox (201) or extends a running one to at least now + timeout (200).
+// ConnectSandbox calls POST /v2/sandboxes/{id}/connect, the JS SDK's route
+// (e2b 2.51.0; the v1 route is deprecated): it resumes a paused sandbox
+// (201) or extends a running one to at least now + timeout (200).
 func (cl *Client) ConnectSandbox(ctx context.Context, key mcpgate.Secret, id string, timeout int) (Sandbox, error) {
 	c := sandboxCall("resume the sandbox", http.MethodPost, id, "/connect", map[string]int{"timeout": timeout})
+	c.path = "/v2" + c.path
 	c.notFound = sandboxWhat(id) + " was not found: it is neither running nor paused (killed, expired without auto-pause, or never existed)"
 	c.conflict = sandboxWhat(id) + " is being killed or is changing state; check it with e2b_get_sandbox before trying again"
 	var out Sandbox

@@ -22,7 +22,8 @@ import (
 // each on its own: the encoder of the official SDK and the decoder of E2B's
 // server are ported here from their sources, so that a mistake the connector
 // and the simulator share (as the two-level metadata encoding was) cannot
-// pass. Sources: e2b-dev/E2B at b8029973 and e2b-dev/infra at 54693ff.
+// pass. Sources: e2b-dev/E2B at b8029973, e2b-dev/infra at 54693ff (and its
+// newer v2 connect handler tests), and the JS SDK e2b 2.51.0 as npm serves it.
 
 // metadataCases are filters whose values break any encoding with a level
 // missing: "+" (a space after one unescape too many), "&", "=", "%", spaces,
@@ -325,5 +326,159 @@ func TestContract_connectorReportsE2BEnd(t *testing.T) {
 	got := out.(e2b.SetTimeoutOut)
 	if got.EndAt != end.Format(time.RFC3339) || !got.Clamped {
 		t.Errorf("set timeout = %+v, want end_at %s (E2B's), clamped", got, end.Format(time.RFC3339))
+	}
+}
+
+// TestContract_simulatorCurrentAPI holds e2bsim to the rules of E2B's current
+// API that the issue-25 run of the official JS SDK (e2b 2.51.0) found
+// missing or different, each case naming the source it follows. The routes
+// are the SDK's (dist/index.js of e2b 2.51.0: POST /v2/sandboxes, POST
+// /v2/sandboxes/{sandboxID}/connect, GET /templates/aliases/{alias}).
+func TestContract_simulatorCurrentAPI(t *testing.T) {
+	clock := e2bsim.NewManualClock(epoch)
+	srv := httptest.NewServer(e2bsim.New(e2bsim.Options{Now: clock.Now, MaxRunning: 100}))
+	defer srv.Close()
+	create := func(path, body string) string {
+		resp := do(t, http.MethodPost, srv.URL+path, testKey, body)
+		var sb struct {
+			SandboxID, EnvdAccessToken string
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&sb); err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST %s %s: %d %v", path, body, resp.StatusCode, err)
+		}
+		if path == "/v2/sandboxes" && sb.EnvdAccessToken == "" {
+			t.Errorf("POST /v2/sandboxes: no envdAccessToken; the v2 route is always secured")
+		}
+		return sb.SandboxID
+	}
+	running := create("/v2/sandboxes", `{"templateID":"base","timeout":600}`)
+	paused := create("/v2/sandboxes", `{"templateID":"base","timeout":600}`)
+	if resp := do(t, http.MethodPost, srv.URL+"/sandboxes/"+paused+"/pause", testKey, `{}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("pause: %d", resp.StatusCode)
+	}
+	tests := []struct {
+		source, method, path, body string
+		want                       int
+	}{
+		{"infra handlers/sandbox_create.go: autoPauseMemory true needs no autoPause", http.MethodPost, "/v2/sandboxes",
+			`{"templateID":"base","autoPauseMemory":true}`, http.StatusCreated},
+		{"infra handlers/sandbox_create.go: autoPauseMemory false needs autoPause", http.MethodPost, "/v2/sandboxes",
+			`{"templateID":"base","autoPauseMemory":false}`, http.StatusBadRequest},
+		{"infra handlers/sandbox_create.go: v1 create still served", http.MethodPost, "/sandboxes",
+			`{"templateID":"base"}`, http.StatusCreated},
+		{"infra TestConnectV2_Timeout: v2 connect without a body", http.MethodPost, "/v2/sandboxes/" + running + "/connect", "",
+			http.StatusOK},
+		{"infra TestConnectV2_Timeout: v2 connect timeout 0", http.MethodPost, "/v2/sandboxes/" + running + "/connect",
+			`{"timeout":0}`, http.StatusBadRequest},
+		{"infra handlers/sandbox_connect.go: memory not checked while running", http.MethodPost,
+			"/v2/sandboxes/" + running + "/connect", `{"timeout":60,"memory":false}`, http.StatusOK},
+		{"infra handlers/sandbox_resume.go resolveFilesystemBoot: memory false on a memory snapshot", http.MethodPost,
+			"/v2/sandboxes/" + paused + "/connect", `{"timeout":60,"memory":false}`, http.StatusBadRequest},
+		{"infra handlers/sandbox_connect.go: v1 connect still served", http.MethodPost, "/sandboxes/" + running + "/connect",
+			`{"timeout":60}`, http.StatusOK},
+		{"infra utils/split.go ShortID: a well-formed unknown id", http.MethodGet, "/sandboxes/nonexistent", "", http.StatusNotFound},
+		{"infra utils/split.go ShortID: a well-formed unknown id on connect", http.MethodPost, "/v2/sandboxes/abc123/connect", "{}",
+			http.StatusNotFound},
+		{"infra utils/split.go ShortID: two dashes", http.MethodGet, "/sandboxes/a-b-c", "", http.StatusBadRequest},
+		{"infra shared/pkg/id ValidateSandboxID: not lowercase", http.MethodDelete, "/sandboxes/ABC", "", http.StatusBadRequest},
+		{"infra handlers/template_alias.go: the team's alias", http.MethodGet, "/templates/aliases/my-app", "", http.StatusOK},
+		{"infra handlers/template_alias.go: a public alias is another team's", http.MethodGet, "/templates/aliases/base", "",
+			http.StatusForbidden},
+		{"infra handlers/template_alias.go: unknown", http.MethodGet, "/templates/aliases/no-such-template", "", http.StatusNotFound},
+		{"infra handlers/template_tags.go: the team's template's tags", http.MethodGet, "/templates/my-app/tags", "", http.StatusOK},
+		{"infra handlers/template_tags.go: assign", http.MethodPost, "/templates/tags", `{"target":"my-app","tags":["v2"]}`,
+			http.StatusCreated},
+		{"infra handlers/template_tags.go: the default tag is not deleted", http.MethodDelete, "/templates/tags",
+			`{"name":"my-app","tags":["default"]}`, http.StatusBadRequest},
+	}
+	for _, tt := range tests {
+		if resp := do(t, tt.method, srv.URL+tt.path, testKey, tt.body); resp.StatusCode != tt.want {
+			t.Errorf("%s: %s %s = %d, want %d", tt.source, tt.method, tt.path, resp.StatusCode, tt.want)
+		}
+	}
+}
+
+// sortPaginated is infra's SortPaginatedSandboxes (packages/api/internal/
+// utils/sandboxes_list.go), ported: start time newest first with ids
+// ascending, or the exact reverse.
+func sortPaginated(ids []string, at map[string]time.Time, desc bool) {
+	sort.Slice(ids, func(i, j int) bool {
+		a, b := at[ids[i]].Truncate(time.Microsecond), at[ids[j]].Truncate(time.Microsecond)
+		if !a.Equal(b) {
+			return a.After(b) == desc
+		}
+		return (ids[i] < ids[j]) == desc
+	})
+}
+
+// TestContract_simulatorEqualStartTimes: sandboxes started in the same
+// microsecond are listed, and paged, in infra's order in both directions.
+func TestContract_simulatorEqualStartTimes(t *testing.T) {
+	clock := e2bsim.NewManualClock(epoch)
+	srv := httptest.NewServer(e2bsim.New(e2bsim.Options{Now: clock.Now, MaxRunning: 100}))
+	defer srv.Close()
+	at := map[string]time.Time{}
+	var ids []string
+	for i := range 9 {
+		if i%3 == 0 {
+			clock.Advance(time.Second) // three groups of three equal start times
+		}
+		resp := do(t, http.MethodPost, srv.URL+"/sandboxes", testKey, `{"templateID":"base","timeout":600}`)
+		var sb struct{ SandboxID string }
+		_ = json.NewDecoder(resp.Body).Decode(&sb)
+		ids, at[sb.SandboxID] = append(ids, sb.SandboxID), clock.Now()
+	}
+	for _, order := range []string{"desc", "asc"} {
+		want := append([]string{}, ids...)
+		sortPaginated(want, at, order == "desc")
+		var got []string
+		for token := ""; ; {
+			resp := do(t, http.MethodGet, srv.URL+"/v2/sandboxes?limit=2&order="+order+"&nextToken="+url.QueryEscape(token), testKey, "")
+			var page []struct{ SandboxID string }
+			_ = json.NewDecoder(resp.Body).Decode(&page)
+			for _, s := range page {
+				got = append(got, s.SandboxID)
+			}
+			if token = resp.Header.Get("X-Next-Token"); token == "" {
+				break
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("order %s: listed %v, want %v (infra SortPaginatedSandboxes)", order, got, want)
+		}
+	}
+}
+
+// TestContract_connectorRoutes: the connector creates and connects on the
+// routes E2B's SDK uses now (e2b 2.51.0 dist/index.js), sending NewSandboxV2
+// without the secure field the v2 route does not have, and keeps POST
+// /sandboxes (infra handlers/sandbox_create.go, still served) for a sandbox
+// asked for without secure.
+func TestContract_connectorRoutes(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		_, secure := body["secure"]
+		got = append(got, fmt.Sprintf("%s %s secure=%v", r.Method, r.URL.Path, secure))
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprint(w, `{"templateID":"t","sandboxID":"iabcdefghij0123456789","clientID":"c","envdVersion":"0.2.4"}`)
+	}))
+	defer srv.Close()
+	cl := e2b.NewClient(e2b.Options{BaseURL: srv.URL, HTTPClient: srv.Client()})
+	ctx := context.Background()
+	if _, err := cl.CreateSandbox(ctx, testKey, e2b.NewSandbox{TemplateID: "base", Timeout: 60, Secure: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CreateSandbox(ctx, testKey, e2b.NewSandbox{TemplateID: "base", Timeout: 60}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.ConnectSandbox(ctx, testKey, "iabcdefghij0123456789", 60); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"POST /v2/sandboxes secure=false", "POST /sandboxes secure=true",
+		"POST /v2/sandboxes/iabcdefghij0123456789/connect secure=false"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("requests = %q, want %q", got, want)
 	}
 }

@@ -585,7 +585,7 @@ func TestTools_createSecure(t *testing.T) {
 		t.Errorf("running = %v, want 3: the retry without secure must not create twice", running)
 	}
 
-	e.sim.Inject(e2bsim.Fault{Method: http.MethodPost, Path: "/sandboxes", Status: http.StatusCreated, Times: 1,
+	e.sim.Inject(e2bsim.Fault{Method: http.MethodPost, Path: "/v2/sandboxes", Status: http.StatusCreated, Times: 1,
 		Body: `{"templateID":"t","sandboxID":"iabcdefghij0123456789","clientID":"c","envdVersion":"0.2.4","domain":"byoc.example.com","envdAccessToken":"ea_x"}`})
 	out = e.mustCall(e2b.ToolCreateSandbox, nil)
 	if out["domain"] != "byoc.example.com" || out["host"] != "<port>-iabcdefghij0123456789.byoc.example.com" {

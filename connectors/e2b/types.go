@@ -97,9 +97,10 @@ type TemplateBuild struct {
 	EnvdVersion *string    `json:"envdVersion"`
 }
 
-// NewSandbox is the body of POST /sandboxes. The server's defaults differ from
-// the SDKs' (no template, 15 s, not secure), so callers set every field they
-// rely on. Note the snake_case allow_internet_access: that is E2B's spelling.
+// NewSandbox is a sandbox to create (CreateSandbox sends it to POST
+// /v2/sandboxes when Secure, else POST /sandboxes). The servers' defaults
+// differ from the SDKs' (no template; v1 15 s and not secure), so callers set
+// every field they rely on. Note the snake_case allow_internet_access: that is E2B's spelling.
 type NewSandbox struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             int32             `json:"timeout"`
@@ -111,6 +112,15 @@ type NewSandbox struct {
 	// Network is sent as given. It may carry secrets (rule headers, proxy
 	// password), so it must never be logged.
 	Network json.RawMessage `json:"network,omitempty"`
+}
+
+// sandboxV2 is NewSandboxV2, the body of POST /v2/sandboxes: NewSandbox
+// without secure, which that route always is (e2b 2.51.0 dist/index.d.ts).
+// The outer Secure, never set, hides the embedded one from encoding/json
+// (the shallower field wins) and is omitted.
+type sandboxV2 struct {
+	NewSandbox
+	Secure *bool `json:"secure,omitempty"`
 }
 
 // Sandbox is what create and connect return. The envd and traffic access

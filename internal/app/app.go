@@ -127,11 +127,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	gw := &Gateway{db: db, log: log, Keyring: keyring, cancel: cancel}
-	spool, err := openSpool(ctx, o.DataDir, db, log)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
+	spool := openSpool(ctx, o.DataDir, db, log)
 	gw.spool = spool
 	gw.audit = audit.New(audit.Options{Sink: db, Logger: log, Spool: spool})
 
@@ -143,7 +139,11 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	var svc *service.Service
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
 		Listening: func() bool { return svc != nil && svc.Listening() }, Replicas: members.Count,
-		SpoolBytes: func() int64 { return spoolSize(spool) }})
+		SpoolBytes: func() int64 { return spoolSize(spool) },
+		AuditSpool: func() metrics.AuditSpool {
+			st := gw.audit.SpoolStats()
+			return metrics.AuditSpool{Events: st.Events, Spooled: st.Spooled, Lost: st.Lost, Full: st.Full, FreeBytes: st.FreeBytes}
+		}})
 	var mailer service.Mailer
 	if o.Mail != nil {
 		mo := *o.Mail
@@ -242,15 +242,23 @@ func spoolSize(s *audit.Spool) int64 {
 // spoolMaxBytes bounds the audit spool: about a million events.
 const spoolMaxBytes = 512 << 20
 
+// lowSpoolDisk is the free space under which the start warns: a few
+// thousand events, a few minutes of a busy gateway's outage.
+const lowSpoolDisk = 1 << 20
+
 // openSpool opens the audit spool under dir and writes what an earlier stop
 // left in it to the database, before the gateway serves: the log then holds
-// every event that was answered, in order of their times. Without a
+// every event that was answered. Nothing here stops the gateway from
+// starting: a replay needs no disk space (a full disk only keeps it from
+// recording its progress, which the database's one-row-per-event makes
+// safe to lose), and one the database refuses is left to the audit writer,
+// which replays in the background while the gateway serves. Without a
 // writable dir (a read-only container) the gateway runs without a spool and
 // says at start, as an error, what that costs: it chooses serving over
 // refusing to start, since a spool only matters when a stop meets an outage.
-func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) (*audit.Spool, error) {
+func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) *audit.Spool {
 	if dir == "" {
-		return nil, nil
+		return nil
 	}
 	spool, err := audit.OpenSpool(dir, spoolMaxBytes)
 	if err != nil {
@@ -258,18 +266,30 @@ func openSpool(ctx context.Context, dir string, db *store.DB, log *slog.Logger) 
 		// guarantees is gone until DATA_DIR is writable.
 		log.Error("audit spool disabled: DATA_DIR is not writable, so a stop during a database outage loses the audit events "+
 			"still queued (the log then says how many); give the gateway a writable DATA_DIR", "err", err)
-		return nil, nil
+		return nil
 	}
+	if free := spool.Free(); free >= 0 && free < lowSpoolDisk {
+		log.Warn("audit spool: the disk under DATA_DIR is nearly full; the gateway serves, but a stop during a database "+
+			"outage can spool little and loses the rest (the log then says how many); free some space",
+			"free_bytes", free, "path", spool.Path())
+	}
+	if spool.Size() == 0 {
+		return spool
+	}
+	waiting := spool.Events()
 	res, err := spool.Replay(ctx, db, 500)
 	if res.Replayed > 0 || res.Damaged > 0 {
 		log.Info("audit spool replayed", "count", res.Replayed, "damaged_records", res.Damaged, "path", spool.Path())
 	}
-	if err != nil {
-		_ = spool.Close()
-		return nil, fmt.Errorf("write the audit events spooled at the last stop (%d written so far; the rest stay in %s): %w",
-			res.Replayed, spool.Path(), err)
+	if res.ProgressErr != nil {
+		log.Warn("audit spool replay could not record its progress (is the disk full?); harmless: a replay repeated "+
+			"from the start writes no event twice", "err", res.ProgressErr, "path", spool.Path())
 	}
-	return spool, nil
+	if err != nil {
+		log.Warn("audit events spooled at the last stop not written yet; the gateway serves and writes them as soon as "+
+			"the database takes them", "count", waiting-res.Replayed, "path", spool.Path(), "err", err)
+	}
+	return spool
 }
 
 // deriveKey gives each use of JWT_SECRET its own key, so that a session token

@@ -4,13 +4,17 @@
 // the queue, so a clean shutdown loses nothing. With a spool, a long outage
 // does not fill the queue either: once the database is away and the queue
 // half full, batches go to the spool on local disk, and they are written to
-// the database as soon as it takes a batch again. It imports only mcpgate.
+// the database as soon as it takes a batch again. Every event gets an id
+// when recorded, which the store keeps once, so writing a batch again (a
+// retry, a replay) never stores an event twice; the counts of what was
+// spooled and what was lost are exact (SpoolStats). It imports only mcpgate.
 //
 // Imports from this module: mcpgate.
 package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -63,6 +67,11 @@ type Writer struct {
 
 	spooled atomic.Int64
 	lost    atomic.Int64
+	// dropped counts events Record gave up on (the queue stayed full until
+	// the call's context ended); spooledTotal every event this process put
+	// in the spool.
+	dropped      atomic.Int64
+	spooledTotal atomic.Int64
 	// down is set while the database refuses writes; outageSpooled counts
 	// the events spooled during the current outage, and replaying is set
 	// while a replay of the spool runs.
@@ -106,15 +115,26 @@ func New(opts Options) *Writer {
 	for range opts.Writers {
 		w.wg.Go(w.loop)
 	}
+	if opts.Spool != nil && opts.Spool.Size() > 0 {
+		// Left by an earlier run and not written at start: the database
+		// refused. The gateway serves meanwhile; the events are written
+		// as soon as it takes them.
+		w.replays.Go(w.replayLeftover)
+	}
 	go func() { w.wg.Wait(); close(w.done) }()
 	return w
 }
 
 // Record queues an event. It returns at once unless the queue is full, in
-// which case it waits for room or for ctx to end.
+// which case it waits for room or for ctx to end. It gives the event its
+// EventID, which makes every later write of it (a retry, a replay of the
+// spool) store it once.
 func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
 	if ev.CreatedAt.IsZero() {
 		ev.CreatedAt = time.Now().UTC()
+	}
+	if ev.EventID == "" {
+		ev.EventID = newEventID()
 	}
 	select {
 	case w.queue <- ev:
@@ -128,9 +148,19 @@ func (w *Writer) Record(ctx context.Context, ev mcpgate.AuditEvent) {
 		select {
 		case w.queue <- ev:
 		case <-ctx.Done():
+			w.dropped.Add(1)
 			w.opts.Logger.ErrorContext(ctx, "audit queue full; event not recorded", "workspace_id", ev.WorkspaceID, "action", ev.Action)
 		}
 	}
+}
+
+// newEventID returns a random (version 4) UUID.
+func newEventID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // Len is the number of events waiting to be written.
@@ -170,6 +200,9 @@ func (w *Writer) Close(ctx context.Context) error {
 		w.opts.Logger.Warn("audit events spooled at shutdown: the database could not take them; they are written at the next start",
 			"count", n, "path", w.opts.Spool.Path())
 	}
+	if n := w.dropped.Load(); n > 0 {
+		w.opts.Logger.Error("audit events not recorded: the queue stayed full until their calls ended", "count", n)
+	}
 	if n := w.lost.Load(); n > 0 {
 		w.opts.Logger.Error("audit events lost at shutdown: neither the database nor a spool took them", "count", n)
 		return fmt.Errorf("%d audit events could not be written or spooled", n)
@@ -184,6 +217,7 @@ func (w *Writer) Spooled() int64 { return w.spooled.Load() }
 func (w *Writer) spool(batch []mcpgate.AuditEvent, cause error) {
 	n, err := w.opts.Spool.Append(batch)
 	w.spooled.Add(int64(n))
+	w.spooledTotal.Add(int64(n))
 	if lost := len(batch) - n; lost > 0 {
 		w.lost.Add(int64(lost))
 		w.opts.Logger.Warn("audit batch not spooled at shutdown", "count", lost, "err", cause, "spool_err", err)
@@ -201,6 +235,7 @@ func (w *Writer) underPressure() bool {
 // on waiting for the database.
 func (w *Writer) spoolInOutage(batch []mcpgate.AuditEvent) []mcpgate.AuditEvent {
 	n, err := w.opts.Spool.Append(batch)
+	w.spooledTotal.Add(int64(n))
 	if w.outageSpooled.Add(int64(n)) == int64(n) && n > 0 {
 		w.opts.Logger.Warn("the database is away and the audit queue half full: audit events go to the spool until it is back",
 			"path", w.opts.Spool.Path())
@@ -218,9 +253,66 @@ func (w *Writer) replay(ctx context.Context) {
 		w.opts.Logger.Info("audit spool replayed", "count", res.Replayed, "damaged_records", res.Damaged,
 			"spooled_in_outage", w.outageSpooled.Swap(0))
 	}
+	if res.ProgressErr != nil {
+		w.opts.Logger.Warn("audit spool replay could not record its progress (is the disk full?); harmless: "+
+			"a replay repeated from the start writes no event twice", "err", res.ProgressErr)
+	}
 	if err != nil {
 		w.opts.Logger.Warn("audit spool replay stopped; the rest is replayed later", "replayed", res.Replayed, "err", err)
 	}
+}
+
+// replayLeftover writes what an earlier run left in the spool, retrying
+// with backoff while the database refuses, until the spool is empty or the
+// writer stops.
+func (w *Writer) replayLeftover() {
+	backoff := time.Second
+	for w.opts.Spool.Size() > 0 {
+		if w.replaying.CompareAndSwap(false, true) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			go func() { // a stop ends the attempt; Close replays what it can
+				select {
+				case <-w.stop:
+				case <-ctx.Done():
+				}
+				cancel()
+			}()
+			w.replay(ctx)
+			cancel()
+			w.replaying.Store(false)
+		}
+		select {
+		case <-w.stop:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, time.Minute)
+	}
+}
+
+// SpoolStats are the spool's exact counts, read by /metrics.
+type SpoolStats struct {
+	// Events and Bytes wait in the spool to be written to the database.
+	Events int
+	Bytes  int64
+	// Spooled is every event this process put in the spool; Lost every
+	// event it could neither write nor spool (at a stop without room, or
+	// dropped by Record when the queue stayed full).
+	Spooled, Lost int64
+	// Full is set while the spool refuses events: its last append did not
+	// fit (the disk is full or the bound reached).
+	Full bool
+	// FreeBytes is the space left on the spool's disk (-1: unknown).
+	FreeBytes int64
+}
+
+// SpoolStats returns the spool's counts (zero without a spool).
+func (w *Writer) SpoolStats() SpoolStats {
+	st := SpoolStats{Spooled: w.spooledTotal.Load(), Lost: w.lost.Load() + w.dropped.Load(), FreeBytes: -1}
+	if sp := w.opts.Spool; sp != nil {
+		st.Events, st.Bytes, st.Full, st.FreeBytes = sp.Events(), sp.Size(), sp.Full(), sp.Free()
+	}
+	return st
 }
 
 // replaySoon starts a replay in the background when the spool holds events

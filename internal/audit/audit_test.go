@@ -198,3 +198,35 @@ func eventually(d time.Duration, ok func() bool) bool {
 	}
 	return true
 }
+
+// TestWriter_ReplaysWhatAnEarlierRunLeft: a spool the start could not write
+// (the database refused) does not keep the gateway from serving; the writer
+// writes it in the background as soon as the database takes it, with no
+// event recorded to set it off, and each event once.
+func TestWriter_ReplaysWhatAnEarlierRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	sp, err := audit.OpenSpool(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	for i := range 40 {
+		if _, err := sp.Append([]mcpgate.AuditEvent{{WorkspaceID: "ws", Action: "a", DurationMS: float64(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sink := &flakySink{down: true}
+	w := audit.New(audit.Options{Sink: sink, Spool: sp})
+	if !eventually(5*time.Second, func() bool { sink.mu.Lock(); defer sink.mu.Unlock(); return sink.attempts > 0 }) {
+		t.Fatal("no replay attempted")
+	}
+	sink.set(false)
+	if !eventually(10*time.Second, func() bool { return sink.count() == 40 && sp.Size() == 0 }) {
+		t.Fatalf("stored %d of 40 spooled events, spool %d bytes; want all written and the spool empty", sink.count(), sp.Size())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil || sink.count() != 40 {
+		t.Fatalf("Close() = %v, stored %d; want nil, 40", err, sink.count())
+	}
+}

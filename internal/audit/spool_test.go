@@ -3,6 +3,7 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,4 +233,144 @@ func TestWriter_CloseWithoutSpoolReportsLoss(t *testing.T) {
 	if len(total) != 1 || total[0] != "325" {
 		t.Errorf("log lines \"audit events lost at shutdown\" have counts %v, want one line with 325", total)
 	}
+}
+
+// withIDs gives events their EventIDs, as Writer.Record does.
+func withIDs(evs []mcpgate.AuditEvent) []mcpgate.AuditEvent {
+	for i := range evs {
+		evs[i].EventID = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	}
+	return evs
+}
+
+// encodedSize is the bytes n events take in the spool.
+func encodedSize(t *testing.T, evs []mcpgate.AuditEvent) int64 {
+	t.Helper()
+	sp := mustOpenSpool(t, t.TempDir())
+	defer sp.Close()
+	if _, err := sp.Append(evs); err != nil {
+		t.Fatal(err)
+	}
+	return sp.Size()
+}
+
+// A disk that fills in the middle of an append writes some whole records
+// and a torn one: Append counts exactly the whole ones, cuts the torn one
+// off, and once there is room again the next append follows the last whole
+// record, so a replay finds every counted event and nothing else.
+func TestSpool_ShortWriteCountsWholeRecords(t *testing.T) {
+	dir := t.TempDir()
+	evs := withIDs(events(10))
+	room := encodedSize(t, evs[:6]) + 20 // six records and part of the seventh
+	sp := mustOpenSpool(t, dir)
+	audit.InjectSpoolFaults(sp, audit.SpoolFaults{Room: room})
+	n, err := sp.Append(evs)
+	if n != 6 || err == nil || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("Append() on a disk with room for 6.x records = %d, %v; want 6, ENOSPC", n, err)
+	}
+	if sp.Events() != 6 || !sp.Full() {
+		t.Fatalf("Events() = %d, Full() = %v; want 6, true", sp.Events(), sp.Full())
+	}
+	audit.SetRoom(sp, -1)
+	if n, err := sp.Append(evs[6:]); n != 4 || err != nil {
+		t.Fatalf("Append() with room again = %d, %v; want 4, nil", n, err)
+	}
+	if sp.Full() {
+		t.Error("Full() after an append that took everything = true")
+	}
+	sp = reopen(t, sp, dir)
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 100)
+	if err != nil || res.Replayed != 10 || res.Damaged != 0 {
+		t.Fatalf("Replay() = %+v, %v; want 10 replayed, none damaged", res, err)
+	}
+	for i, ev := range sink.events {
+		if ev.Action != fmt.Sprintf("tool_%d", i) {
+			t.Fatalf("replayed event %d = %s, want tool_%d", i, ev.Action, i)
+		}
+	}
+}
+
+// A disk that takes the bytes but fails the fsync: what is on disk is
+// unknown, so none of it is counted, and none of it is replayed.
+func TestSpool_FailedSyncCountsNothing(t *testing.T) {
+	dir := t.TempDir()
+	sp := mustOpenSpool(t, dir)
+	audit.InjectSpoolFaults(sp, audit.SpoolFaults{Room: -1, SyncErr: syscall.EIO})
+	if n, err := sp.Append(events(5)); n != 0 || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("Append() with a failing fsync = %d, %v; want 0, EIO", n, err)
+	}
+	sp = reopen(t, sp, dir)
+	if res, err := sp.Replay(context.Background(), &sinkOf{}, 100); err != nil || res.Replayed != 0 {
+		t.Fatalf("Replay() = %+v, %v; want nothing: the events were counted as not spooled", res, err)
+	}
+}
+
+// A spool written by an older gateway on a full disk has a torn record in
+// the middle (later appends followed it): the replay skips the torn stretch
+// and writes every intact record after it.
+func TestSpool_TornRecordInTheMiddleIsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	sp := mustOpenSpool(t, dir)
+	_, _ = sp.Append(events(3))
+	_ = sp.Close()
+	head, _ := os.ReadFile(filepath.Join(dir, audit.SpoolFile))
+	sp = mustOpenSpool(t, t.TempDir())
+	_, _ = sp.Append(events(8)[3:])
+	_ = sp.Close()
+	tail, _ := os.ReadFile(sp.Path())
+	// head's 3 records, the first half of tail's first record (torn), then
+	// the rest of tail as a later append wrote it.
+	firstLen := int(binary.BigEndian.Uint32(tail[:4])) + 8
+	damaged := append(append(append([]byte{}, head...), tail[:firstLen/2]...), tail[firstLen:]...)
+	if err := os.WriteFile(filepath.Join(dir, audit.SpoolFile), damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sp = mustOpenSpool(t, dir)
+	if sp.Events() != 7 {
+		t.Errorf("Events() = %d, want 7 intact records", sp.Events())
+	}
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 100)
+	if err != nil || res.Replayed != 7 || res.Damaged != 1 {
+		t.Fatalf("Replay() = %+v, %v; want 7 replayed (3 before the torn record, 4 after) and 1 damaged", res, err)
+	}
+	if got := sink.events[3].Action; got != "tool_4" {
+		t.Errorf("first event after the torn one = %s, want tool_4", got)
+	}
+}
+
+// A full disk at the next start: the replay cannot record its progress,
+// and writes everything anyway (the database stores an event once), and the
+// spool is emptied, which frees the disk.
+func TestSpool_ReplayOnAFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	sp := mustOpenSpool(t, dir)
+	_, _ = sp.Append(withIDs(events(25)))
+	sp = reopen(t, sp, dir)
+	audit.InjectSpoolFaults(sp, audit.SpoolFaults{Room: 0, ProgressErr: syscall.ENOSPC})
+	sink := &sinkOf{}
+	res, err := sp.Replay(context.Background(), sink, 10)
+	if err != nil || res.Replayed != 25 || !errors.Is(res.ProgressErr, syscall.ENOSPC) {
+		t.Fatalf("Replay() on a full disk = %+v, %v; want 25 replayed and the progress error reported", res, err)
+	}
+	if sp.Size() != 0 || sp.Events() != 0 {
+		t.Errorf("spool after the replay: %d bytes, %d events; want empty", sp.Size(), sp.Events())
+	}
+}
+
+// logged sums the "count" of the JSON log lines whose message starts with
+// prefix.
+func logged(logs, prefix string) int {
+	n := 0
+	for line := range strings.Lines(logs) {
+		var rec struct {
+			Msg   string `json:"msg"`
+			Count int    `json:"count"`
+		}
+		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, prefix) {
+			n += rec.Count
+		}
+	}
+	return n
 }

@@ -91,15 +91,21 @@ func parseSandboxToken(tok, order string) (time.Time, string, bool) {
 	return at, parts[1], true
 }
 
-// sandboxAfter reports whether sb sorts after the cursor (at, id).
+// pageTime is a sandbox's place in the list order: its start truncated to
+// microseconds, as infra keys its pages (PaginationTimestamp).
+func pageTime(sb *sandbox) time.Time { return sb.startedAt.Truncate(time.Microsecond) }
+
+// sandboxAfter reports whether sb sorts after the cursor (at, id) (infra
+// utils/sandboxes_list.go, FilterBasedOnCursor: equal times continue with
+// greater ids when newest first, smaller ones when oldest first).
 func sandboxAfter(sb *sandbox, at time.Time, id, order string) bool {
-	if !sb.startedAt.Equal(at) {
-		return sb.startedAt.After(at) == (order == "asc")
+	if t := pageTime(sb); !t.Equal(at.Truncate(time.Microsecond)) {
+		return t.After(at) == (order == "asc")
 	}
 	if sb.id == id {
 		return false
 	}
-	return (sb.id > id) == (order == "asc")
+	return (sb.id > id) == (order == "desc")
 }
 
 // Other lists page by offset, in an opaque token.

@@ -72,7 +72,10 @@ const (
 	minSecureEnvd = "0.2.0"
 )
 
-var sandboxIDShape = regexp.MustCompile(`^(i[a-z0-9]{20})(-[A-Za-z0-9]+)?$`)
+// sandboxIDShape is what E2B accepts as a sandbox id (infra
+// packages/shared/pkg/id/id.go, ValidateSandboxID): lowercase letters and
+// digits, any length. An id of that shape that names no sandbox is 404.
+var sandboxIDShape = regexp.MustCompile(`^[a-z0-9]+$`)
 
 // decodeBody reads an optional JSON body into v; E2B's validator answers 400
 // for a malformed one.
@@ -106,15 +109,18 @@ func (s *Server) findSandbox(w http.ResponseWriter, r *http.Request, t *team) (*
 	return sb, id, true
 }
 
-// parseSandboxID reads a sandbox ID as E2B does, dropping the "-<clientID>"
-// suffix that SDKs may append; any other shape is 400 (written here).
+// parseSandboxID reads a sandbox ID as E2B does (infra
+// packages/api/internal/utils/split.go, ShortID): one "-<clientID>" suffix,
+// which SDKs may append, is dropped; more than one dash, or an id that is
+// not lowercase letters and digits, is 400 (written here). Any other id is
+// looked up, and one that names no sandbox is 404, whatever its length.
 func parseSandboxID(w http.ResponseWriter, raw string) (string, bool) {
-	m := sandboxIDShape.FindStringSubmatch(raw)
-	if m == nil {
+	parts := strings.Split(raw, "-")
+	if len(parts) > 2 || !sandboxIDShape.MatchString(parts[0]) {
 		writeError(w, http.StatusBadRequest, "Invalid sandbox ID", "")
 		return "", false
 	}
-	return m[1], true
+	return parts[0], true
 }
 
 // withSandbox runs fn on the request's sandbox of the caller's team, under
@@ -180,8 +186,8 @@ func (s *Server) resolveTemplate(t *team, ref string) (*template, *build, int, s
 		if !tp.matches(name) {
 			continue
 		}
-		b := tp.readyBuild()
-		if tag != "default" || b == nil {
+		b := tp.tagBuild(strings.ToLower(tag))
+		if b == nil {
 			// The matched identifier is namespace/alias for an alias lookup.
 			ident := name
 			if tp.alias != "" && !tp.public && !strings.Contains(name, "/") && name != tp.id {
@@ -194,16 +200,39 @@ func (s *Server) resolveTemplate(t *team, ref string) (*template, *build, int, s
 	return nil, nil, http.StatusNotFound, fmt.Sprintf("template '%s' not found", name)
 }
 
+// handleCreate is POST /sandboxes (infra handlers/sandbox_create.go), which
+// E2B still serves but marks deprecated: secure only when asked, a 15 s
+// default timeout.
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	var in newSandbox
 	if !decodeBody(w, r, &in, true) {
 		return
 	}
+	s.create(w, r, &in, 15)
+}
+
+// handleCreateV2 is POST /v2/sandboxes, the route the JS SDK (e2b 2.51.0,
+// dist/index.d.ts "NewSandboxV2") and the current infra server use: the
+// same create, always secured (the body has no secure field) and with a
+// 300 s default timeout (infra sandbox.SandboxTimeoutDefaultV2, asserted by
+// its TestConnectSandboxV2Schema_HasNoRequiredFields).
+func (s *Server) handleCreateV2(w http.ResponseWriter, r *http.Request) {
+	var in newSandbox
+	if !decodeBody(w, r, &in, true) {
+		return
+	}
+	in.Secure = true
+	s.create(w, r, &in, 300)
+}
+
+// create starts a sandbox from in, defaultTimeout seconds long unless in
+// says otherwise.
+func (s *Server) create(w http.ResponseWriter, r *http.Request, in *newSandbox, defaultTimeout int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.team(r)
 	now := s.now()
-	if msg := s.validateNew(&in); msg != "" {
+	if msg := s.validateNew(in); msg != "" {
 		writeError(w, http.StatusBadRequest, msg, "")
 		return
 	}
@@ -220,7 +249,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.tooMany(w)
 		return
 	}
-	timeout := int32(15)
+	timeout := defaultTimeout
 	if in.Timeout != nil {
 		timeout = *in.Timeout
 	}
@@ -254,10 +283,14 @@ func (s *Server) validateNew(in *newSandbox) string {
 		return "Timeout must be greater than 0"
 	case in.Timeout != nil && time.Duration(*in.Timeout)*time.Second > s.maxLifetime:
 		return fmt.Sprintf("Timeout cannot be greater than %d hours", int(s.maxLifetime.Hours()))
-	case in.AutoPauseMemory != nil && (in.AutoPause == nil || !*in.AutoPause):
-		return "autoPauseMemory can only be set together with autoPause: true"
+	// infra handlers/sandbox_create.go: only a filesystem-only auto-pause
+	// (autoPauseMemory: false) needs autoPause; true is the default and
+	// accepted with or without it.
+	case in.AutoPauseMemory != nil && !*in.AutoPauseMemory && (in.AutoPause == nil || !*in.AutoPause):
+		return "autoPauseMemory=false only applies when autoPause is true."
 	case in.AutoPauseMemory != nil && !*in.AutoPauseMemory && in.AutoResume != nil && in.AutoResume.Enabled:
-		return "autoPauseMemory: false cannot be combined with autoResume"
+		return "autoPauseMemory=false (filesystem-only auto-pause) cannot be combined with autoResume: a filesystem-only " +
+			"snapshot cannot be auto-resumed by traffic and must be resumed explicitly."
 	}
 	n := in.Network
 	if n == nil {
@@ -479,27 +512,54 @@ func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// connectBody is ConnectSandbox (v1: timeout required) and ConnectSandboxV2
+// (the body and both fields optional).
+type connectBody struct {
+	Timeout *int32 `json:"timeout"`
+	Memory  *bool  `json:"memory"`
+}
+
 // handleConnect is POST /sandboxes/{id}/connect (infra
-// handlers/sandbox_connect.go): a running sandbox is only ever extended
-// (KeepAliveFor without allowShorter, clamped to the plan's maximum), a
-// pausing one is waited for and resumed like a paused one, a killing one is
-// 409.
+// handlers/sandbox_connect.go), deprecated for the v2 route but served.
 func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Timeout *int32 `json:"timeout"`
-		Memory  *bool  `json:"memory"`
-	}
+	var in connectBody
 	if !decodeBody(w, r, &in, true) || !timeoutGiven(w, in.Timeout) {
 		return
 	}
-	if in.Memory != nil {
-		writeError(w, http.StatusBadRequest, "the memory option is not enabled for this team", "sandbox_memory_override_disabled")
+	s.connect(w, r, time.Duration(*in.Timeout)*time.Second, in.Memory)
+}
+
+// handleConnectV2 is POST /v2/sandboxes/{id}/connect, the JS SDK's route
+// (e2b 2.51.0): the body is optional, an omitted timeout is 300 s, and a
+// timeout below 1 is 400 (infra's TestConnectV2_Timeout in
+// packages/api/internal/handlers).
+func (s *Server) handleConnectV2(w http.ResponseWriter, r *http.Request) {
+	var in connectBody
+	if !decodeBody(w, r, &in, false) {
 		return
 	}
+	timeout := int32(300)
+	if in.Timeout != nil {
+		if *in.Timeout < 1 {
+			writeError(w, http.StatusBadRequest, `request body has an error: doesn't match schema: Error at "/timeout": number must be at least 1`, "")
+			return
+		}
+		timeout = *in.Timeout
+	}
+	s.connect(w, r, time.Duration(timeout)*time.Second, in.Memory)
+}
+
+// connect follows infra handlers/sandbox_connect.go: a running sandbox is
+// only ever extended (KeepAliveFor without allowShorter, clamped to the
+// plan's maximum) and memory is not looked at; a pausing one is waited for
+// and resumed like a paused one; a killing one is 409. memory is checked
+// only when resuming (sandbox_resume.go, resolveFilesystemBoot): false on a
+// snapshot that kept its memory needs a feature E2B does not enable by
+// default (400), false on a filesystem-only snapshot is a plain resume.
+func (s *Server) connect(w http.ResponseWriter, r *http.Request, timeout time.Duration, memory *bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.team(r)
-	timeout := time.Duration(*in.Timeout) * time.Second
 	if timeout > s.maxLifetime {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Timeout cannot be greater than %d hours", int(s.maxLifetime.Hours())), "")
 		return
@@ -523,6 +583,11 @@ func (s *Server) handleConnect(w http.ResponseWriter, r *http.Request) {
 			s.dirty = true
 		}
 		writeJSON(w, http.StatusOK, s.sandboxResponse(sb))
+		return
+	}
+	if memory != nil && !*memory && sb.memoryKept {
+		writeError(w, http.StatusBadRequest, "Resuming without memory (memory: false) is not enabled for this team; "+
+			"a plain resume still restores memory", "sandbox_memory_override_disabled")
 		return
 	}
 	if s.running(t.id) >= s.maxRunning {
@@ -644,12 +709,16 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			match = append(match, sb)
 		}
 	}
+	// infra packages/api/internal/utils/sandboxes_list.go,
+	// SortPaginatedSandboxes: by start time truncated to microseconds (the
+	// keyset value), then by id ascending when newest first and descending
+	// when oldest first (the exact reverse).
 	sort.Slice(match, func(i, j int) bool {
 		a, b := match[i], match[j]
-		if !a.startedAt.Equal(b.startedAt) {
-			return a.startedAt.After(b.startedAt) == (order == "desc")
+		if at, bt := pageTime(a), pageTime(b); !at.Equal(bt) {
+			return at.After(bt) == (order == "desc")
 		}
-		return (a.id > b.id) == (order == "desc")
+		return (a.id < b.id) == (order == "desc")
 	})
 	start := 0
 	if tok := q.Get("nextToken"); tok != "" {

@@ -116,7 +116,23 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /templates/defaults", s.handleDefaultTemplates)
 	m.HandleFunc("GET /v2/templates", s.handleTemplates)
 	m.HandleFunc("GET /templates/{templateID}", s.handleTemplate)
+	// GET /templates/aliases/{alias} and GET /templates/{templateID}/tags
+	// overlap (/templates/aliases/tags); the static segment wins, as in
+	// infra's router.
+	m.HandleFunc("GET /templates/{first}/{second}", func(w http.ResponseWriter, r *http.Request) {
+		switch first, second := r.PathValue("first"), r.PathValue("second"); {
+		case first == "aliases":
+			s.handleAlias(w, r, second)
+		case second == "tags":
+			s.handleTags(w, r, first)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	m.HandleFunc("POST /templates/tags", s.handleTagsAssign)
+	m.HandleFunc("DELETE /templates/tags", s.handleTagsDelete)
 	m.HandleFunc("POST /sandboxes", s.handleCreate)
+	m.HandleFunc("POST /v2/sandboxes", s.handleCreateV2)
 	m.HandleFunc("GET /v2/sandboxes", s.handleList)
 	m.HandleFunc("GET /sandboxes/{sandboxID}", s.handleGet)
 	m.HandleFunc("DELETE /sandboxes/{sandboxID}", s.handleKill)
@@ -125,6 +141,7 @@ func (s *Server) routes() {
 	m.HandleFunc("POST /sandboxes/{sandboxID}/timeout", s.handleTimeout)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/pause", s.handlePause)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/connect", s.handleConnect)
+	m.HandleFunc("POST /v2/sandboxes/{sandboxID}/connect", s.handleConnectV2)
 	m.HandleFunc("POST /sandboxes/{sandboxID}/snapshots", s.handleSnapshotCreate)
 	m.HandleFunc("GET /snapshots", s.handleSnapshots)
 	s.mux = m

@@ -91,6 +91,11 @@ func TestValidation(t *testing.T) {
 		{"timeout negative", "POST", "/sandboxes", `{"templateID":"base","timeout":-1}`, 400},
 		{"timeout over max", "POST", "/sandboxes", `{"templateID":"base","timeout":90000}`, 400},
 		{"autoPauseMemory alone", "POST", "/sandboxes", `{"templateID":"base","autoPauseMemory":false}`, 400},
+		// infra handlers/sandbox_create.go: only false needs autoPause.
+		{"autoPauseMemory true alone", "POST", "/sandboxes", `{"templateID":"base","autoPauseMemory":true}`, 201},
+		{"v2 create", "POST", "/v2/sandboxes", `{"templateID":"base"}`, 201},
+		{"v2 create timeout zero", "POST", "/v2/sandboxes", `{"templateID":"base","timeout":0}`, 400},
+		{"v2 create on an old envd (always secure)", "POST", "/v2/sandboxes", `{"templateID":"worker"}`, 400},
 		{"private traffic without secure", "POST", "/sandboxes", `{"templateID":"base","network":{"allowPublicTraffic":false}}`, 400},
 		{"domain without deny all", "POST", "/sandboxes", `{"templateID":"base","network":{"allowOut":["example.com"]}}`, 400},
 		{"unknown template", "POST", "/sandboxes", `{"templateID":"nope"}`, 404},
@@ -108,6 +113,10 @@ func TestValidation(t *testing.T) {
 		{"bad startedAfter", "GET", "/v2/sandboxes?startedAfter=yesterday", "", 400},
 		{"bad metadata", "GET", "/v2/sandboxes?metadata=novalue", "", 400},
 		{"bad sandbox id", "GET", "/sandboxes/not-an-id", "", 400},
+		// infra utils/split.go ShortID and shared/pkg/id ValidateSandboxID:
+		// lowercase letters and digits of any length are an id, so 404.
+		{"short lowercase id", "GET", "/sandboxes/nope", "", 404},
+		{"uppercase id", "GET", "/sandboxes/NOPE", "", 400},
 		{"unknown sandbox", "GET", "/sandboxes/iaaaaaaaaaaaaaaaaaaaa", "", 404},
 		{"legacy id suffix", "GET", "/sandboxes/" + id + "-6532622b", "", 200},
 		{"logs bad direction", "GET", "/v2/sandboxes/" + id + "/logs?direction=up", "", 400},
@@ -117,14 +126,35 @@ func TestValidation(t *testing.T) {
 		{"metrics start after end", "GET", "/sandboxes/" + id + "/metrics?start=20&end=10", "", 400},
 		{"timeout missing", "POST", "/sandboxes/" + id + "/timeout", `{}`, 400},
 		{"connect without timeout", "POST", "/sandboxes/" + id + "/connect", `{}`, 400},
-		{"connect with memory", "POST", "/sandboxes/" + id + "/connect", `{"timeout":10,"memory":false}`, 400},
+		// infra handlers/sandbox_connect.go: memory is looked at only when
+		// resuming.
+		{"connect memory false on a running sandbox", "POST", "/sandboxes/" + id + "/connect", `{"timeout":10,"memory":false}`, 200},
+		{"v2 connect without a body", "POST", "/v2/sandboxes/" + id + "/connect", "", 200},
+		{"v2 connect timeout zero", "POST", "/v2/sandboxes/" + id + "/connect", `{"timeout":0}`, 400},
+		{"v2 connect unknown", "POST", "/v2/sandboxes/nope/connect", `{}`, 404},
 		{"pause bad body", "POST", "/sandboxes/" + id + "/pause", `{"memory":"yes"}`, 400},
 		{"templates limit", "GET", "/v2/templates?limit=500", "", 400},
 		{"templates teamID", "GET", "/v2/templates?teamID=other", "", 400},
 		{"public template builds", "GET", "/templates/" + s.publicID(), "", 403},
 		{"unknown template builds", "GET", "/templates/nope", "", 404},
 		{"snapshots limit", "GET", "/snapshots?limit=0", "", 400},
-		{"snapshots bad sandbox id", "GET", "/snapshots?sandboxID=nope", "", 400},
+		{"snapshots bad sandbox id", "GET", "/snapshots?sandboxID=not-an-id", "", 400},
+		// infra handlers/template_alias.go.
+		{"alias of the team", "GET", "/templates/aliases/my-app", "", 200},
+		{"alias public (another team's)", "GET", "/templates/aliases/base", "", 403},
+		{"alias unknown", "GET", "/templates/aliases/nope", "", 404},
+		{"alias bad format", "GET", "/templates/aliases/a%20b", "", 400},
+		{"alias other namespace", "GET", "/templates/aliases/other%2Fmy-app", "", 400},
+		{"alias unknown tag", "GET", "/templates/aliases/my-app:v9", "", 404},
+		// infra handlers/template_tags.go.
+		{"tags of the team's template", "GET", "/templates/my-app/tags", "", 200},
+		{"tags of a public template", "GET", "/templates/base/tags", "", 403},
+		{"tags assign without tags", "POST", "/templates/tags", `{"target":"my-app","tags":[]}`, 400},
+		{"tags assign bad tag", "POST", "/templates/tags", `{"target":"my-app","tags":["a b"]}`, 400},
+		{"tags assign unknown target", "POST", "/templates/tags", `{"target":"nope","tags":["v1"]}`, 404},
+		{"tags assign public target", "POST", "/templates/tags", `{"target":"base","tags":["v1"]}`, 403},
+		{"tags delete default", "DELETE", "/templates/tags", `{"name":"my-app","tags":["default"]}`, 400},
+		{"tags delete name with a tag", "DELETE", "/templates/tags", `{"name":"my-app:v1","tags":["v1"]}`, 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,7 +336,10 @@ func TestListPaging(t *testing.T) {
 					t.Errorf("%s: %s listed twice", order, id)
 				}
 				seen[id] = true
-				if prev != "" && (id < prev) != (order == "desc") {
+				// Equal start times: ids ascending when newest first,
+				// descending when oldest first (infra
+				// utils/sandboxes_list.go, SortPaginatedSandboxes).
+				if prev != "" && (id > prev) != (order == "desc") {
 					t.Errorf("%s: %s after %s", order, id, prev)
 				}
 				prev = id
@@ -749,5 +782,67 @@ func TestControlClient(t *testing.T) {
 	}
 	if err := c.SetFaults(ctx); err != nil || len(s.s.Faults()) != 0 {
 		t.Errorf("SetFaults() with none: err %v, %d faults left", err, len(s.s.Faults()))
+	}
+}
+
+// TestConnectMemoryOnResume follows infra handlers/sandbox_connect.go and
+// sandbox_resume.go (resolveFilesystemBoot): memory: false resumes a
+// filesystem-only snapshot, and is refused (the feature is off) for one that
+// kept its memory; on either route.
+func TestConnectMemoryOnResume(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	for _, route := range []string{"/sandboxes/", "/v2/sandboxes/"} {
+		kept := s.create(`{"templateID":"base","timeout":60}`)["sandboxID"].(string)
+		fsOnly := s.create(`{"templateID":"base","timeout":60}`)["sandboxID"].(string)
+		if s.status("POST", "/sandboxes/"+kept+"/pause", `{}`) != 204 || s.status("POST", "/sandboxes/"+fsOnly+"/pause", `{"memory":false}`) != 204 {
+			t.Fatal("pause failed")
+		}
+		var e struct {
+			ErrorCode string `json:"error_code"`
+		}
+		if resp := s.req("POST", route+kept+"/connect", `{"timeout":60,"memory":false}`, &e); resp.StatusCode != 400 ||
+			e.ErrorCode != "sandbox_memory_override_disabled" {
+			t.Errorf("%s: connect memory:false on a memory snapshot = %d %q, want 400 sandbox_memory_override_disabled", route, resp.StatusCode, e.ErrorCode)
+		}
+		if got := s.status("POST", route+fsOnly+"/connect", `{"timeout":60,"memory":false}`); got != 201 {
+			t.Errorf("%s: connect memory:false on a filesystem-only snapshot = %d, want 201", route, got)
+		}
+		if got := s.status("POST", route+kept+"/connect", `{"timeout":60,"memory":true}`); got != 201 {
+			t.Errorf("%s: connect memory:true = %d, want 201", route, got)
+		}
+	}
+}
+
+// TestTemplateTags follows infra handlers/template_tags.go and
+// template_alias.go: a tag assigned to the default build can be listed,
+// checked by alias, created from, and deleted.
+func TestTemplateTags(t *testing.T) {
+	s := newSim(t, e2bsim.Options{})
+	var assigned struct {
+		Tags    []string `json:"tags"`
+		BuildID string   `json:"buildID"`
+	}
+	if resp := s.req("POST", "/templates/tags", `{"target":"my-app","tags":["V1","v1","stable"]}`, &assigned); resp.StatusCode != 201 ||
+		len(assigned.Tags) != 2 || assigned.BuildID == "" {
+		t.Fatalf("assign = %d %+v, want 201 with v1 and stable once each", resp.StatusCode, assigned)
+	}
+	var tags []struct {
+		Tag, BuildID string
+	}
+	s.req("GET", "/templates/my-app/tags", "", &tags)
+	if len(tags) != 3 || tags[0].Tag != "default" || tags[1].BuildID != assigned.BuildID {
+		t.Errorf("tags = %+v, want default, v1, stable on %s", tags, assigned.BuildID)
+	}
+	if got := s.status("GET", "/templates/aliases/my-app:v1", ""); got != 200 {
+		t.Errorf("alias my-app:v1 = %d, want 200", got)
+	}
+	if got := s.status("POST", "/v2/sandboxes", `{"templateID":"my-app:stable"}`); got != 201 {
+		t.Errorf("create from my-app:stable = %d, want 201", got)
+	}
+	if got := s.status("DELETE", "/templates/tags", `{"name":"my-app","tags":["v1"]}`); got != 204 {
+		t.Errorf("delete v1 = %d, want 204", got)
+	}
+	if got := s.status("GET", "/templates/aliases/my-app:v1", ""); got != 404 {
+		t.Errorf("alias my-app:v1 after its deletion = %d, want 404", got)
 	}
 }

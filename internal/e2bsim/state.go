@@ -25,6 +25,7 @@ type template struct {
 	spawnCount           int64
 	lastSpawnedAt        *time.Time
 	builds               []build
+	tags                 []templateTag // assigned by POST /templates/tags; not persisted
 }
 
 type build struct {

@@ -28,6 +28,9 @@ type Options struct {
 	// SpoolBytes returns the size of the audit spool file (0 when there is
 	// none): non-zero only between a stop during an outage and the replay.
 	SpoolBytes func() int64
+	// AuditSpool returns the audit writer's exact counts
+	// (audit.Writer.SpoolStats).
+	AuditSpool func() AuditSpool
 	// Listening reports whether the cross-replica invalidation listener is
 	// connected (while it is not, every call reloads from the database).
 	Listening func() bool
@@ -126,6 +129,9 @@ func New(opts Options) *Registry {
 			"Bytes of audit events in the local spool, waiting for the next start to be written.",
 			func() float64 { return float64(opts.SpoolBytes()) }))
 	}
+	if opts.AuditSpool != nil {
+		m.registerAuditSpool(opts.AuditSpool)
+	}
 	if opts.Listening != nil {
 		m.reg.MustRegister(gauge("mcpgate_invalidation_listener_connected",
 			"1 while the cross-replica invalidation listener is connected, 0 while it reconnects.",
@@ -148,6 +154,42 @@ func New(opts Options) *Registry {
 		m.authFails.WithLabelValues(r)
 	}
 	return m
+}
+
+// AuditSpool are the audit spool's counts.
+type AuditSpool struct {
+	// Events wait in the spool to be written to the database.
+	Events int
+	// Spooled and Lost are every event this process put in the spool, and
+	// every one it could neither write nor spool.
+	Spooled, Lost int64
+	// Full: the spool's last append did not fit (a full disk or its bound).
+	Full bool
+	// FreeBytes is the space left on the spool's disk (-1: unknown).
+	FreeBytes int64
+}
+
+func (m *Registry) registerAuditSpool(read func() AuditSpool) {
+	m.reg.MustRegister(
+		gauge("mcpgate_audit_spool_events", "Audit events in the local spool, waiting to be written to the database.",
+			func() float64 { return float64(read().Events) }),
+		gauge("mcpgate_audit_spool_full", "1 while the audit spool refuses events: its last append did not fit "+
+			"(the disk under DATA_DIR is full, or the spool's bound is reached).",
+			func() float64 {
+				if read().Full {
+					return 1
+				}
+				return 0
+			}),
+		gauge("mcpgate_audit_spool_free_bytes", "Space left on the disk under DATA_DIR that holds the audit spool "+
+			"(-1 when unknown); near 0, a stop during a database outage can spool little and loses the rest.",
+			func() float64 { return float64(read().FreeBytes) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_spooled_total",
+			Help: "Audit events this process wrote to the local spool (during outages and at shutdown)."},
+			func() float64 { return float64(read().Spooled) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mcpgate_audit_lost_total",
+			Help: "Audit events this process could neither write to the database nor spool."},
+			func() float64 { return float64(read().Lost) }))
 }
 
 // gauge is a gauge read from value at each scrape.

@@ -20,12 +20,13 @@ import (
 // nilUUID stands for "no actor" in audit_hourly, whose key cannot hold NULL.
 const nilUUID = "00000000-0000-0000-0000-000000000000"
 
-var auditColumns = []string{"workspace_id", "actor_id", "key_id", "kind", "action", "arguments", "outcome", "message",
-	"upstream_status", "duration_ms", "source", "created_at", "grant_id", "client_name"}
-
-// InsertAudit writes a batch of audit events with COPY and adds them to the
-// hourly rollup, in one transaction: a batch is stored whole or not at all,
-// so the writer's retry of a failed batch never counts a call twice.
+// InsertAudit writes a batch of audit events and adds them to the hourly
+// rollup, in one transaction: a batch is stored whole or not at all.
+//
+// An event is stored once: one whose EventID (with its time, the partition
+// key) is already stored is skipped, and only the rows inserted count in the
+// rollup. So a batch written again (the spool replayed after a crash, or a
+// retry after a commit whose answer was lost) adds nothing.
 //
 // Two failures are repaired here rather than retried for ever by the writer:
 // a row for a day that has no partition yet (the partition is added, then the
@@ -70,8 +71,94 @@ func (db *DB) InsertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 	return mapError(err, "")
 }
 
+// auditRows are a batch's columns, one array each, for unnest: the insert
+// is one statement whatever the batch's size.
+type auditRows struct {
+	eventIDs, workspaces, actors, keys, grants, args []*string
+	kinds, actions, outcomes, messages, sources      []string
+	clients                                          []string
+	statuses                                         []*int32
+	durations                                        []float64
+	times                                            []time.Time
+}
+
+func newAuditRows(events []mcpgate.AuditEvent) (*auditRows, error) {
+	r := &auditRows{}
+	for _, e := range events {
+		var args *string
+		if len(e.Arguments) > 0 {
+			b, err := json.Marshal(e.Arguments)
+			if err != nil {
+				return nil, fmt.Errorf("encode audit arguments: %w", err)
+			}
+			s := string(b)
+			args = &s
+		}
+		var status *int32
+		if e.UpstreamStatus != 0 {
+			v := int32(e.UpstreamStatus)
+			status = &v
+		}
+		ws := e.WorkspaceID
+		r.eventIDs, r.workspaces = append(r.eventIDs, optional(e.EventID)), append(r.workspaces, &ws)
+		r.actors, r.keys, r.grants = append(r.actors, optional(e.ActorID)), append(r.keys, optional(e.KeyID)),
+			append(r.grants, optional(e.GrantID))
+		r.args, r.statuses = append(r.args, args), append(r.statuses, status)
+		r.kinds, r.actions, r.outcomes = append(r.kinds, string(e.Kind)), append(r.actions, e.Action), append(r.outcomes, string(e.Outcome))
+		r.messages, r.sources, r.clients = append(r.messages, e.Message), append(r.sources, string(e.Source)), append(r.clients, e.ClientName)
+		r.durations, r.times = append(r.durations, e.DurationMS), append(r.times, e.CreatedAt)
+	}
+	return r, nil
+}
+
+// optional is s, or NULL when it is empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// insertedAudit is what the rollup needs of a row the insert stored.
+type insertedAudit struct {
+	ws, actor, source, kind, outcome string
+	at                               time.Time
+}
+
 func (db *DB) insertAudit(ctx context.Context, events []mcpgate.AuditEvent) error {
-	rows := make([][]any, 0, len(events))
+	r, err := newAuditRows(events)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			INSERT INTO audit_log (event_id, workspace_id, actor_id, key_id, grant_id, arguments, upstream_status,
+				kind, action, outcome, message, source, client_name, duration_ms, created_at)
+			SELECT e::uuid, w::uuid, a::uuid, k, g::uuid, j::jsonb, st, ki, ac, o, m, so, cl, d, t
+			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[],
+				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::float8[], $15::timestamptz[])
+				AS u(e, w, a, k, g, j, st, ki, ac, o, m, so, cl, d, t)
+			ON CONFLICT (event_id, created_at) WHERE event_id IS NOT NULL DO NOTHING
+			RETURNING workspace_id::text, coalesce(actor_id::text, ''), source, kind, outcome, created_at`,
+			r.eventIDs, r.workspaces, r.actors, r.keys, r.grants, r.args, r.statuses,
+			r.kinds, r.actions, r.outcomes, r.messages, r.sources, r.clients, r.durations, r.times)
+		if err != nil {
+			return err
+		}
+		stored, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (insertedAudit, error) {
+			var i insertedAudit
+			err := row.Scan(&i.ws, &i.actor, &i.source, &i.kind, &i.outcome, &i.at)
+			return i, err
+		})
+		if err != nil {
+			return err
+		}
+		return addHourly(ctx, tx, stored)
+	})
+}
+
+// addHourly adds the tool calls the insert stored to the hourly rollup.
+func addHourly(ctx context.Context, tx pgx.Tx, stored []insertedAudit) error {
 	type hourKey struct {
 		ws    string
 		hour  time.Time
@@ -79,32 +166,20 @@ func (db *DB) insertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 		src   string
 	}
 	counts := map[hourKey][2]int64{}
-	for _, e := range events {
-		var args []byte
-		if len(e.Arguments) > 0 {
-			b, err := json.Marshal(e.Arguments)
-			if err != nil {
-				return fmt.Errorf("encode audit arguments: %w", err)
-			}
-			args = b
-		}
-		var status *int
-		if e.UpstreamStatus != 0 {
-			status = &e.UpstreamStatus
-		}
-		rows = append(rows, []any{e.WorkspaceID, nullIfEmpty(e.ActorID), nullIfEmpty(e.KeyID), string(e.Kind), e.Action,
-			args, string(e.Outcome), e.Message, status, e.DurationMS, string(e.Source), e.CreatedAt,
-			nullIfEmpty(e.GrantID), e.ClientName})
-		if e.Kind != mcpgate.KindToolCall {
+	for _, e := range stored {
+		if e.kind != string(mcpgate.KindToolCall) {
 			continue
 		}
-		k := hourKey{e.WorkspaceID, e.CreatedAt.UTC().Truncate(time.Hour), cmp.Or(e.ActorID, nilUUID), string(e.Source)}
+		k := hourKey{e.ws, e.at.UTC().Truncate(time.Hour), cmp.Or(e.actor, nilUUID), e.source}
 		c := counts[k]
 		c[0]++
-		if e.Outcome != mcpgate.OutcomeOK {
+		if e.outcome != string(mcpgate.OutcomeOK) {
 			c[1]++
 		}
 		counts[k] = c
+	}
+	if len(counts) == 0 {
+		return nil
 	}
 	// Replicas upsert the same rollup rows; taking them in one order means
 	// two batches wait for each other instead of deadlocking.
@@ -123,21 +198,13 @@ func (db *DB) insertAudit(ctx context.Context, events []mcpgate.AuditEvent) erro
 		wss, hours, actors, srcs = append(wss, k.ws), append(hours, k.hour), append(actors, k.actor), append(srcs, k.src)
 		calls, errs = append(calls, counts[k][0]), append(errs, counts[k][1])
 	}
-	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"audit_log"}, auditColumns, pgx.CopyFromRows(rows)); err != nil {
-			return err
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		_, err := tx.Exec(ctx, `
-			INSERT INTO audit_hourly (workspace_id, hour, actor_id, source, calls, errors)
-			SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[])
-			ON CONFLICT (workspace_id, hour, actor_id, source) DO UPDATE
-				SET calls = audit_hourly.calls + excluded.calls, errors = audit_hourly.errors + excluded.errors`,
-			wss, hours, actors, srcs, calls, errs)
-		return err
-	})
+	_, err := tx.Exec(ctx, `
+		INSERT INTO audit_hourly (workspace_id, hour, actor_id, source, calls, errors)
+		SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::uuid[], $4::text[], $5::bigint[], $6::bigint[])
+		ON CONFLICT (workspace_id, hour, actor_id, source) DO UPDATE
+			SET calls = audit_hourly.calls + excluded.calls, errors = audit_hourly.errors + excluded.errors`,
+		wss, hours, actors, srcs, calls, errs)
+	return err
 }
 
 // addAuditPartitions adds the daily partitions the events' days need.

@@ -178,6 +178,53 @@ func TestInsertAudit_KeepsHourlyRollup(t *testing.T) {
 	}
 }
 
+// An event written twice (a spool replayed again after a crash, a retry
+// after a lost commit) is stored once and counted once in the rollup, in
+// the same batch or another, even on another day's partition; events
+// without an id are all kept, as before.
+func TestInsertAudit_StoresAnEventIDOnce(t *testing.T) {
+	db := storetest.Open(t)
+	ctx := context.Background()
+	ws, u := mustWorkspace(t, db, "a@example.com")
+	hour := time.Now().UTC().Truncate(time.Hour)
+	ev := func(id string, at time.Time) mcpgate.AuditEvent {
+		return mcpgate.AuditEvent{EventID: id, WorkspaceID: ws, ActorID: u.ID, Kind: mcpgate.KindToolCall, Action: "x",
+			Outcome: mcpgate.OutcomeError, Source: "mcp", CreatedAt: at}
+	}
+	a := ev("0b6f2f7e-8a4c-4d7e-9f3a-2c1d5e6f7a81", hour.Add(time.Minute))
+	b := ev("0b6f2f7e-8a4c-4d7e-9f3a-2c1d5e6f7a82", hour.Add(2*time.Minute))
+	tomorrow := ev("0b6f2f7e-8a4c-4d7e-9f3a-2c1d5e6f7a83", hour.Add(25*time.Hour))
+	mustInsertAudit(t, db, a, b, tomorrow)
+	mustInsertAudit(t, db, a, b, tomorrow, a) // the whole batch again, and a twice in it
+	mustInsertAudit(t, db, ev("", hour.Add(3*time.Minute)), ev("", hour.Add(3*time.Minute)))
+	if n := count(t, db, `SELECT count(*) FROM audit_log WHERE workspace_id = $1`, ws); n != 5 {
+		t.Fatalf("rows = %d, want 5 (3 events with an id once each, 2 without)", n)
+	}
+	buckets, err := db.AuditHourly(ctx, ws, "", hour)
+	if err != nil || len(buckets) != 2 || buckets[0].Calls != 4 || buckets[0].Errors != 4 || buckets[1].Calls != 1 {
+		t.Fatalf("AuditHourly() = %+v, %v; want 4 calls (4 errors) this hour and 1 tomorrow", buckets, err)
+	}
+}
+
+// The aggregate row of rate-limited calls (kind refused) is stored and
+// listed like any other, filterable by its kind, and not counted as a tool
+// call in the hourly rollup.
+func TestInsertAudit_RefusedCallsRow(t *testing.T) {
+	db := storetest.Open(t)
+	ctx := context.Background()
+	ws, u := mustWorkspace(t, db, "a@example.com")
+	mustInsertAudit(t, db, mcpgate.AuditEvent{WorkspaceID: ws, ActorID: u.ID, KeyID: "k1", Kind: mcpgate.KindRefused,
+		Action: "rate_limit", Outcome: mcpgate.OutcomeDenied, Source: "mcp", Message: "5 tool calls refused",
+		Arguments: map[string]any{"refused_calls": 5, "limit": "key"}})
+	items, _, err := db.ListAudit(ctx, ws, mcpgate.AuditFilter{Kind: mcpgate.KindRefused})
+	if err != nil || len(items) != 1 || items[0].Arguments["refused_calls"] != float64(5) || items[0].KeyID != "k1" {
+		t.Fatalf("ListAudit(kind refused) = %+v, %v; want the one row", items, err)
+	}
+	if n := count(t, db, `SELECT count(*) FROM audit_hourly WHERE workspace_id = $1`, ws); n != 0 {
+		t.Errorf("rollup rows = %d, want 0: refused calls are not tool calls", n)
+	}
+}
+
 // A batch for a day without a partition (a restored backup, a writer that
 // was down for a week) adds the partition; a batch whose workspace was
 // deleted meanwhile is not retried for ever.

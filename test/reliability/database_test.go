@@ -347,6 +347,7 @@ func TestDatabaseOutage_OpenLoop(t *testing.T) {
 type outageStop struct {
 	calls   []rpcResult // answered with a tool result during the outage
 	logs    *testutil.LockedBuffer
+	base    string           // the gateway's URL, the same after restart
 	restart func() *pgx.Conn // starts PostgreSQL and the gateway again; the database
 }
 
@@ -396,7 +397,7 @@ func stopOutage(t *testing.T, dataDir string) outageStop {
 	// Every call sent before the SIGTERM is answered, on cached state;
 	// those sent after it (or just before: the connection not yet
 	// accepted) may find the listener closed.
-	out := outageStop{logs: logs}
+	out := outageStop{logs: logs, base: f.gw.URL}
 	for _, r := range calls.all() {
 		if r.status == http.StatusOK && !r.rpcError {
 			out.calls = append(out.calls, r)
