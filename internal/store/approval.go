@@ -158,10 +158,12 @@ func (db *DB) ExpireApproval(ctx context.Context, workspaceID, id string, now ti
 	return tag.RowsAffected() == 1, nil
 }
 
-// ApprovalUse is the call that wants to use an approval.
+// ApprovalUse is the call that wants to use an approval. ArgsHashes are
+// the bindings (see CreateApproval's argsHash) that may spend it.
 type ApprovalUse struct {
-	WorkspaceID, ID, KeyID, GrantID, UserID, Tool, ArgsHash string
-	Now                                                     time.Time
+	WorkspaceID, ID, KeyID, GrantID, UserID, Tool string
+	ArgsHashes                                    []string
+	Now                                           time.Time
 }
 
 // UseApproval spends an approved, unexpired request for exactly this call
@@ -173,8 +175,8 @@ func (db *DB) UseApproval(ctx context.Context, u ApprovalUse) (bool, error) {
 	}
 	tag, err := db.Pool.Exec(ctx, `UPDATE approvals SET state = 'used', used_at = $7
 		WHERE workspace_id = $1 AND id = $2 AND state = 'approved' AND expires_at > $7
-		  AND key_id = $3 AND grant_id = $8 AND user_id::text = $4 AND tool = $5 AND args_hash = $6`,
-		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHash, u.Now, u.GrantID)
+		  AND key_id = $3 AND grant_id = $8 AND user_id::text = $4 AND tool = $5 AND args_hash = ANY($6)`,
+		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHashes, u.Now, u.GrantID)
 	if err != nil {
 		return false, mapError(err, "")
 	}
