@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -87,13 +88,15 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 		return nil, err
 	}
 	now := s.now()
+	// Counted here to refuse early, before the upstream is read for the
+	// summary; counted again, with the insert, under a lock below, which is
+	// what holds against parallel requests.
 	n, err := s.db.CountPendingApprovals(ctx, a.WorkspaceID, a.UserID, now)
 	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
 	}
 	if n >= maxPendingApprovals {
-		return nil, mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
-			"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
+		return nil, s.tooManyPending(a, n)
 	}
 	summary, err := s.summarize(ctx, a, t, args)
 	if err != nil {
@@ -106,12 +109,22 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	if ap.Arguments == nil {
 		ap.Arguments = map[string]any{}
 	}
-	if err := s.db.CreateApproval(ctx, ap, s.argsHash(args, follows)); err != nil {
+	n, err = s.db.CreateApprovalWithin(ctx, ap, s.argsHash(args, follows), maxPendingApprovals, now)
+	if errors.Is(err, store.ErrCapReached) {
+		return nil, s.tooManyPending(a, n)
+	}
+	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
 	}
 	s.present(ap)
 	s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalRequested, ap))
 	return ap, nil
+}
+
+// tooManyPending refuses an approval request past maxPendingApprovals.
+func (s *Service) tooManyPending(a *mcpgate.Actor, n int) error {
+	return mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
+		"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
 }
 
 // summarize says what a call would do: in the connector's words, from the

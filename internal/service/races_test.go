@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
+	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
 // Issue 24, item 1: races between calls that change one sandbox, driven
@@ -165,32 +166,6 @@ func (e *raceEnv) sandbox(t *testing.T, id string) (state string, left time.Dura
 
 func asString(v any) string { s, _ := v.(string); return s }
 
-// waiting counts the advisory locks someone is waiting for in this test's
-// database.
-func (e *raceEnv) waiting(t *testing.T) int {
-	t.Helper()
-	var n int
-	err := e.env.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// until waits for cond to hold (not for a race to happen: each cond is a
-// state the calls reach on their own).
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 type callResult struct {
 	out map[string]any
 	err error
@@ -303,7 +278,9 @@ func TestRace_extensionOvertaken(t *testing.T) {
 				t.Fatalf("an extension was refused: %v", res.err)
 			}
 			resume := e.goCall(r.second, e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 3600})
-			until(t, "the resume to reach E2B or wait for the lock", func() bool { return e.proxy.count("connect") > 0 || e.waiting(t) > 0 })
+			storetest.Until(t, "the resume to reach E2B or wait for the lock", func() bool {
+				return e.proxy.count("connect") > 0 || storetest.WaitingLocks(t, e.env.DB) > 0
+			})
 			close(e.proxy.release)
 			for _, c := range []<-chan callResult{timeout, resume} {
 				if res := <-c; res.err != nil {
@@ -335,7 +312,9 @@ func TestRace_mostRunning(t *testing.T) {
 				t.Fatalf("the third create was refused: %v", res.err)
 			}
 			second := e.goCall(r.second, e2b.ToolCreateSandbox, map[string]any{"timeout": 3600})
-			until(t, "the second create to reach E2B or wait for the lock", func() bool { return e.proxy.count("create") > 3 || e.waiting(t) > 0 })
+			storetest.Until(t, "the second create to reach E2B or wait for the lock", func() bool {
+				return e.proxy.count("create") > 3 || storetest.WaitingLocks(t, e.env.DB) > 0
+			})
 			close(e.proxy.release)
 			if res := <-first; res.err != nil {
 				t.Fatalf("first create err = %v", res.err)
@@ -430,5 +409,91 @@ func TestApproval_rechecked(t *testing.T) {
 	_, err = e.gws[1].CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args})
 	if !errors.As(err, &need) || !strings.Contains(need.Approval.Summary, "kill it 5 min from now") {
 		t.Errorf("asking again: err = %v, want an approval request that says it ends the sandbox early", err)
+	}
+}
+
+// barrierConnector has one tool a person must approve; its Describe, which
+// an approval request reads for its summary, waits until two requests are
+// in it, so that two requests are counted against the cap together.
+type barrierConnector struct {
+	tools []*connectors.Tool
+	mu    sync.Mutex
+	in    int
+	both  chan struct{}
+}
+
+func newBarrierConnector() *barrierConnector {
+	c := &barrierConnector{both: make(chan struct{})}
+	c.tools = []*connectors.Tool{connectors.NewTool(connectors.Spec{Name: "holds_act", Title: "Act", Description: "Acts.",
+		DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalHuman},
+		func(context.Context, mcpgate.Secret, struct{}) (map[string]any, error) { return map[string]any{}, nil })}
+	return c
+}
+
+func (c *barrierConnector) Name() string                                          { return "holds" }
+func (c *barrierConnector) CheckCredential(context.Context, mcpgate.Secret) error { return nil }
+func (c *barrierConnector) CredentialHint(mcpgate.Secret) string                  { return "holds…" }
+func (c *barrierConnector) Tools() []*connectors.Tool                             { return c.tools }
+func (c *barrierConnector) Describe(context.Context, mcpgate.Secret, string, map[string]any) (string, error) {
+	c.mu.Lock()
+	c.in++
+	if c.in == 2 {
+		close(c.both)
+	}
+	c.mu.Unlock()
+	<-c.both
+	return "Act.", nil
+}
+
+// TestRace_pendingApprovalsCap (issue 24, item 2): with one place left under
+// the cap of pending approvals, two requests on two gateways are both
+// counted before either is stored (the barrier). Before, both were stored;
+// now the count that decides is taken again with the insert, under a lock.
+func TestRace_pendingApprovalsCap(t *testing.T) {
+	ctx := context.Background()
+	reg := connectors.NewRegistry(newBarrierConnector())
+	env := servicetest.New(t, service.Options{Registry: reg, PublicURL: "http://gw.test"})
+	other := service.New(service.Options{Registry: reg, PublicURL: "http://gw.test", DB: env.DB, Keyring: env.Keyring})
+	_, owner := env.NewUser(t, "owner@example.com")
+	if _, err := env.Service.PutConnection(ctx, owner, "holds", "holds-credential"); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := env.Service.CreateKey(ctx, owner, mcpgate.NewKey{Name: "ai"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := &mcpgate.Actor{UserID: owner.UserID, Email: owner.Email, WorkspaceID: owner.WorkspaceID, Scope: mcpgate.ScopeFull,
+		KeyID: k.ID, Source: mcpgate.SourceMCP}
+	const limit = 50 // maxPendingApprovals
+	for range limit - 1 {
+		ap := &mcpgate.ApprovalRequest{WorkspaceID: key.WorkspaceID, KeyID: key.KeyID, RequestedBy: key.UserID, Tool: "holds_act",
+			Arguments: map[string]any{}, ExpiresAt: time.Now().Add(10 * time.Minute)}
+		if err := env.DB.CreateApproval(ctx, ap, "h"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	errs := make(chan error, 2)
+	for _, gw := range []*service.Service{env.Service, other} {
+		go func() {
+			_, err := gw.CallTool(ctx, key, mcpgate.ToolCall{Tool: "holds_act", Arguments: []byte(`{}`)})
+			errs <- err
+		}()
+	}
+	var asked, refused int
+	for range 2 {
+		err := <-errs
+		var need *mcpgate.ApprovalRequiredError
+		switch {
+		case errors.As(err, &need):
+			asked++
+		case mcpgate.ErrorCode(err) == mcpgate.ETooMany:
+			refused++
+		default:
+			t.Fatalf("err = %v", err)
+		}
+	}
+	n, err := env.DB.CountPendingApprovals(ctx, key.WorkspaceID, key.UserID, time.Now())
+	if err != nil || n != limit || asked != 1 || refused != 1 {
+		t.Errorf("%d pending (%v), %d asked, %d refused; want %d, 1, 1", n, err, asked, refused, limit)
 	}
 }

@@ -16,17 +16,21 @@ const approvalNotFound = "no such approval request in this workspace"
 // CreateApproval stores a pending approval request; it fills in ID and
 // CreatedAt. argsHash binds it to the call's exact arguments.
 func (db *DB) CreateApproval(ctx context.Context, ap *mcpgate.ApprovalRequest, argsHash string) error {
+	return mapError(insertApproval(ctx, db.Pool, ap, argsHash), wsNotFound)
+}
+
+func insertApproval(ctx context.Context, q rowQuerier, ap *mcpgate.ApprovalRequest, argsHash string) error {
 	args, err := json.Marshal(ap.Arguments)
 	if err != nil {
 		return err
 	}
-	err = db.Pool.QueryRow(ctx, `
+	err = q.QueryRow(ctx, `
 		INSERT INTO approvals (workspace_id, key_id, grant_id, user_id, tool, tool_title, arguments, args_hash, summary, state, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10) RETURNING id, created_at`,
 		ap.WorkspaceID, ap.KeyID, ap.GrantID, ap.RequestedBy, ap.Tool, ap.ToolTitle, args, argsHash, ap.Summary, ap.ExpiresAt,
 	).Scan(&ap.ID, &ap.CreatedAt)
 	ap.State = mcpgate.ApprovalPending
-	return mapError(err, wsNotFound)
+	return err
 }
 
 const approvalColumns = `a.id, a.workspace_id, a.key_id, a.grant_id, coalesce(c.name, ''), a.user_id, coalesce(u.email, ''), a.tool, a.tool_title, a.arguments,
@@ -116,11 +120,14 @@ func (db *DB) FindApprovals(ctx context.Context, workspaceID string, f ApprovalF
 // userID set, only that user's.
 func (db *DB) CountPendingApprovals(ctx context.Context, workspaceID, userID string, now time.Time) (int, error) {
 	var n int
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals
-		WHERE workspace_id = $1 AND ($2 = '' OR user_id::text = $2) AND state = 'pending' AND expires_at > $3`,
-		workspaceID, userID, now).Scan(&n)
+	err := db.Pool.QueryRow(ctx, pendingApprovalsSQL, workspaceID, userID, now).Scan(&n)
 	return n, mapError(err, "")
 }
+
+// pendingApprovalsSQL counts a workspace's ($1) open requests at $3; with
+// $2 set, only that user's.
+const pendingApprovalsSQL = `SELECT count(*) FROM approvals
+	WHERE workspace_id = $1 AND ($2 = '' OR user_id::text = $2) AND state = 'pending' AND expires_at > $3`
 
 // DecideApproval moves a pending, unexpired request to approved or denied
 // by userID, in one statement, so that two people deciding at once on two
