@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
+	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
@@ -37,7 +38,9 @@ type holdingProxy struct {
 	held    bool
 	arrived chan struct{}
 	release chan struct{}
-	seen    map[string]int
+	// released closes release once.
+	released func()
+	seen     map[string]int
 }
 
 func newHoldingProxy(next http.Handler) *holdingProxy {
@@ -50,6 +53,17 @@ func (p *holdingProxy) holdFirst(route string) {
 	defer p.mu.Unlock()
 	p.hold, p.held = route, false
 	p.arrived, p.release = make(chan struct{}), make(chan struct{})
+	p.released = sync.OnceFunc(func() { close(p.release) })
+}
+
+// Release lets the held request through (now, or as soon as it comes).
+func (p *holdingProxy) Release() {
+	p.mu.Lock()
+	release := p.released
+	p.mu.Unlock()
+	if release != nil {
+		release()
+	}
 }
 
 // route names an E2B call that changes sandboxes.
@@ -109,14 +123,21 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	proxy := newHoldingProxy(e2bsim.New(e2bsim.Options{TeamKeys: []string{raceKey}}))
 	srv := httptest.NewServer(proxy)
 	t.Cleanup(srv.Close)
+	t.Cleanup(proxy.Release) // a failed test must not leave a request held: srv.Close waits for it
 	opts := func() service.Options {
 		// One ApprovalKey, as every replica has (derived from JWT_SECRET).
 		return service.Options{PublicURL: "http://gw.test", LockWait: 20 * time.Second, ApprovalKey: []byte("race-test-approval-key-32-bytes!"),
 			Registry: connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: srv.URL, DashboardURL: srv.URL, Timeout: 20 * time.Second}))}
 	}
 	env := servicetest.New(t, opts())
+	// The second gateway is a replica: its own pool on the same database.
+	replicaDB, err := store.Open(context.Background(), env.DB.Pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replicaDB.Close)
 	second := opts()
-	second.DB, second.Keyring = env.DB, env.Keyring
+	second.DB, second.Keyring = replicaDB, env.Keyring
 	e := &raceEnv{env: env, gws: [2]*service.Service{env.Service, service.New(second)}, proxy: proxy, opts: func() service.Options {
 		o := opts()
 		o.DB, o.Keyring = env.DB, env.Keyring
@@ -217,7 +238,7 @@ func TestRace_shortResumeThenPause(t *testing.T) {
 			if _, err := e.call(r.second, e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id}); err != nil {
 				t.Fatalf("pause err = %v", err)
 			}
-			close(e.proxy.release)
+			e.proxy.Release()
 			if !refused {
 				res = <-resume
 			}
@@ -248,7 +269,7 @@ func TestRace_timeoutThenResume(t *testing.T) {
 			if _, err := e.call(r.second, e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 3600}); err != nil {
 				t.Fatalf("resume err = %v", err)
 			}
-			close(e.proxy.release)
+			e.proxy.Release()
 			if !refused {
 				res = <-timeout
 			}
@@ -281,7 +302,7 @@ func TestRace_extensionOvertaken(t *testing.T) {
 			storetest.Until(t, "the resume to reach E2B or wait for the lock", func() bool {
 				return e.proxy.count("connect") > 0 || storetest.WaitingLocks(t, e.env.DB) > 0
 			})
-			close(e.proxy.release)
+			e.proxy.Release()
 			for _, c := range []<-chan callResult{timeout, resume} {
 				if res := <-c; res.err != nil {
 					t.Fatalf("err = %v", res.err)
@@ -315,7 +336,7 @@ func TestRace_mostRunning(t *testing.T) {
 			storetest.Until(t, "the second create to reach E2B or wait for the lock", func() bool {
 				return e.proxy.count("create") > 3 || storetest.WaitingLocks(t, e.env.DB) > 0
 			})
-			close(e.proxy.release)
+			e.proxy.Release()
 			if res := <-first; res.err != nil {
 				t.Fatalf("first create err = %v", res.err)
 			}
@@ -356,7 +377,7 @@ func TestRace_lockWaitBounded(t *testing.T) {
 		Arguments: []byte(`{"sandbox_id":"` + id + `"}`)}); err != nil {
 		t.Errorf("a read while a change is held: err = %v", err)
 	}
-	close(e.proxy.release)
+	e.proxy.Release()
 	if res := <-pause; res.err != nil {
 		t.Fatal(res.err)
 	}
@@ -495,5 +516,40 @@ func TestRace_pendingApprovalsCap(t *testing.T) {
 	n, err := env.DB.CountPendingApprovals(ctx, key.WorkspaceID, key.UserID, time.Now())
 	if err != nil || n != limit || asked != 1 || refused != 1 {
 		t.Errorf("%d pending (%v), %d asked, %d refused; want %d, 1, 1", n, err, asked, refused, limit)
+	}
+}
+
+// TestRace_mostRunningParallel: the issue's reproduction, ten creates at
+// once on two gateways against max_running 3, with E2B answering slowly:
+// exactly three start.
+func TestRace_mostRunningParallel(t *testing.T) {
+	e := newRaceEnv(t)
+	if _, err := e.gws[0].SetGuardrails(context.Background(), e.owner, mcpgate.Guardrails{MaxRunning: 3}); err != nil {
+		t.Fatal(err)
+	}
+	e.proxy.holdFirst("create") // the first create waits until others are under way
+	var calls []<-chan callResult
+	for i := range 10 {
+		calls = append(calls, e.goCall(i%2, e2b.ToolCreateSandbox, map[string]any{"timeout": 3600}))
+	}
+	<-e.proxy.arrived
+	storetest.Until(t, "another create to wait for the lock or reach E2B", func() bool {
+		return storetest.WaitingLocks(t, e.env.DB) > 0 || e.proxy.count("create") > 1
+	})
+	e.proxy.Release()
+	started, refused := 0, 0
+	for _, c := range calls {
+		switch res := <-c; {
+		case res.err == nil:
+			started++
+		case strings.Contains(mcpgate.ErrorMessage(res.err), "3 are running"):
+			refused++
+		default:
+			t.Errorf("err = %v", res.err)
+		}
+	}
+	list := e.mustCall(t, e2b.ToolListSandboxes, map[string]any{"state": "running"})
+	if n := list["total_running"].(float64); n != 3 || started != 3 || refused != 7 {
+		t.Errorf("%v running, %d started, %d refused; want 3, 3, 7", n, started, refused)
 	}
 }

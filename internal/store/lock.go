@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,19 +36,26 @@ var ErrLockBusy = errors.New("store: lock held by another change")
 var ErrLockSlots = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 2,
 	Message: "the gateway is busy with other changes right now; try again in a few seconds"}
 
-// Locker takes advisory locks for one process. Make one per process with
-// NewLocker: its slots bound that process's share of the pool.
+// Locker takes advisory locks, holding at most half of its pool's
+// connections (the slots) at once.
 type Locker struct {
 	db    *DB
 	slots chan struct{}
 	wait  time.Duration
 }
 
-// NewLocker returns a Locker whose waits end after wait.
+// NewLocker returns a Locker whose waits end after wait. Lockers on one
+// pool share its slots.
 func (db *DB) NewLocker(wait time.Duration) *Locker {
 	n := max(int(db.Pool.Config().MaxConns)/2, 1)
-	return &Locker{db: db, slots: make(chan struct{}, n), wait: wait}
+	slots, _ := poolSlots.LoadOrStore(db.Pool, make(chan struct{}, n))
+	return &Locker{db: db, slots: slots.(chan struct{}), wait: wait}
 }
+
+// poolSlots are the lock slots of each pool (*pgxpool.Pool to chan
+// struct{}): the bound is the pool's, however many Lockers use it. A pool
+// lives as long as its process, so entries are never removed.
+var poolSlots sync.Map
 
 // Held is the transaction that holds a Locker's locks while work runs.
 // Lock takes one more in it; the zero value of the work's Held holds none
