@@ -25,11 +25,12 @@ import (
 // every call that changes one sandbox names it (Spec.Changes, sandboxChanged),
 // and the gateway runs the guard and the call of those one at a time per
 // workspace and sandbox, on every replica (a database lock): between this
-// guard's read and its call no other gateway call changes the sandbox. What
-// the lock cannot see, changes made outside the gateway (an E2B SDK, E2B's
-// dashboard, another workspace holding the same team key) and the clock,
-// only ever moves a running sandbox's end later or pauses it, which the
-// rules below already allow for.
+// guard's read and its call no other gateway call changes the sandbox. The
+// lock cannot see changes made outside the gateway (an E2B SDK, E2B's
+// dashboard, another workspace holding the same team key): a pause made
+// there is allowed for below, an extension made there between a timeout's
+// read and its call is not (SECURITY.md, "No race ends a sandbox"). The
+// clock only moves a new end (now + timeout) later.
 //
 // Every tool was reviewed for routes to an earlier end:
 //   - e2b_kill_sandbox ends a sandbox; it is the policy the others follow.
