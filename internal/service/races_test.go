@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -223,63 +224,63 @@ var replicas = []struct {
 	second int
 }{{"one gateway", 0}, {"two gateways", 1}}
 
-// TestRace_shortResumeThenPause: a resume of a running sandbox for 1 s, and
-// a pause landing before it. Before issue 24 the guard read "running" (a
-// resume cannot shorten a running sandbox), the pause landed, and the
-// resume restarted the paused sandbox with 1 s to live, with kill off.
-func TestRace_shortResumeThenPause(t *testing.T) {
-	for _, r := range replicas {
-		t.Run(r.name, func(t *testing.T) {
-			e := newRaceEnv(t)
-			id := e.create(t, 3600)
-			e.proxy.holdFirst("connect")
-			resume := e.goCall(0, e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 1})
-			res, refused := arrivedOrDone(t, e.proxy, resume)
-			if _, err := e.call(r.second, e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id}); err != nil {
-				t.Fatalf("pause err = %v", err)
-			}
-			e.proxy.Release()
-			if !refused {
-				res = <-resume
-			}
-			if msg := mcpgate.ErrorMessage(res.err); mcpgate.ErrorCode(res.err) != mcpgate.EForbidden ||
-				!strings.Contains(msg, e2b.ToolKillSandbox+", which is turned off") {
-				t.Errorf("resume for 1 s with kill off: err = %v, want refused as a kill", res.err)
-			}
-			if state, left := e.sandbox(t, id); state != "paused" {
-				t.Errorf("sandbox is %s with %v left, want paused (not ended)", state, left)
-			}
-		})
+// TestRace_decidedFromTheCall: a call whose guard read a sandbox is held on
+// its way to E2B while a second call changes the sandbox. Before issue 24:
+//   - a resume of a running sandbox for 1 s read "running" (a resume cannot
+//     shorten a running sandbox), a pause landed, and the resume restarted
+//     the paused sandbox with 1 s to live, with kill off;
+//   - a timeout of 60 s on a paused sandbox read "paused" (E2B refuses
+//     timeouts on paused sandboxes), a resume of an hour landed, and the
+//     timeout then cut the hour to a minute.
+//
+// Now both follow kill from what they ask, whatever the state, and are
+// refused before E2B; the second call lands as asked.
+func TestRace_decidedFromTheCall(t *testing.T) {
+	tests := []struct {
+		name          string
+		paused        bool
+		hold, first   string
+		firstArgs     map[string]any
+		second        string
+		secondArgs    map[string]any
+		want          string
+		wantState     string
+		wantLeftAbove time.Duration
+	}{
+		{"short resume, then a pause", false, "connect", e2b.ToolResumeSandbox, map[string]any{"timeout": 1},
+			e2b.ToolPauseSandbox, map[string]any{}, "whatever the sandbox's state", "paused", 0},
+		{"timeout on a paused sandbox, then a resume", true, "timeout", e2b.ToolSetSandboxTimeout, map[string]any{"timeout": 60},
+			e2b.ToolResumeSandbox, map[string]any{"timeout": 3600}, "is paused", "running", 50 * time.Minute},
 	}
-}
-
-// TestRace_timeoutThenResume: a timeout of 60 s on a paused sandbox, held on
-// its way to E2B while a resume of an hour lands. Before issue 24 the guard
-// read "paused" (E2B refuses timeouts on paused sandboxes), the resume ran
-// the sandbox for an hour, and then the timeout cut that to a minute.
-func TestRace_timeoutThenResume(t *testing.T) {
-	for _, r := range replicas {
-		t.Run(r.name, func(t *testing.T) {
-			e := newRaceEnv(t)
-			id := e.create(t, 3600)
-			e.mustCall(t, e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id})
-			e.proxy.holdFirst("timeout")
-			timeout := e.goCall(0, e2b.ToolSetSandboxTimeout, map[string]any{"sandbox_id": id, "timeout": 60})
-			res, refused := arrivedOrDone(t, e.proxy, timeout)
-			if _, err := e.call(r.second, e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 3600}); err != nil {
-				t.Fatalf("resume err = %v", err)
-			}
-			e.proxy.Release()
-			if !refused {
-				res = <-timeout
-			}
-			if mcpgate.ErrorCode(res.err) != mcpgate.EForbidden || !strings.Contains(mcpgate.ErrorMessage(res.err), "is paused") {
-				t.Errorf("timeout on a paused sandbox with kill off: err = %v, want refused as a kill", res.err)
-			}
-			if state, left := e.sandbox(t, id); state != "running" || left < 50*time.Minute {
-				t.Errorf("sandbox is %s with %v left, want running for the hour its resume asked", state, left)
-			}
-		})
+	for _, tt := range tests {
+		for _, r := range replicas {
+			t.Run(tt.name+", "+r.name, func(t *testing.T) {
+				e := newRaceEnv(t)
+				id := e.create(t, 3600)
+				if tt.paused {
+					e.mustCall(t, e2b.ToolPauseSandbox, map[string]any{"sandbox_id": id})
+				}
+				firstArgs, secondArgs := maps.Clone(tt.firstArgs), maps.Clone(tt.secondArgs)
+				firstArgs["sandbox_id"], secondArgs["sandbox_id"] = id, id
+				e.proxy.holdFirst(tt.hold)
+				first := e.goCall(0, tt.first, firstArgs)
+				res, refused := arrivedOrDone(t, e.proxy, first)
+				if _, err := e.call(r.second, tt.second, secondArgs); err != nil {
+					t.Fatalf("%s err = %v", tt.second, err)
+				}
+				e.proxy.Release()
+				if !refused {
+					res = <-first
+				}
+				if msg := mcpgate.ErrorMessage(res.err); mcpgate.ErrorCode(res.err) != mcpgate.EForbidden ||
+					!strings.Contains(msg, e2b.ToolKillSandbox+", which is turned off") || !strings.Contains(msg, tt.want) {
+					t.Errorf("%s with kill off: err = %v, want refused as a kill (%q)", tt.first, res.err, tt.want)
+				}
+				if state, left := e.sandbox(t, id); state != tt.wantState || left < tt.wantLeftAbove {
+					t.Errorf("sandbox is %s with %v left, want %s (not ended)", state, left, tt.wantState)
+				}
+			})
+		}
 	}
 }
 
