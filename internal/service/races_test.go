@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -130,15 +132,24 @@ func newRaceEnv(t *testing.T) *raceEnv {
 		return service.Options{PublicURL: "http://gw.test", LockWait: 20 * time.Second, ApprovalKey: []byte("race-test-approval-key-32-bytes!"),
 			Registry: connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: srv.URL, DashboardURL: srv.URL, Timeout: 20 * time.Second}))}
 	}
-	env := servicetest.New(t, opts())
-	// The second gateway is a replica: its own pool on the same database.
-	replicaDB, err := store.Open(context.Background(), env.DB.Pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
+	// Each gateway has its own pool, as replicas do, of 16 connections: one
+	// person may then hold two lock slots (a quarter of half the pool), so
+	// that two of their calls on one gateway meet at the database's lock,
+	// where the tests watch for them.
+	dsn := withPoolSize(t, storetest.NewDatabase(t), 16)
+	pool := func() *store.DB {
+		db, err := store.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(db.Close)
+		return db
 	}
-	t.Cleanup(replicaDB.Close)
+	first := opts()
+	first.DB = pool()
+	env := servicetest.New(t, first)
 	second := opts()
-	second.DB, second.Keyring = replicaDB, env.Keyring
+	second.DB, second.Keyring = pool(), env.Keyring
 	e := &raceEnv{env: env, gws: [2]*service.Service{env.Service, service.New(second)}, proxy: proxy, opts: func() service.Options {
 		o := opts()
 		o.DB, o.Keyring = env.DB, env.Keyring
@@ -149,6 +160,23 @@ func newRaceEnv(t *testing.T) *raceEnv {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// withPoolSize sets pgxpool's pool_max_conns in a connection string (a URL
+// or key=value pairs).
+func withPoolSize(t *testing.T, dsn string, n int) string {
+	t.Helper()
+	if !strings.Contains(dsn, "://") {
+		return dsn + " pool_max_conns=" + strconv.Itoa(n)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 func (e *raceEnv) call(gw int, tool string, args map[string]any) (map[string]any, error) {

@@ -196,7 +196,7 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 	}
 	var out any
 	var ask *approvalAsk
-	err = s.locks.Do(ctx, func(ctx context.Context, h *store.Held) error {
+	err = s.locks.Do(ctx, a.UserID, func(ctx context.Context, h *store.Held) error {
 		var err error
 		if err = s.lockChanged(ctx, h, a, t, args); err != nil {
 			return err

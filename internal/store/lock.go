@@ -22,10 +22,12 @@ import (
 // The cost, and the exception to "never hold a database connection during
 // an upstream call" (design.md §10): a holder keeps one pool connection for
 // as long as the work under the lock lasts, which for a tool call is its
-// upstream round trip. Two bounds keep that from starving the pool: at most
-// half of the pool's connections may be held by locks at once (the rest is
-// the hot path's), and every wait (for a slot, a connection, the lock) ends
-// at the Locker's wait, with an error rather than a hang.
+// upstream round trip. Three bounds keep that from starving the pool or
+// letting one person starve the others: at most half of the pool's
+// connections may be held by locks at once (the rest is the hot path's), one
+// owner (a person) at most a quarter of those (at least one), and every wait
+// (for a share, a slot, a connection, the lock) ends at the Locker's wait,
+// with an error rather than a hang.
 
 // ErrLockBusy is returned when a lock stayed held by someone else for the
 // whole wait.
@@ -36,42 +38,112 @@ var ErrLockBusy = errors.New("store: lock held by another change")
 var ErrLockSlots = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 2,
 	Message: "the gateway is busy with other changes right now; try again in a few seconds"}
 
-// Locker takes advisory locks, holding at most half of its pool's
-// connections (the slots) at once.
+// ErrLockShare is returned when the owner's own share of the slots stayed
+// in use for the whole wait.
+var ErrLockShare = &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: 2,
+	Message: "other changes of yours are still in progress; wait for them and try again in a few seconds"}
+
+// Locker takes advisory locks within its pool's slots.
 type Locker struct {
 	db    *DB
-	slots chan struct{}
+	slots *lockSlots
 	wait  time.Duration
+}
+
+// lockSlots bound the connections one pool's locks hold: all of them
+// (free), and each owner's (owners).
+type lockSlots struct {
+	free  chan struct{}
+	share int
+	mu    sync.Mutex
+	// owners are the owners holding or waiting for a slot, with their
+	// share; an entry goes when its last user does.
+	owners map[string]*ownerShare
+}
+
+type ownerShare struct {
+	held  chan struct{}
+	users int
 }
 
 // NewLocker returns a Locker whose waits end after wait. Lockers on one
 // pool share its slots.
 func (db *DB) NewLocker(wait time.Duration) *Locker {
 	n := max(int(db.Pool.Config().MaxConns)/2, 1)
-	slots, _ := poolSlots.LoadOrStore(db.Pool, make(chan struct{}, n))
-	return &Locker{db: db, slots: slots.(chan struct{}), wait: wait}
+	slots, _ := poolSlots.LoadOrStore(db.Pool, &lockSlots{free: make(chan struct{}, n), share: max(n/4, 1),
+		owners: map[string]*ownerShare{}})
+	return &Locker{db: db, slots: slots.(*lockSlots), wait: wait}
 }
 
-// poolSlots are the lock slots of each pool (*pgxpool.Pool to chan
-// struct{}): the bound is the pool's, however many Lockers use it. A pool
-// lives as long as its process, so entries are never removed.
+// poolSlots are the lock slots of each pool (*pgxpool.Pool to *lockSlots):
+// the bound is the pool's, however many Lockers use it. A pool lives as
+// long as its process, so entries are never removed.
 var poolSlots sync.Map
+
+// take takes one of owner's share and then one slot, both before the
+// waiting context ends. It returns what gives them back.
+func (ls *lockSlots) take(ctx, waitCtx context.Context, owner string) (func(), error) {
+	ls.mu.Lock()
+	o := ls.owners[owner]
+	if o == nil {
+		o = &ownerShare{held: make(chan struct{}, ls.share)}
+		ls.owners[owner] = o
+	}
+	o.users++
+	ls.mu.Unlock()
+	leave := func() {
+		ls.mu.Lock()
+		if o.users--; o.users == 0 {
+			delete(ls.owners, owner)
+		}
+		ls.mu.Unlock()
+	}
+	select {
+	case o.held <- struct{}{}:
+	case <-waitCtx.Done():
+		leave()
+		return nil, waitErr(ctx, ErrLockShare)
+	}
+	select {
+	case ls.free <- struct{}{}:
+	case <-waitCtx.Done():
+		<-o.held
+		leave()
+		return nil, waitErr(ctx, ErrLockSlots)
+	}
+	return func() {
+		<-ls.free
+		<-o.held
+		leave()
+	}, nil
+}
+
+// waitErr is the error of a wait that ended: the caller's own end, or
+// busy.
+func waitErr(ctx context.Context, busy error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return busy
+}
 
 // Held is the transaction that holds a Locker's locks while work runs.
 // Lock takes one more in it; the zero value of the work's Held holds none
 // until its first Lock.
 type Held struct {
-	l  *Locker
-	tx pgx.Tx
-	// slot reports that the Held took one of its Locker's slots.
-	slot bool
+	l     *Locker
+	owner string
+	tx    pgx.Tx
+	// free gives back the slot the Held took, if it took one.
+	free func()
 }
 
-// Do runs fn with a Held on which fn takes the locks it needs; every lock
-// taken is released when fn returns. Without a Lock call fn costs nothing:
-// no slot, no connection.
-func (l *Locker) Do(ctx context.Context, fn func(ctx context.Context, h *Held) error) error {
-	h := &Held{l: l}
+// Do runs fn with a Held on which fn takes the locks it needs, for owner
+// (the person on whose behalf, whose share of the slots it uses); every
+// lock taken is released when fn returns. Without a Lock call fn costs
+// nothing: no slot, no connection.
+func (l *Locker) Do(ctx context.Context, owner string, fn func(ctx context.Context, h *Held) error) error {
+	h := &Held{l: l, owner: owner}
 	defer h.release(ctx)
 	return fn(ctx, h)
 }
@@ -118,20 +190,16 @@ func (h *Held) Lock(ctx context.Context, key string) error {
 	return nil
 }
 
-// begin takes a slot and a connection, each before deadline, and starts the
-// transaction the locks live in.
+// begin takes a share, a slot and a connection, each before deadline, and
+// starts the transaction the locks live in.
 func (h *Held) begin(ctx context.Context, deadline time.Time) error {
 	waitCtx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	select {
-	case h.l.slots <- struct{}{}:
-		h.slot = true
-	case <-waitCtx.Done():
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return ErrLockSlots
+	free, err := h.l.slots.take(ctx, waitCtx, h.owner)
+	if err != nil {
+		return err
 	}
+	h.free = free
 	// The deadline bounds only the wait for a connection and BEGIN; the
 	// transaction then lives as long as the work under the lock.
 	tx, err := h.l.db.Pool.Begin(waitCtx)
@@ -168,9 +236,9 @@ func (h *Held) rollback(ctx context.Context) {
 }
 
 func (h *Held) freeSlot() {
-	if h.slot {
-		<-h.l.slots
-		h.slot = false
+	if h.free != nil {
+		h.free()
+		h.free = nil
 	}
 }
 
