@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,12 +119,8 @@ func (s *Service) checkRunning(ctx context.Context, h *store.Held, a *mcpgate.Ac
 		return nil
 	}
 	if err := h.Lock(ctx, lockKey("running", a.WorkspaceID, c.Name())); err != nil {
-		if errors.Is(err, store.ErrLockBusy) {
-			return &mcpgate.Error{Code: mcpgate.EConflict, RetryAfter: 1, Err: err, Message: "Not done: other calls are starting " +
-				"something in this workspace right now, and its limit on how many run at once counts them one at a time; try again in a moment."}
-		}
-		return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not order this start with others to check "+
-			"this workspace's limit on how many run at once; try again shortly")
+		return lockError(err, "Not done: other calls are starting something in this workspace right now, and its limit on how "+
+			"many run at once counts them one at a time; try again in a moment.")
 	}
 	n, err := counter.Running(ctx, cred)
 	if err != nil {

@@ -296,25 +296,34 @@ func (s *Service) lockChanged(ctx context.Context, h *store.Held, a *mcpgate.Act
 	return s.lockRefusal(ctx, a, t, args, err, "another change to this "+r.Kind+" is in progress")
 }
 
-// lockKey names a lock: what it orders, in which workspace, of what. The
-// parts never hold a "|" but the last, which is the connector's to choose,
-// so keys of different parts never meet.
+// lockKey names a lock: what it orders, then in which workspace, of which
+// connector, of what. The first three parts never hold a "|", so locks of
+// different kinds, workspaces or connectors never share a key.
 func lockKey(parts ...string) string { return strings.Join(parts, "|") }
 
-// lockRefusal turns a lock that could not be taken into the call's answer,
-// audited: busy says what held it.
+// lockRefusal turns a lock that could not be taken into the call's answer
+// (see lockError), audited.
 func (s *Service) lockRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error, busy string) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, store.ErrLockBusy) {
-		err = &mcpgate.Error{Code: mcpgate.EConflict, RetryAfter: 1, Err: err,
-			Message: "Not done: " + busy + " through the gateway; try again in a moment."}
-	} else if mcpgate.ErrorCode(err) == mcpgate.EInternal {
-		err = mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot order changes right now; nothing was done, try again shortly")
-	}
+	err = lockError(err, "Not done: "+busy+" through the gateway; try again in a moment.")
 	s.auditCall(ctx, a, t, args, 0, s.now(), err)
 	s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+	return err
+}
+
+// lockError is the answer to a lock that could not be taken: busy (a
+// retryable conflict) when someone else held it for the whole wait; the
+// store's own words when the gateway's share of connections was in use
+// (they say whose); unavailable otherwise. Nothing was done in any case.
+func lockError(err error, busy string) error {
+	switch {
+	case errors.Is(err, store.ErrLockBusy):
+		return &mcpgate.Error{Code: mcpgate.EConflict, RetryAfter: 1, Err: err, Message: busy}
+	case mcpgate.ErrorCode(err) == mcpgate.EInternal:
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot order changes right now; nothing was done, try again shortly")
+	}
 	return err
 }
 
