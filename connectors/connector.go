@@ -90,6 +90,12 @@ type Spec struct {
 	// needs.
 	Guard   Guard
 	Follows string
+	// Changes, when set, names the resource a call changes, from its
+	// arguments alone (it runs before the guard, reads nothing and must
+	// not fail). The gateway runs the guard and the call of every call
+	// that changes one resource one at a time. Unset: the call changes no
+	// one existing resource (it reads, or it creates).
+	Changes func(args map[string]any) Resource
 	// Timeout bounds one call of the tool; zero means the gateway's
 	// default. A tool that fans out to many upstream calls sets a longer
 	// one.

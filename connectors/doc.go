@@ -4,7 +4,8 @@
 // their tools to MCP, and the dashboard calls the same tools, so a tool has one
 // implementation whatever the caller. Optional interfaces and hooks tell the
 // gateway what it needs without naming an upstream: a tool's Guard (what a
-// call asks for, and whether it does another tool's job), Describer (a
+// call asks for, and whether it does another tool's job), its Changes (the
+// one resource a call changes, so that such calls are serialised), Describer (a
 // summary for the person approving a call), RunningCounter (for the
 // guardrail on how many run at once).
 //

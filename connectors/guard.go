@@ -17,6 +17,17 @@ import (
 // tool's own policy. An error stops the call (a coded one is shown).
 type Guard func(ctx context.Context, credential mcpgate.Secret, args map[string]any) (Assessment, error)
 
+// Resource names the one upstream resource a call changes, so that the
+// gateway can serialise the calls that change it (Spec.Changes): a guard's
+// check and the call it lets through then see no other change of the
+// resource in between, on any replica.
+type Resource struct {
+	// Kind says what the resource is, in words for people ("sandbox").
+	Kind string
+	// ID names it among the credential's resources of that kind.
+	ID string
+}
+
 // Assessment is what a Guard found.
 type Assessment struct {
 	// Follows names another tool whose policy this call must also meet:

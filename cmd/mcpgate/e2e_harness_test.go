@@ -111,6 +111,9 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 type e2eSimLog struct {
 	mu   sync.Mutex
 	reqs []e2eSimRequest
+	// hold, when set, runs before each of the gateway's requests is served
+	// (a test holds one there, as a slow network would).
+	hold func(*http.Request)
 }
 
 type e2eSimRequest struct{ key, method, path string }
@@ -124,7 +127,11 @@ func (l *e2eSimLog) wrap(h http.Handler) http.Handler {
 		if r.Header.Get(e2eDirect) == "" {
 			l.mu.Lock()
 			l.reqs = append(l.reqs, e2eSimRequest{r.Header.Get("X-API-Key"), r.Method, r.URL.Path})
+			hold := l.hold
 			l.mu.Unlock()
+			if hold != nil {
+				hold(r)
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -420,6 +420,7 @@ func (c *Connector) setSandboxTimeoutTool() *connectors.Tool {
 		DefaultEnabled: true,
 		Guard:          c.guardSetTimeout, // an earlier end is a kill (guard.go)
 		Follows:        ToolKillSandbox,
+		Changes:        sandboxChanged, // guard.go: one change of a sandbox at a time
 		Output:         outputEdits,
 		// At least a minute, so the tool cannot stand in for e2b_kill_sandbox,
 		// which a workspace may have turned off.
@@ -481,6 +482,7 @@ func (c *Connector) pauseSandboxTool() *connectors.Tool {
 		DefaultEnabled: true,
 		Output:         outputEdits,
 		Schema:         edits(sandboxIDEdit, withDefault("memory", true)),
+		Changes:        sandboxChanged,
 	}, func(ctx context.Context, key mcpgate.Secret, in PauseIn) (PauseOut, error) {
 		if err := c.client.PauseSandbox(ctx, key, in.SandboxID, in.Memory); err != nil {
 			return PauseOut{}, err
@@ -529,6 +531,7 @@ func (c *Connector) resumeSandboxTool() *connectors.Tool {
 		DefaultEnabled: true,
 		Guard:          c.guardResume, // guard.go
 		Follows:        ToolKillSandbox,
+		Changes:        sandboxChanged, // guard.go: one change of a sandbox at a time
 		Output:         outputEdits,
 		Schema:         edits(sandboxIDEdit, withDefault("timeout", 300), withRange("timeout", 1, maxTimeout)),
 	}, func(ctx context.Context, key mcpgate.Secret, in ResumeIn) (ResumeOut, error) {
@@ -567,6 +570,7 @@ func (c *Connector) killSandboxTool() *connectors.Tool {
 		DefaultNeedsConfirmation: true,
 		DefaultApproval:          mcpgate.ApprovalHuman,
 		Schema:                   edits(sandboxIDEdit),
+		Changes:                  sandboxChanged,
 	}, func(ctx context.Context, key mcpgate.Secret, in SandboxIn) (KillOut, error) {
 		if err := c.client.KillSandbox(ctx, key, in.SandboxID); err != nil {
 			return KillOut{}, err

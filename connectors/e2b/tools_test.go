@@ -666,15 +666,40 @@ func TestGuard_setTimeout(t *testing.T) {
 	}
 	_, err := e.assess(e2b.ToolSetSandboxTimeout, `{"sandbox_id":"iaaaaaaaaaaaaaaaaaaaa","timeout":60}`)
 	wantCode(t, err, mcpgate.ENotFound)
+
+	// Issue 24: on a paused sandbox a timeout counts as what it would do
+	// once running (a resume racing it would have its end replaced), unless
+	// the sandbox is auto-paused.
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": killed})
+	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": paused})
+	as, err := e.assess(e2b.ToolSetSandboxTimeout, `{"sandbox_id":"`+killed+`","timeout":7200}`)
+	if err != nil || as.Follows != e2b.ToolKillSandbox || !strings.Contains(as.Reason, "is paused") ||
+		!strings.Contains(as.Reason, e2b.ToolResumeSandbox) {
+		t.Errorf("a later end on a paused sandbox = %+v, %v; want kill followed, with a pointer to resume", as, err)
+	}
+	if as, err := e.assess(e2b.ToolSetSandboxTimeout, `{"sandbox_id":"`+paused+`","timeout":60}`); err != nil || as.Follows != "" {
+		t.Errorf("a timeout on a paused auto-paused sandbox = %+v, %v; want nothing followed", as, err)
+	}
 }
 
 func TestGuard_resumeAndCreate(t *testing.T) {
 	e := newEnv(t, e2bsim.Options{})
 	sb := e.create(map[string]any{"timeout": 3600})
+	// Issue 24: a resume under a minute follows kill whatever the state: a
+	// pause landing first would make it end the sandbox.
 	as, err := e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":30}`)
-	if err != nil || as.Starts || as.Follows != "" {
-		t.Errorf("extending a running one = %+v, %v; want nothing started, nothing followed", as, err)
+	if err != nil || as.Starts || as.Follows != e2b.ToolKillSandbox || !strings.Contains(as.Reason, "whatever the sandbox's state") {
+		t.Errorf("extending a running one for 30 s = %+v, %v; want nothing started, kill followed", as, err)
 	}
+	as, err = e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":60}`)
+	if err != nil || as.Starts || as.Follows != "" {
+		t.Errorf("extending a running one for 60 s = %+v, %v; want nothing started, nothing followed", as, err)
+	}
+	auto := e.create(map[string]any{"timeout": 3600, "auto_pause": true})
+	if as, err := e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+auto+`","timeout":1}`); err != nil || as.Follows != "" {
+		t.Errorf("extending an auto-paused one for 1 s = %+v, %v; want nothing followed", as, err)
+	}
+	e.mustCall(e2b.ToolKillSandbox, map[string]any{"sandbox_id": auto})
 	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": sb})
 	as, err = e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":30}`)
 	if err != nil || !as.Starts || as.Follows != e2b.ToolKillSandbox {

@@ -6,6 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -18,15 +21,36 @@ import (
 const maxPendingApprovals = 50
 
 // argsHash binds an approval to a call's exact arguments (defaults
-// applied). json.Marshal sorts map keys, so equal arguments hash equally.
-// It is an HMAC under a key from the configuration, not a bare hash: the
-// arguments may hold secrets (env_vars), and a database dump must not let
-// anyone test guesses of them against the stored value.
-func (s *Service) argsHash(args map[string]any) string {
+// applied) and to the tool whose policy the call followed when it was
+// asked for (follows; "" for none), so that an approval given for a call
+// that ended nothing is not spent on the same call once it would end
+// something (see useApproval). json.Marshal sorts map keys, so equal
+// arguments hash equally. It is an HMAC under a key from the
+// configuration, not a bare hash: the arguments may hold secrets
+// (env_vars), and a database dump must not let anyone test guesses of
+// them against the stored value.
+func (s *Service) argsHash(args map[string]any, follows string) string {
 	b, _ := json.Marshal(args)
 	m := hmac.New(sha256.New, s.argsKey)
 	m.Write(b)
+	if follows != "" {
+		// JSON never holds a NUL: no arguments hash like these.
+		m.Write([]byte("\x00follows\x00" + follows))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// usableHashes are the bindings an approval may have to be spent on a call
+// that follows follows now: the same, or, for a call that follows nothing
+// now, one that followed the tool's own Follows (an approval of the
+// stricter effect covers the milder: a shortening approved becomes an
+// extension as time passes).
+func (s *Service) usableHashes(t *connectors.Tool, args map[string]any, follows string) []string {
+	hashes := []string{s.argsHash(args, follows)}
+	if follows == "" && t.Follows != "" {
+		hashes = append(hashes, s.argsHash(args, t.Follows))
+	}
+	return hashes
 }
 
 func (s *Service) approvalURL(ap *mcpgate.ApprovalRequest) string {
@@ -53,7 +77,7 @@ func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.App
 
 // requestApproval stores a pending approval for a call that the policy says
 // a person must approve, and audits the request. Nothing runs.
-func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, reason string) (*mcpgate.ApprovalRequest, error) {
+func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason string) (*mcpgate.ApprovalRequest, error) {
 	if a.CredentialID() == "" {
 		// An approval is bound to the credential that asked for it (an MCP
 		// key or an OAuth grant); anything else is refused rather than
@@ -64,13 +88,15 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 		return nil, err
 	}
 	now := s.now()
+	// Counted here to refuse early, before the upstream is read for the
+	// summary; counted again, with the insert, under a lock below, which is
+	// what holds against parallel requests.
 	n, err := s.db.CountPendingApprovals(ctx, a.WorkspaceID, a.UserID, now)
 	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
 	}
 	if n >= maxPendingApprovals {
-		return nil, mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
-			"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
+		return nil, s.tooManyPending(a, n)
 	}
 	summary, err := s.summarize(ctx, a, t, args)
 	if err != nil {
@@ -83,12 +109,22 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	if ap.Arguments == nil {
 		ap.Arguments = map[string]any{}
 	}
-	if err := s.db.CreateApproval(ctx, ap, s.argsHash(args)); err != nil {
+	n, err = s.db.CreateApprovalWithin(ctx, ap, s.argsHash(args, follows), maxPendingApprovals, now)
+	if errors.Is(err, store.ErrCapReached) {
+		return nil, s.tooManyPending(a, n)
+	}
+	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot store approval requests right now; try again shortly")
 	}
 	s.present(ap)
 	s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalRequested, ap))
 	return ap, nil
+}
+
+// tooManyPending refuses an approval request past maxPendingApprovals.
+func (s *Service) tooManyPending(a *mcpgate.Actor, n int) error {
+	return mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
+		"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
 }
 
 // summarize says what a call would do: in the connector's words, from the
@@ -121,12 +157,14 @@ func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors
 }
 
 // useApproval spends the approval named by a call, which must be for
-// exactly this call. A refusal says which check failed: the caller already
-// holds the id, and each case needs a different next step.
-func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, id string) error {
-	hash := s.argsHash(args)
+// exactly this call, weighed as it is now: follows (and reason) are what the
+// call's guard found under the call's locks. A refusal says which check
+// failed: the caller already holds the id, and each case needs a different
+// next step.
+func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason, id string) error {
+	hashes := s.usableHashes(t, args, follows)
 	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, GrantID: a.GrantID, UserID: a.UserID,
-		Tool: t.Name, ArgsHash: hash, Now: s.now()})
+		Tool: t.Name, ArgsHashes: hashes, Now: s.now()})
 	if err != nil {
 		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
 	}
@@ -137,12 +175,12 @@ func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connecto
 		}
 		return nil
 	}
-	err = s.approvalRefusal(ctx, a, t, id, hash)
+	err = s.approvalRefusal(ctx, a, t, id, args, follows, reason)
 	s.deny(ctx, a, t, args, err)
 	return err
 }
 
-func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id, hash string) error {
+func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id string, args map[string]any, follows, reason string) error {
 	again := "Call " + t.Name + " again without approval_id to ask for a new approval."
 	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
@@ -154,10 +192,15 @@ func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *conn
 	if err != nil {
 		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
 	}
-	if ap.KeyID != a.KeyID || ap.GrantID != a.GrantID || ap.RequestedBy != a.UserID || ap.Tool != t.Name || stored != hash {
-		return mcpgate.Errorf(mcpgate.EForbidden, "This approval is for a different call: it allows only %s with exactly the arguments "+
-			"the person approved, from the MCP key or connected app that asked for it. Nothing was done. Call again with exactly those arguments, or %s",
-			ap.Tool, lowerFirst(again))
+	if ap.KeyID != a.KeyID || ap.GrantID != a.GrantID || ap.RequestedBy != a.UserID || ap.Tool != t.Name {
+		return differentCall(ap, again)
+	}
+	if !slices.Contains(s.usableHashes(t, args, follows), stored) {
+		if follows != "" && stored == s.argsHash(args, "") {
+			return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this call changed meaning since it was approved. %s That is what %s "+
+				"does, and the person approved the call when it did not. %s", strings.TrimSpace(reason), follows, again)
+		}
+		return differentCall(ap, again)
 	}
 	switch ap.EffectiveState(s.now()) {
 	case mcpgate.ApprovalPending:
@@ -177,6 +220,13 @@ func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *conn
 		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this approval was already used; each approval allows one call. %s", again)
 	}
 	return mcpgate.Errorf(mcpgate.EConflict, "Not done: the approval changed while it was checked; try again.")
+}
+
+// differentCall refuses an approval spent on a call it was not given for.
+func differentCall(ap *mcpgate.ApprovalRequest, again string) error {
+	return mcpgate.Errorf(mcpgate.EForbidden, "This approval is for a different call: it allows only %s with exactly the arguments "+
+		"the person approved, from the MCP key or connected app that asked for it. Nothing was done. Call again with exactly those arguments, or %s",
+		ap.Tool, lowerFirst(again))
 }
 
 func lowerFirst(s string) string {

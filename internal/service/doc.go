@@ -12,7 +12,11 @@
 // What it caches (MCP keys, tool policies, sealed credentials) is dropped
 // across replicas by Invalidate, which the wiring feeds from the store's
 // LISTEN/NOTIFY, and kept no longer than a TTL in any case. No database
-// query runs on a tool call whose key, policy and credential are cached.
+// query runs on a tool call whose key, policy and credential are cached,
+// but one: a call that changes one upstream resource, or starts one where
+// the workspace limits how many run, is weighed and run under an advisory
+// lock (lockChanged, checkRunning), so that no other call overtakes its
+// check on any replica.
 //
 // Two-factor sign-in (totp.go) uses github.com/pquerna/otp for RFC 6238 and
 // RFC 4226: it is small (no dependency but github.com/boombuler/barcode for

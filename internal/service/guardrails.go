@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/store"
 )
 
 // Guardrails implements mcpgate.GuardrailService.
@@ -44,9 +45,9 @@ func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate
 }
 
 // assess runs a tool's guard (read-only, upstream) and enforces the
-// workspace's guardrails on what it found, before anything runs. A refusal
-// is audited here.
-func (s *Service) assess(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy, args map[string]any) (connectors.Assessment, error) {
+// workspace's guardrails on what it found, before anything runs, under h
+// (see weigh). A refusal is audited here.
+func (s *Service) assess(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy, args map[string]any) (connectors.Assessment, error) {
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	cred, err := s.credential(ctx, a, c)
 	if err != nil {
@@ -60,8 +61,16 @@ func (s *Service) assess(ctx context.Context, a *mcpgate.Actor, t *connectors.To
 		s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), s.now(), err)
 		return connectors.Assessment{}, err
 	}
-	if err := s.checkGuardrails(callCtx, a, t, c, cred, wp.guardrails, as); err != nil {
+	if err := s.checkGuardrails(a, wp.guardrails, as); err != nil {
 		s.refuseGuardrail(ctx, a, t, args, err)
+		return connectors.Assessment{}, err
+	}
+	if err := s.checkRunning(callCtx, h, a, c, cred, wp.guardrails, as); err != nil {
+		if mcpgate.ErrorCode(err) == mcpgate.EForbidden {
+			s.refuseGuardrail(ctx, a, t, args, err)
+		} else {
+			s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), s.now(), err)
+		}
 		return connectors.Assessment{}, err
 	}
 	return as, nil
@@ -73,36 +82,55 @@ func (s *Service) settingsURL(workspaceID string) string {
 }
 
 // checkGuardrails compares what a call asks for with the workspace's
-// limits. The counter is asked last: it is the only check that calls the
-// upstream.
-func (s *Service) checkGuardrails(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, c connectors.Connector, cred mcpgate.Secret,
-	g mcpgate.Guardrails, as connectors.Assessment) error {
-	where := fmt.Sprintf("A workspace owner or admin can change this limit in the dashboard under Settings → Guardrails (%s).",
-		s.settingsURL(a.WorkspaceID))
+// limits on lifetime and templates.
+func (s *Service) checkGuardrails(a *mcpgate.Actor, g mcpgate.Guardrails, as connectors.Assessment) error {
 	if limit := time.Duration(g.MaxTimeoutSeconds) * time.Second; limit > 0 && as.Lifetime > limit {
 		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this workspace lets AI clients ask for at most %d seconds, and this call "+
-			"asked for %d. Ask for %d seconds or less. %s", g.MaxTimeoutSeconds, int(as.Lifetime/time.Second), g.MaxTimeoutSeconds, where)
+			"asked for %d. Ask for %d seconds or less. %s", g.MaxTimeoutSeconds, int(as.Lifetime/time.Second), g.MaxTimeoutSeconds, s.where(a))
 	}
 	if len(g.AllowedTemplates) > 0 && len(as.Templates) > 0 &&
 		!slices.ContainsFunc(as.Templates, func(n string) bool { return slices.Contains(g.AllowedTemplates, n) }) {
 		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this workspace allows only these templates: %s; %q is not one of them. %s",
-			strings.Join(g.AllowedTemplates, ", "), as.Templates[0], where)
+			strings.Join(g.AllowedTemplates, ", "), as.Templates[0], s.where(a))
 	}
-	if g.MaxRunning > 0 && as.Starts {
-		counter, ok := c.(connectors.RunningCounter)
-		if !ok {
-			return nil
-		}
-		n, err := counter.Running(ctx, cred)
-		if err != nil {
-			// Fail closed: the limit cannot be checked, so nothing starts.
-			return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not count what is running "+
-				"to check this workspace's limit; try again shortly")
-		}
-		if n >= g.MaxRunning {
-			return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %d are running and this workspace lets AI clients run at most %d at "+
-				"once. Pause or end one first. %s", n, g.MaxRunning, where)
-		}
+	return nil
+}
+
+// where says who changes a guardrail, and where.
+func (s *Service) where(a *mcpgate.Actor) string {
+	return fmt.Sprintf("A workspace owner or admin can change this limit in the dashboard under Settings → Guardrails (%s).",
+		s.settingsURL(a.WorkspaceID))
+}
+
+// checkRunning enforces the most resources running at once on a call that
+// starts one. The count and the start must be one step, or parallel starts
+// (on any replicas) all count the same number and all pass: so the
+// workspace's running lock is taken before counting, and h holds it until
+// the call has run. Every call that starts one takes it, after any lock of
+// the resource it changes (the one order of locks, see lockChanged). It is
+// the only check that calls the upstream, so it comes last.
+func (s *Service) checkRunning(ctx context.Context, h *store.Held, a *mcpgate.Actor, c connectors.Connector, cred mcpgate.Secret,
+	g mcpgate.Guardrails, as connectors.Assessment) error {
+	if g.MaxRunning <= 0 || !as.Starts {
+		return nil
+	}
+	counter, ok := c.(connectors.RunningCounter)
+	if !ok {
+		return nil
+	}
+	if err := h.Lock(ctx, lockKey("running", a.WorkspaceID, c.Name())); err != nil {
+		return lockError(err, "Not done: other calls are starting something in this workspace right now, and its limit on how "+
+			"many run at once counts them one at a time; try again in a moment.")
+	}
+	n, err := counter.Running(ctx, cred)
+	if err != nil {
+		// Fail closed: the limit cannot be checked, so nothing starts.
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "Not done: the gateway could not count what is running "+
+			"to check this workspace's limit; try again shortly")
+	}
+	if n >= g.MaxRunning {
+		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %d are running and this workspace lets AI clients run at most %d at "+
+			"once. Pause or end one first. %s", n, g.MaxRunning, s.where(a))
 	}
 	return nil
 }

@@ -28,14 +28,11 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 	if err := s.requireVerified(ctx, a.UserID); err != nil {
 		return nil, "", err
 	}
-	if err := s.checkCap(ctx, s.opts.MaxKeysPerUser, a.UserID, s.db.CountLiveKeys,
-		"you hold %d working MCP keys, the most allowed; revoke one you no longer use first"); err != nil {
-		return nil, "", err
-	}
 	key, id, hash := mcpgate.NewMCPKey()
 	k := &mcpgate.APIKey{ID: id, WorkspaceID: a.WorkspaceID, UserID: a.UserID, OwnerEmail: a.Email, Name: name,
 		Scope: nk.Scope, ExpiresAt: nk.ExpiresAt}
-	if err := s.db.CreateKey(ctx, k, hash); err != nil {
+	n, err := s.db.CreateKeyWithin(ctx, k, hash, s.opts.MaxKeysPerUser)
+	if err := capRefusal(err, "you hold %d working MCP keys, the most allowed; revoke one you no longer use first", n); err != nil {
 		return nil, "", err
 	}
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionKeyCreated, map[string]any{"key_id": k.ID, "name": k.Name, "scope": k.Scope}))

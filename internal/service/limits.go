@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/password"
+	"github.com/mcpgate/mcpgate/internal/store"
 )
 
 // errHashingBusy is the answer when password hashing is at its memory
@@ -52,19 +53,13 @@ func (s *Service) checkSignupRate(ctx context.Context, addr string) error {
 	return nil
 }
 
-// checkCap refuses to create one more of what count counts for the user
-// when max are there already (max < 0: no cap). Two creations racing at
-// the cap may both pass; the cap bounds abuse, it is not an invariant.
-func (s *Service) checkCap(ctx context.Context, max int, userID string, count func(context.Context, string) (int, error), msg string) error {
-	if max < 0 {
-		return nil
-	}
-	n, err := count(ctx, userID)
-	if err != nil {
-		return err
-	}
-	if n >= max {
+// capRefusal words a capped creation's refusal (store.ErrCapReached) with
+// msg, which takes the count found; any other error is returned as it is.
+// The store counts and creates in one step under a lock, so that creations
+// racing at the cap, on any replicas, cannot all pass.
+func capRefusal(err error, msg string, n int) error {
+	if errors.Is(err, store.ErrCapReached) {
 		return mcpgate.Errorf(mcpgate.EConflict, msg, n)
 	}
-	return nil
+	return err
 }

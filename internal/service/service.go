@@ -84,6 +84,10 @@ type Options struct {
 	// CallTimeout bounds one tool call unless its tool sets its own
 	// (default 30 s).
 	CallTimeout time.Duration
+	// LockWait bounds how long a tool call waits for another call that
+	// changes the same resource, or starts one where the workspace limits
+	// how many run (default 10 s; see lockChanged).
+	LockWait time.Duration
 	// CacheTTL bounds how long a cached key, policy or credential is
 	// trusted even without a notification (default 30 s): a safety net,
 	// not the mechanism.
@@ -110,6 +114,7 @@ type Service struct {
 	pwParams password.Params
 	throttle loginThrottle
 	creds    *store.CredentialCache
+	locks    *store.Locker
 	trust    *cacheTrust
 	argsKey  []byte
 
@@ -126,6 +131,7 @@ func New(opts Options) *Service {
 	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
 	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
+	opts.LockWait = cmp.Or(opts.LockWait, 10*time.Second)
 	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
 	opts.OutageGrace = cmp.Or(opts.OutageGrace, 10*time.Minute)
 	if opts.Now == nil {
@@ -140,7 +146,8 @@ func New(opts Options) *Service {
 	// TTL: tests and tools run without a listener.
 	trust.listening.Store(true)
 	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
-		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust)}
+		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust),
+		locks: opts.DB.NewLocker(opts.LockWait)}
 	// beforeCache is installed after New (tests), so the hook reads it late.
 	s.policies = trustcache.New[*workspacePolicy](trustcache.Options{Trust: trust, Now: opts.Now, BeforeStore: func() {
 		if s.beforeCache != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/store"
 )
 
 // workspacePolicy is a workspace's effective tool policy and, built lazily,
@@ -193,11 +194,58 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 		s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
 		return nil, err
 	}
-	approval := p.Approval
-	var reason string
-	if t.Guard != nil {
-		as, err := s.assess(ctx, a, t, wp, args)
+	var out any
+	var ask *approvalAsk
+	err = s.locks.Do(ctx, a.UserID, func(ctx context.Context, h *store.Held) error {
+		var err error
+		if err = s.lockChanged(ctx, h, a, t, args); err != nil {
+			return err
+		}
+		ask, err = s.weigh(ctx, h, a, t, wp, call, args)
+		if err != nil || ask != nil {
+			return err
+		}
+		out, err = s.run(ctx, a, t, args)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ask != nil {
+		// Asked outside the locks: asking reads the upstream for a summary
+		// and changes nothing there; the call with the approval is weighed
+		// again, under them, when it comes back.
+		ap, err := s.requestApproval(ctx, a, t, args, ask.follows, ask.reason)
 		if err != nil {
+			return nil, err
+		}
+		return nil, &mcpgate.ApprovalRequiredError{Tool: s.toolInfo(t, p), Approval: ap}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EInternal, err, "the tool's output could not be encoded")
+	}
+	return b, nil
+}
+
+// approvalAsk is a call that may run only once a person approves it: what
+// it follows, and why.
+type approvalAsk struct{ follows, reason string }
+
+// weigh weighs a call (its guard, the guardrails, the policies it must
+// meet) and answers whether it may run now: nil and nil when it may, an
+// approvalAsk when a person must approve it first, an error (a refusal, or
+// the confirmation it needs) otherwise. It runs under the call's locks, so
+// that the call that runs is the call that was weighed; an approval's id
+// is spent here, after the weighing it must match.
+func (s *Service) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy,
+	call mcpgate.ToolCall, args map[string]any) (*approvalAsk, error) {
+	p := wp.policy[t.Name]
+	approval := p.Approval
+	var as connectors.Assessment
+	if t.Guard != nil {
+		var err error
+		if as, err = s.assess(ctx, h, a, t, wp, args); err != nil {
 			return nil, err
 		}
 		if as.Follows != "" {
@@ -211,20 +259,17 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 				return nil, err
 			}
 			approval = approval.Stricter(fp.Approval)
-			reason = as.Reason
 		}
 	}
 	switch approval {
 	case mcpgate.ApprovalModel:
 		if !call.Confirmed {
-			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), reason)}
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
 		}
 	case mcpgate.ApprovalHuman:
 		switch {
 		case call.ApprovalID != "":
-			if err := s.useApproval(ctx, a, t, args, call.ApprovalID); err != nil {
-				return nil, err
-			}
+			return nil, s.useApproval(ctx, a, t, args, as.Follows, as.Reason, call.ApprovalID)
 		case a.IsPerson() && call.Confirmed:
 			// A person signed in to the dashboard confirmed it there: they
 			// are the human the policy asks for, if the workspace's rules
@@ -233,24 +278,57 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 				return nil, err
 			}
 		case a.IsPerson():
-			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), reason)}
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
 		default:
-			ap, err := s.requestApproval(ctx, a, t, args, reason)
-			if err != nil {
-				return nil, err
-			}
-			return nil, &mcpgate.ApprovalRequiredError{Tool: s.toolInfo(t, p), Approval: ap}
+			return &approvalAsk{follows: as.Follows, reason: as.Reason}, nil
 		}
 	}
-	out, err := s.run(ctx, a, t, args)
-	if err != nil {
-		return nil, err
+	return nil, nil
+}
+
+// lockChanged takes the lock of the one resource the call changes, if it
+// changes one (Spec.Changes), in the call's workspace: the calls that
+// change one resource are weighed and run one at a time, on every replica.
+// Read-only calls and creates take none.
+func (s *Service) lockChanged(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
+	if t.Changes == nil {
+		return nil
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, mcpgate.WrapError(mcpgate.EInternal, err, "the tool's output could not be encoded")
+	r := t.Changes(args)
+	c, _ := s.opts.Registry.ConnectorOf(t.Name)
+	err := h.Lock(ctx, lockKey("resource", a.WorkspaceID, c.Name(), r.Kind, r.ID))
+	return s.lockRefusal(ctx, a, t, args, err, "another change to this "+r.Kind+" is in progress")
+}
+
+// lockKey names a lock: what it orders, then in which workspace, of which
+// connector, of what. The first three parts never hold a "|", so locks of
+// different kinds, workspaces or connectors never share a key.
+func lockKey(parts ...string) string { return strings.Join(parts, "|") }
+
+// lockRefusal turns a lock that could not be taken into the call's answer
+// (see lockError), audited.
+func (s *Service) lockRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error, busy string) error {
+	if err == nil {
+		return nil
 	}
-	return b, nil
+	err = lockError(err, "Not done: "+busy+" through the gateway; try again in a moment.")
+	s.auditCall(ctx, a, t, args, 0, s.now(), err)
+	s.metrics.ToolCall(t.Name, mcpgate.OutcomeError, 0, 0)
+	return err
+}
+
+// lockError is the answer to a lock that could not be taken: busy (a
+// retryable conflict) when someone else held it for the whole wait; the
+// store's own words when the gateway's share of connections was in use
+// (they say whose); unavailable otherwise. Nothing was done in any case.
+func lockError(err error, busy string) error {
+	switch {
+	case errors.Is(err, store.ErrLockBusy):
+		return &mcpgate.Error{Code: mcpgate.EConflict, RetryAfter: 1, Err: err, Message: busy}
+	case mcpgate.ErrorCode(err) == mcpgate.EInternal:
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot order changes right now; nothing was done, try again shortly")
+	}
+	return err
 }
 
 // refusal says why a tool the workspace has is not callable by the actor,

@@ -45,11 +45,11 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name str
 	if err != nil {
 		return nil, err
 	}
-	if err := s.checkCap(ctx, s.opts.MaxWorkspacesPerUser, u.ID, s.db.CountOwnedWorkspaces,
-		"you own %d workspaces, the most allowed; delete or hand over one first"); err != nil {
+	ws, n, err := s.db.CreateWorkspaceWithin(ctx, u.ID, name, s.opts.MaxWorkspacesPerUser)
+	if err := capRefusal(err, "you own %d workspaces, the most allowed; delete or hand over one first", n); err != nil {
 		return nil, err
 	}
-	return s.db.CreateWorkspace(ctx, u.ID, name)
+	return ws, nil
 }
 
 // Members implements mcpgate.WorkspaceService.

@@ -16,17 +16,21 @@ const approvalNotFound = "no such approval request in this workspace"
 // CreateApproval stores a pending approval request; it fills in ID and
 // CreatedAt. argsHash binds it to the call's exact arguments.
 func (db *DB) CreateApproval(ctx context.Context, ap *mcpgate.ApprovalRequest, argsHash string) error {
+	return mapError(insertApproval(ctx, db.Pool, ap, argsHash), wsNotFound)
+}
+
+func insertApproval(ctx context.Context, q rowQuerier, ap *mcpgate.ApprovalRequest, argsHash string) error {
 	args, err := json.Marshal(ap.Arguments)
 	if err != nil {
 		return err
 	}
-	err = db.Pool.QueryRow(ctx, `
+	err = q.QueryRow(ctx, `
 		INSERT INTO approvals (workspace_id, key_id, grant_id, user_id, tool, tool_title, arguments, args_hash, summary, state, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10) RETURNING id, created_at`,
 		ap.WorkspaceID, ap.KeyID, ap.GrantID, ap.RequestedBy, ap.Tool, ap.ToolTitle, args, argsHash, ap.Summary, ap.ExpiresAt,
 	).Scan(&ap.ID, &ap.CreatedAt)
 	ap.State = mcpgate.ApprovalPending
-	return mapError(err, wsNotFound)
+	return err
 }
 
 const approvalColumns = `a.id, a.workspace_id, a.key_id, a.grant_id, coalesce(c.name, ''), a.user_id, coalesce(u.email, ''), a.tool, a.tool_title, a.arguments,
@@ -116,11 +120,14 @@ func (db *DB) FindApprovals(ctx context.Context, workspaceID string, f ApprovalF
 // userID set, only that user's.
 func (db *DB) CountPendingApprovals(ctx context.Context, workspaceID, userID string, now time.Time) (int, error) {
 	var n int
-	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM approvals
-		WHERE workspace_id = $1 AND ($2 = '' OR user_id::text = $2) AND state = 'pending' AND expires_at > $3`,
-		workspaceID, userID, now).Scan(&n)
+	err := db.Pool.QueryRow(ctx, pendingApprovalsSQL, workspaceID, userID, now).Scan(&n)
 	return n, mapError(err, "")
 }
+
+// pendingApprovalsSQL counts a workspace's ($1) open requests at $3; with
+// $2 set, only that user's.
+const pendingApprovalsSQL = `SELECT count(*) FROM approvals
+	WHERE workspace_id = $1 AND ($2 = '' OR user_id::text = $2) AND state = 'pending' AND expires_at > $3`
 
 // DecideApproval moves a pending, unexpired request to approved or denied
 // by userID, in one statement, so that two people deciding at once on two
@@ -158,10 +165,12 @@ func (db *DB) ExpireApproval(ctx context.Context, workspaceID, id string, now ti
 	return tag.RowsAffected() == 1, nil
 }
 
-// ApprovalUse is the call that wants to use an approval.
+// ApprovalUse is the call that wants to use an approval. ArgsHashes are
+// the bindings (see CreateApproval's argsHash) that may spend it.
 type ApprovalUse struct {
-	WorkspaceID, ID, KeyID, GrantID, UserID, Tool, ArgsHash string
-	Now                                                     time.Time
+	WorkspaceID, ID, KeyID, GrantID, UserID, Tool string
+	ArgsHashes                                    []string
+	Now                                           time.Time
 }
 
 // UseApproval spends an approved, unexpired request for exactly this call
@@ -173,8 +182,8 @@ func (db *DB) UseApproval(ctx context.Context, u ApprovalUse) (bool, error) {
 	}
 	tag, err := db.Pool.Exec(ctx, `UPDATE approvals SET state = 'used', used_at = $7
 		WHERE workspace_id = $1 AND id = $2 AND state = 'approved' AND expires_at > $7
-		  AND key_id = $3 AND grant_id = $8 AND user_id::text = $4 AND tool = $5 AND args_hash = $6`,
-		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHash, u.Now, u.GrantID)
+		  AND key_id = $3 AND grant_id = $8 AND user_id::text = $4 AND tool = $5 AND args_hash = ANY($6)`,
+		u.WorkspaceID, u.ID, u.KeyID, u.UserID, u.Tool, u.ArgsHashes, u.Now, u.GrantID)
 	if err != nil {
 		return false, mapError(err, "")
 	}

@@ -36,7 +36,7 @@ func TestApprovals_WorkspaceIsolation(t *testing.T) {
 	if ok, _ := db.DecideApproval(ctx, wsA, ap.ID, a.ID, true, now); !ok {
 		t.Fatal("DecideApproval(own workspace) = false")
 	}
-	use := store.ApprovalUse{WorkspaceID: wsB, ID: ap.ID, KeyID: "k1", UserID: a.ID, Tool: "t", ArgsHash: "hash1", Now: now}
+	use := store.ApprovalUse{WorkspaceID: wsB, ID: ap.ID, KeyID: "k1", UserID: a.ID, Tool: "t", ArgsHashes: []string{"hash1"}, Now: now}
 	if ok, err := db.UseApproval(ctx, use); ok || err != nil {
 		t.Errorf("UseApproval(other workspace) = %v, %v; want false", ok, err)
 	}

@@ -3,6 +3,11 @@
 // as an explicit argument and filters on it, so one workspace can never read
 // or change another's data; a row of another workspace answers ENotFound.
 //
+// It also orders what must not interleave across replicas, with
+// transaction-scoped advisory locks: the Locker for work that spans an
+// upstream call (lock.go), and counted limits checked and spent in one
+// transaction (caps.go).
+//
 // It maps database errors to mcpgate codes and makes no policy decisions:
 // who may do what is decided by its caller, internal/service. It imports vault
 // only for the KeyStore contract it implements (vault.go) and the ciphertext

@@ -14,11 +14,14 @@ const keyNotFound = "key not found"
 // CreateKey stores a new MCP key record with the SHA-256 of its secret. The
 // owner must be a member of the workspace (enforced by a foreign key).
 func (db *DB) CreateKey(ctx context.Context, k *mcpgate.APIKey, secretHash []byte) error {
-	err := db.Pool.QueryRow(ctx, `
+	return mapError(insertKey(ctx, db.Pool, k, secretHash), wsNotFound)
+}
+
+func insertKey(ctx context.Context, q rowQuerier, k *mcpgate.APIKey, secretHash []byte) error {
+	return q.QueryRow(ctx, `
 		INSERT INTO api_keys (id, workspace_id, user_id, name, scope, secret_hash, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
 		k.ID, k.WorkspaceID, k.UserID, k.Name, k.Scope, secretHash, k.ExpiresAt).Scan(&k.CreatedAt)
-	return mapError(err, wsNotFound)
 }
 
 const keyColumns = `k.id, k.workspace_id, k.user_id, u.email, k.name, k.scope, k.created_at, k.expires_at, k.last_used_at, k.revoked_at`
