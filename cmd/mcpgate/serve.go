@@ -55,14 +55,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTP.ListenAddr, err)
 	}
-	srv := &http.Server{
-		Handler:           gw.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(gw.Handler(), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("mcpgate serving", "addr", ln.Addr().String(), "public_url", cfg.HTTP.PublicURL, "version", version)
@@ -82,6 +75,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 		log.Warn("shutdown", "err", err)
 	}
 	return nil
+}
+
+// newHTTPServer bounds what a client can hold: the headers within 10 s,
+// the body within 60 s (bodies are capped by size too), an idle keep-alive
+// connection 120 s, and an answer 30 s from the request. The JSON routes
+// end their work in 15 s; the routes that stream for longer (MCP answers,
+// the audit export) set a deadline per write for themselves through
+// http.ResponseController, so a reader that stops reading holds them no
+// longer than that per chunk.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // setGCDefaults trades memory for CPU unless the operator chose GOGC: the MCP
@@ -117,11 +129,12 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, f
 			}
 		}
 	}
-	db, err := store.Open(ctx, dsn)
+	db, err := store.OpenWith(ctx, dsn, store.Options{MaxConns: cfg.DBMaxConns()})
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
+	log.Info("database pool", "max_conns", db.MaxConns(), "long_read_slots", db.LongReadSlots())
 	return db, func() { db.Close(); stop() }, nil
 }
 

@@ -77,6 +77,11 @@ type Options struct {
 	OAuthCIMD oauth.CIMDOptions
 }
 
+// StreamWriteTimeout is how long one write of a streamed answer (an MCP
+// tool call's events) may take; the server's WriteTimeout, which fits the
+// JSON routes, does not apply to them (httpx.WriteDeadlinePerWrite).
+const StreamWriteTimeout = 30 * time.Second
+
 // Gateway is a wired, running instance: HTTP handler and background work.
 type Gateway struct {
 	// Keyring, Service, Keys, MCP and API are exposed for tests and tools
@@ -176,7 +181,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		JWTSecret:      deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
 		Ready:          db.Ready,
 		TrustedProxies: o.TrustedProxies,
-		MCP:            gw.MCP.Handler(),
+		MCP:            httpx.WriteDeadlinePerWrite(gw.MCP.Handler(), StreamWriteTimeout),
 		Metrics:        gw.metrics.Handler(),
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
