@@ -107,6 +107,12 @@ type Gateway struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// stopping ends when the gateway stops (BeginStop): the tool calls
+	// still running then are answered (unavailable.go).
+	stopping   context.Context
+	stopCalls  context.CancelCauseFunc
+	stopCallsT *time.Timer
+	stopMu     sync.Mutex
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);
@@ -135,6 +141,7 @@ func New(opts Options) *Gateway {
 		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		stop:            make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
+	g.stopping, g.stopCalls = context.WithCancelCause(context.Background())
 	go g.loop()
 	return g
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +39,44 @@ func writeRPCUnavailable(w http.ResponseWriter, r *http.Request, msg string) {
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": -32603, "message": msg, "data": map[string]any{"retryAfterSeconds": unavailableRetry}}})
+}
+
+// errStopping answers a tool call still running when the gateway stops.
+// The call may have taken effect upstream (a sandbox created, a command
+// run), so the message says to look before repeating it.
+var errStopping = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: unavailableRetry,
+	Message: "the gateway is stopping and ended this call before it finished; it may or may not have taken effect, " +
+		"so check (for example, list the sandboxes) before trying it again in a few seconds"}
+
+// BeginStop tells the gateway it is stopping: the tool calls that are still
+// running after grace are ended and answered with a tool error saying so
+// (and audited as such), so that a stop answers every call in flight within
+// grace and their own short wind-down, whatever they wait on (a database
+// that hangs, E2B, a human approval). Calls that finish within grace are
+// answered as usual.
+func (g *Gateway) BeginStop(grace time.Duration) {
+	g.stopMu.Lock()
+	defer g.stopMu.Unlock()
+	if g.stopCallsT == nil {
+		g.stopCallsT = time.AfterFunc(grace, func() { g.stopCalls(errStopping) })
+	}
+}
+
+// untilStop returns ctx, also cancelled (with errStopping as its cause)
+// once BeginStop's grace is over.
+func (g *Gateway) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(g.stopping, func() { cancel(errStopping) })
+	return ctx, func() { unhook(); cancel(context.Canceled) }
+}
+
+// stoppingError is errStopping in place of err when the call's context
+// ended because the gateway is stopping, whatever error that gave.
+func stoppingError(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
+		return errStopping
+	}
+	return err
 }
 
 type serverKey struct{}

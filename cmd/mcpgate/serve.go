@@ -69,13 +69,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// New connections are refused at once; the calls in flight get
+	// stopGrace to finish, then are answered with a tool error saying the
+	// gateway is stopping (and audited; what the database cannot take goes
+	// to the spool when gw closes). Nothing waits on the database longer
+	// than its query timeout, so the handlers end soon after.
+	gw.BeginStop(stopGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), stopGrace+10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("shutdown", "err", err)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			log.Warn("shutdown", "err", err)
+		}
+		_ = srv.Close()
 	}
+	// What gw.Close still writes (last-use times, the audit queue) gets a
+	// second per statement: a database that answers takes milliseconds,
+	// and one that hangs must not hold the exit (the audit events go to
+	// the spool instead).
+	db.SetQueryTimeout(time.Second)
 	return nil
 }
+
+// stopGrace is how long the tool calls in flight at a stop may run on
+// before they are answered with "the gateway is stopping".
+const stopGrace = 2 * time.Second
 
 // newHTTPServer bounds what a client can hold: the headers within 10 s,
 // the body within 60 s (bodies are capped by size too), an idle keep-alive

@@ -264,6 +264,11 @@ func deriveKey(secret, purpose string) []byte {
 	return m.Sum(nil)
 }
 
+// BeginStop starts a stop: the tool calls still running after grace are
+// answered with a tool error saying the gateway is stopping (mcp.Gateway.
+// BeginStop). Close follows once the HTTP server has drained.
+func (gw *Gateway) BeginStop(grace time.Duration) { gw.MCP.BeginStop(grace) }
+
 // Handler returns the root HTTP handler.
 func (gw *Gateway) Handler() http.Handler { return gw.API.Handler() }
 

@@ -26,7 +26,7 @@ const migrationLockID = 0x6d63706761746500
 type DB struct {
 	Pool *pgxpool.Pool
 
-	queryTimeout time.Duration
+	queryTimeout atomic.Int64 // a time.Duration
 	// longReads holds a token per long read under way (pool.go).
 	longReads chan struct{}
 	// down is set while the listener finds the database unreachable
@@ -76,8 +76,21 @@ func redactDSNError(err error) error {
 	return err
 }
 
-// Close closes the pool.
-func (db *DB) Close() { db.Pool.Close() }
+// closeWait bounds Close: closing a connection sends PostgreSQL a goodbye,
+// and against a database that hangs pgx waits up to 15 s for each.
+const closeWait = 2 * time.Second
+
+// Close closes the pool. It returns after closeWait even if a database that
+// hangs holds connections; they are then closed in the background (or by
+// the process exiting).
+func (db *DB) Close() {
+	done := make(chan struct{})
+	go func() { db.Pool.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
+}
 
 // provider builds a goose provider over the pool. The session locker takes a
 // Postgres advisory lock, so replicas starting together apply each migration

@@ -93,13 +93,18 @@ func (db *DB) configure(cfg *pgxpool.Config, dsn string, o Options) {
 	if _, ok := cc.RuntimeParams["tcp_user_timeout"]; !ok {
 		cc.RuntimeParams["tcp_user_timeout"] = strconv.FormatInt(tcpUserTimeout.Milliseconds(), 10)
 	}
-	db.queryTimeout = o.QueryTimeout
-	if db.queryTimeout <= 0 {
-		db.queryTimeout = DefaultQueryTimeout
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = DefaultQueryTimeout
 	}
+	db.queryTimeout.Store(int64(o.QueryTimeout))
 	cc.Tracer = &deadlineTracer{db: db}
 	db.longReads = make(chan struct{}, longReadSlots(cfg.MaxConns))
 }
+
+// SetQueryTimeout changes the query timeout. A stop sets a short one: what
+// is left to write then (last-use times, the audit queue) must not wait on
+// a database that hangs for longer than the spool takes to write.
+func (db *DB) SetQueryTimeout(d time.Duration) { db.queryTimeout.Store(int64(d)) }
 
 // MaxConns is the pool's size.
 func (db *DB) MaxConns() int32 { return db.Pool.Config().MaxConns }
@@ -130,7 +135,7 @@ func (t *deadlineTracer) bound(ctx context.Context) context.Context {
 	if ctx.Value(noQueryTimeoutKey{}) != nil {
 		return ctx
 	}
-	d := time.Now().Add(t.db.queryTimeout)
+	d := time.Now().Add(time.Duration(t.db.queryTimeout.Load()))
 	if dl, ok := ctx.Deadline(); ok && dl.Before(d) {
 		return ctx
 	}

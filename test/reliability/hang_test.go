@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
@@ -192,3 +193,78 @@ func clusterPIDs(t *testing.T, dir string) []int {
 	}
 	return pids
 }
+
+// TestStopDuringHang (issue 25, item 3): SIGTERM while PostgreSQL hangs
+// (a black-holing proxy) and calls are in flight, held by an E2B that does
+// not answer: every one of them is answered within a bound, with a tool
+// error saying the gateway is stopping, the process exits, and the calls'
+// audit events, which the database could not take, are spooled and written
+// at the next start, once each. Before, the stop waited 10 s for the
+// handlers and then exited under them: the calls got no answer at all.
+func TestStopDuringHang(t *testing.T) {
+	t.Parallel()
+	const inFlight = 20
+	direct := storetest.NewDatabase(t)
+	proxy := newHoldProxy(t, hostPort(t, direct))
+	sim := runSim(t)
+	dataDir := t.TempDir()
+	f := newFixtureIn(t, proxy.dsn(t, direct), sim.URL, dataDir)
+	db := testutil.MustConnect(t, direct)
+	settle(t, f.gw.URL, db)
+	if r := f.rc.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
+		t.Fatalf("baseline call = %v", r)
+	}
+	// E2B holds every get of these sandboxes (the connector's deadline is
+	// far longer than the test).
+	sim.setFaults(e2bsim.Fault{Method: "GET", Path: "/sandboxes/ihung*", Delay: 5 * time.Minute})
+	proxy.hold(true)
+	results := make([]rpcResult, inFlight)
+	var wg sync.WaitGroup
+	for i := range inFlight {
+		wg.Go(func() {
+			results[i] = f.rc.callArgs(e2b.ToolGetSandbox, strconv.Itoa(i), map[string]any{"sandbox_id": hungSandbox(i)})
+		})
+	}
+	if !eventually(hangBound, func() bool { fs := sim.faults(); return len(fs) == 1 && fs[0].Used == inFlight }) {
+		wg.Wait()
+		t.Fatalf("the calls did not all reach E2B: %+v; the first: %v", sim.faults(), results[0])
+	}
+	sigterm := time.Now()
+	f.gw.stop()
+	exited := time.Since(sigterm)
+	wg.Wait()
+	var slowest time.Duration
+	for _, r := range results {
+		slowest = max(slowest, r.answered.Sub(sigterm))
+		if r.status != http.StatusOK || !r.isError || !strings.Contains(r.text, "stopping") {
+			t.Errorf("call in flight at the stop = %v, want a tool error saying the gateway is stopping", r)
+		}
+	}
+	if slowest > hangBound {
+		t.Errorf("the last call in flight was answered %s after SIGTERM, want within %s", slowest.Round(time.Millisecond), hangBound)
+	}
+	if exited > 20*time.Second {
+		t.Errorf("the gateway exited %s after SIGTERM, want within 20 s", exited.Round(time.Millisecond))
+	}
+	t.Logf("SIGTERM during a hang: %d calls in flight answered within %s, the process exited after %s", inFlight,
+		slowest.Round(time.Millisecond), exited.Round(time.Millisecond))
+
+	// Their events were spooled; the next start writes each once.
+	proxy.hold(false)
+	sim.setFaults()
+	startGatewayIn(t, f.cfg, f.logs, dataDir)
+	audited := func() int {
+		return count(t, db, `SELECT count(*) FROM audit_log WHERE action = $1 AND arguments->>'sandbox_id' LIKE 'ihung%' AND outcome <> 'ok'`,
+			e2b.ToolGetSandbox)
+	}
+	if !eventually(hangBound, func() bool { return audited() == inFlight }) {
+		t.Errorf("%d audit rows for the %d calls answered at the stop, want one each\n%s", audited(), inFlight, tail(f.logs.String(), 3000))
+	}
+	for i := range inFlight {
+		if n := count(t, db, `SELECT count(*) FROM audit_log WHERE arguments->>'sandbox_id' = $1`, hungSandbox(i)); n != 1 {
+			t.Errorf("call %d has %d audit rows, want 1", i, n)
+		}
+	}
+}
+
+func hungSandbox(i int) string { return fmt.Sprintf("ihung%016d", i) }
