@@ -62,17 +62,7 @@ func signupFrom(t *testing.T, base, addr string) *tenant {
 	t.Helper()
 	c := newClient(t, base, nil)
 	c.hc.Transport = headerTransport{name: "X-Forwarded-For", value: addr, base: &http.Transport{}}
-	email := "u" + testutil.RandomHex(4) + "@example.com"
-	var me struct {
-		Workspaces []struct {
-			ID string `json:"id"`
-		} `json:"workspaces"`
-	}
-	c.must("POST", "/api/v1/auth/signup", map[string]string{"email": email, "password": testPassword}, http.StatusCreated, &me)
-	if len(me.Workspaces) == 0 {
-		t.Fatalf("signup gave no workspace")
-	}
-	return &tenant{client: c, email: email, ws: me.Workspaces[0].ID}
+	return signupWith(t, c)
 }
 
 // fillAudit inserts n audit rows of about 1.2 KB each into ws, so that an

@@ -347,7 +347,12 @@ type keyCreated struct {
 
 func signup(t *testing.T, base string, rec *recorder) *tenant {
 	t.Helper()
-	c := newClient(t, base, rec)
+	return signupWith(t, newClient(t, base, rec))
+}
+
+// signupWith is signup with the client c.
+func signupWith(t *testing.T, c *client) *tenant {
+	t.Helper()
 	email := "u" + testutil.RandomHex(4) + "@example.com"
 	var me struct {
 		Workspaces []struct {
