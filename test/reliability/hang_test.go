@@ -268,3 +268,65 @@ func TestStopDuringHang(t *testing.T) {
 }
 
 func hungSandbox(i int) string { return fmt.Sprintf("ihung%016d", i) }
+
+// TestDatabaseHang_ReplicaCutOff (issue 25, item 6): of two replicas, the
+// second reaches PostgreSQL through a proxy that black-holes (a partition
+// that cuts off one replica only), and a key it knew is revoked on the
+// first meanwhile. The cut-off replica notices within seconds (its listener
+// down), answers every call within hangBound, and, as documented for a
+// partition, serves the key it knew on its caches (OUTAGE_GRACE) since it
+// cannot hear of the revoke; once it reaches the database again it refuses
+// the key within a second of its listener being back. Before, it served the
+// key from its cache for as long as the cache was fresh, then hung every
+// call for as long as the partition lasted (55 s in the report).
+func TestDatabaseHang_ReplicaCutOff(t *testing.T) {
+	t.Parallel()
+	direct := storetest.NewDatabase(t)
+	proxy := newHoldProxy(t, hostPort(t, direct))
+	f := newFixture(t, direct, startSim(t))
+	cfg2 := f.cfg.replica(t)
+	cfg2.dsn = proxy.dsn(t, direct)
+	gw2 := startGateway(t, cfg2, f.logs)
+	second := f.tn.createKey("revoked while replica 2 is cut off")
+	settle(t, gw2.URL, testutil.MustConnect(t, direct))
+	c2 := newRPCClient(t, gw2.URL, second.Key)
+	c2.hc.Timeout = hangBound
+	if r := c2.call(e2b.ToolListSandboxes, "replica-2-baseline"); !r.ok() {
+		t.Fatalf("baseline call on replica 2 = %v", r)
+	}
+
+	proxy.hold(true)
+	if st, b := f.tn.try("DELETE", "/api/v1/workspaces/"+f.tn.ws+"/keys/"+second.ID, nil); st != http.StatusNoContent {
+		t.Fatalf("revoke on replica 1 = %d %s", st, b)
+	}
+	held := time.Now()
+	var calls callLog
+	for i := 0; time.Since(held) < 8*time.Second; i++ {
+		calls.add(c2.call(e2b.ToolListSandboxes, fmt.Sprintf("cut-off-%d", i)))
+		time.Sleep(200 * time.Millisecond)
+	}
+	if metric(gw2.URL, "mcpgate_invalidation_listener_connected") != 0 {
+		t.Errorf("replica 2's listener shows connected 8 s into the partition, want down")
+	}
+	var slowest time.Duration
+	served := 0
+	for _, r := range calls.all() {
+		slowest = max(slowest, r.answered.Sub(r.sent))
+		if r.err != nil {
+			t.Errorf("call on the cut-off replica %v: no answer within %s", r, hangBound)
+		}
+		if r.ok() {
+			served++
+		}
+	}
+	proxy.hold(false)
+	back := time.Now()
+	if !eventually(20*time.Second, func() bool { return metric(gw2.URL, "mcpgate_invalidation_listener_connected") == 1 }) {
+		t.Fatalf("replica 2's listener did not reconnect after the partition")
+	}
+	reconnected := time.Since(back)
+	lag := refusedAfter(t, c2, back.Add(reconnected), revokeBound)
+	t.Logf("replica 2 cut off 8 s: %d calls, %d served on its caches (as OUTAGE_GRACE allows), the slowest in %s; "+
+		"listener back %s after the partition ended, the revoked key refused %s after that", len(calls.all()), served,
+		slowest.Round(time.Millisecond), reconnected.Round(time.Millisecond), lag.Round(time.Millisecond))
+}
