@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,8 +38,7 @@ const DefaultQueryTimeout = 5 * time.Second
 const connectTimeout = 5 * time.Second
 
 // tcpUserTimeout is how long sent bytes may stay unacknowledged before the
-// kernel drops the connection (TCP_USER_TIMEOUT, on both ends: the socket
-// option here, the tcp_user_timeout parameter for the server's side), and
+// kernel drops the connection (the TCP_USER_TIMEOUT socket option), and
 // keepAlive the TCP keep-alive probe period: a peer that vanished without a
 // FIN or RST is noticed in seconds rather than the kernel's 15 minutes.
 const (
@@ -89,10 +87,12 @@ func (db *DB) configure(cfg *pgxpool.Config, dsn string, o Options) {
 	}
 	dialer := &net.Dialer{Timeout: cc.ConnectTimeout, KeepAliveConfig: net.KeepAliveConfig{Enable: true,
 		Idle: keepAlive, Interval: keepAlive, Count: 3}, Control: setTCPUserTimeout(tcpUserTimeout)}
+	// The server's own tcp_user_timeout is not sent as a start-up
+	// parameter: PgBouncer refuses unknown ones, and PostgreSQL before 12
+	// does not know it. It protects the server from dead clients, which is
+	// the server's concern (DATABASE_URL can set it with
+	// options=-ctcp_user_timeout=10000).
 	cc.DialFunc = dialer.DialContext
-	if _, ok := cc.RuntimeParams["tcp_user_timeout"]; !ok {
-		cc.RuntimeParams["tcp_user_timeout"] = strconv.FormatInt(tcpUserTimeout.Milliseconds(), 10)
-	}
 	if o.QueryTimeout <= 0 {
 		o.QueryTimeout = DefaultQueryTimeout
 	}
