@@ -107,12 +107,8 @@ type Gateway struct {
 
 	stop chan struct{}
 	done chan struct{}
-	// stopping ends when the gateway stops (BeginStop): the tool calls
-	// still running then are answered (unavailable.go).
-	stopping   context.Context
-	stopCalls  context.CancelCauseFunc
-	stopCallsT *time.Timer
-	stopMu     sync.Mutex
+	// stopper ends the tool calls still running at a stop (unavailable.go).
+	stopper stopper
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);
@@ -141,7 +137,6 @@ func New(opts Options) *Gateway {
 		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
 		stop:            make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
-	g.stopping, g.stopCalls = context.WithCancelCause(context.Background())
 	go g.loop()
 	return g
 }

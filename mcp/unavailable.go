@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,6 +49,19 @@ var errStopping = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: unavail
 	Message: "the gateway is stopping and ended this call before it finished; it may or may not have taken effect, " +
 		"so check (for example, list the sandboxes) before trying it again in a few seconds"}
 
+// stopper ends the tool calls still running when the gateway stops. Its
+// zero value is ready.
+type stopper struct {
+	once     sync.Once
+	stopping context.Context // ends BeginStop's grace after it is called
+	cancel   context.CancelCauseFunc
+	begin    sync.Once
+}
+
+func (s *stopper) init() {
+	s.once.Do(func() { s.stopping, s.cancel = context.WithCancelCause(context.Background()) })
+}
+
 // BeginStop tells the gateway it is stopping: the tool calls that are still
 // running after grace are ended and answered with a tool error saying so
 // (and audited as such), so that a stop answers every call in flight within
@@ -55,18 +69,17 @@ var errStopping = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: unavail
 // that hangs, E2B, a human approval). Calls that finish within grace are
 // answered as usual.
 func (g *Gateway) BeginStop(grace time.Duration) {
-	g.stopMu.Lock()
-	defer g.stopMu.Unlock()
-	if g.stopCallsT == nil {
-		g.stopCallsT = time.AfterFunc(grace, func() { g.stopCalls(errStopping) })
-	}
+	s := &g.stopper
+	s.init()
+	s.begin.Do(func() { time.AfterFunc(grace, func() { s.cancel(errStopping) }) })
 }
 
 // untilStop returns ctx, also cancelled (with errStopping as its cause)
 // once BeginStop's grace is over.
 func (g *Gateway) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	g.stopper.init()
 	ctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(g.stopping, func() { cancel(errStopping) })
+	unhook := context.AfterFunc(g.stopper.stopping, func() { cancel(errStopping) })
 	return ctx, func() { unhook(); cancel(context.Canceled) }
 }
 
