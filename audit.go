@@ -1,9 +1,14 @@
 package mcpgate
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // AuditKind says whether an audit event is a tool call or an admin action.
@@ -145,15 +150,17 @@ type AuditEvent struct {
 // tool call's.
 func NewAdminEvent(a *Actor, action AdminAction, args map[string]any) AuditEvent {
 	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
-		ClientName: a.ClientName, Kind: KindAdmin, Action: string(action), Arguments: RedactArguments(args),
+		ClientName: a.ClientName, Kind: KindAdmin, Action: cutString(string(action), maxNameBytes), Arguments: RedactArguments(args),
 		Outcome: OutcomeOK, Source: a.Source}
 }
 
 // NewToolEvent returns the audit event of a call of tool by the actor, with
 // its arguments redacted; the caller fills in the outcome.
+// A tool name is the client's to choose (an unknown tool is refused, and
+// audited, under the name it was called by), so it is cut like any name.
 func NewToolEvent(a *Actor, tool string, args map[string]any) AuditEvent {
 	return AuditEvent{WorkspaceID: a.WorkspaceID, ActorID: a.UserID, KeyID: a.KeyID, GrantID: a.GrantID,
-		ClientName: a.ClientName, Kind: KindToolCall, Action: tool, Arguments: RedactArguments(args),
+		ClientName: a.ClientName, Kind: KindToolCall, Action: cutString(tool, maxNameBytes), Arguments: RedactArguments(args),
 		Outcome: OutcomeOK, Source: a.Source}
 }
 
@@ -215,11 +222,31 @@ const RedactedSecretLooking = "[redacted: looks like a secret]"
 // built in code.
 const maxRedactDepth = 32
 
+// What one audit row may hold. A call's arguments are the client's, and a
+// refused call is audited too: without these bounds one call wrote a row of
+// 480 KB (a name of that length; values were already cut).
+const (
+	// maxValueBytes cuts a string value.
+	maxValueBytes = 256
+	// maxNameBytes cuts a name: an argument's, a nested key, a tool's.
+	maxNameBytes = 128
+	// MaxArgumentsBytes caps a row's arguments as JSON; past it, whole
+	// arguments are left out (the largest first) and ArgumentsCut says
+	// how many and how big they were.
+	MaxArgumentsBytes = 16 << 10
+)
+
+// ArgumentsCut is the name of the marker a row's arguments get when some
+// were left out to keep the row within MaxArgumentsBytes.
+const ArgumentsCut = "[arguments cut]"
+
 // RedactArguments returns a copy of a call's arguments safe for the audit
 // log, at every depth of nested objects and arrays: the value under a
 // sensitive name is replaced (names are kept, also inside a sensitive
 // object, so the log still says which were given), any string that looks
-// like a credential is replaced whatever its name, and long strings are cut.
+// like a credential is replaced whatever its name, a password in a URL
+// (postgres://u:pw@h/db) is replaced, long strings and names are cut, and
+// the whole stays within MaxArgumentsBytes.
 func RedactArguments(args map[string]any) map[string]any {
 	if len(args) == 0 {
 		return nil
@@ -231,16 +258,79 @@ func RedactArguments(args map[string]any) map[string]any {
 		}
 		out[safeName(k)] = redactValue(k, v, 1)
 	}
+	return capArguments(out)
+}
+
+// capArguments keeps out within MaxArgumentsBytes: it leaves out the
+// largest arguments until the rest fits beside a marker saying what was
+// left out.
+func capArguments(out map[string]any) map[string]any {
+	sizes := make(map[string]int, len(out))
+	total := 2
+	for k, v := range out {
+		b, _ := json.Marshal(map[string]any{k: v})
+		sizes[k] = len(b) - 1 // the entry and its comma, without the braces
+		total += sizes[k]
+	}
+	if total <= MaxArgumentsBytes {
+		return out
+	}
+	names := make([]string, 0, len(out))
+	for k := range out {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return sizes[names[i]] > sizes[names[j]] || sizes[names[i]] == sizes[names[j]] && names[i] < names[j]
+	})
+	cut, cutBytes := 0, 0
+	for _, k := range names {
+		if total <= MaxArgumentsBytes-256 { // room for the marker
+			break
+		}
+		delete(out, k)
+		total -= sizes[k]
+		cut++
+		cutBytes += sizes[k]
+	}
+	out[ArgumentsCut] = fmt.Sprintf("%d of %d arguments left out (%d bytes): an audit row keeps at most %d bytes of arguments",
+		cut, len(names), cutBytes, MaxArgumentsBytes)
 	return out
 }
 
 // safeName returns an argument's name for the log: names are kept unless
-// the name itself looks like a credential (a key used as a map key).
+// the name itself looks like a credential (a key used as a map key), and
+// cut like values.
 func safeName(k string) string {
 	if LooksSecret(k) {
 		return RedactedSecretLooking
 	}
-	return k
+	return cutString(k, maxNameBytes)
+}
+
+// cutString cuts s to at most n bytes, at a character boundary, marking the
+// cut with "…".
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+// urlPassword finds the password of a URL's userinfo (scheme://user:pw@),
+// anywhere in a string (a connection string inside a command); the match
+// runs to the last @ before the path, as a URL parser reads it.
+var urlPassword = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.\-]*://[^\s/?#:@]*):[^\s/?#]*@`)
+
+// redactURLPasswords replaces the passwords of URLs in s.
+func redactURLPasswords(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlPassword.ReplaceAllString(s, "${1}:"+Redacted+"@")
 }
 
 // redactValue redacts v, found under name (empty inside arrays).
@@ -268,10 +358,7 @@ func redactValue(name string, v any, depth int) any {
 		if LooksSecret(v) {
 			return RedactedSecretLooking
 		}
-		if len(v) > 256 {
-			return v[:256] + "…"
-		}
-		return v
+		return cutString(redactURLPasswords(v), maxValueBytes)
 	}
 	return v
 }

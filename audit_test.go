@@ -2,6 +2,7 @@ package mcpgate_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,6 +48,22 @@ func TestRedactArguments(t *testing.T) {
 		{name: "confirmation token dropped", in: map[string]any{"confirmation_token": "x", "a": "b"}, want: map[string]any{"a": "b"}},
 		{name: "long string cut at depth", in: map[string]any{"m": map[string]any{"s": strings.Repeat("a b ", 100)}},
 			want: map[string]any{"m": map[string]any{"s": strings.Repeat("a b ", 64) + "…"}}},
+		// Issue 24, item 3: names are cut like values, at every depth, at a
+		// character boundary.
+		{name: "long name cut", in: map[string]any{strings.Repeat("n", 5000): "v"},
+			want: map[string]any{strings.Repeat("n", 128) + "…": "v"}},
+		{name: "long nested name cut", in: map[string]any{"m": []any{map[string]any{strings.Repeat("é", 100): 1.0}}},
+			want: map[string]any{"m": []any{map[string]any{strings.Repeat("é", 64) + "…": 1.0}}}},
+		{name: "long name under a sensitive name cut", in: map[string]any{"env_vars": map[string]any{strings.Repeat("K", 300): "v"}},
+			want: map[string]any{"env_vars": map[string]any{strings.Repeat("K", 128) + "…": mcpgate.Redacted}}},
+		// Issue 24, item 8: a URL's password, at any depth, in any string.
+		{name: "url password", in: map[string]any{"dsn": "postgres://u:pw@h/db"}, want: map[string]any{"dsn": "postgres://u:" + mcpgate.Redacted + "@h/db"}},
+		{name: "url password in a command, nested", in: map[string]any{"a": []any{map[string]any{"cmd": "psql 'postgresql://app:s3cr3t@db.internal:5432/prod?sslmode=require' -c 'select 1'"}}},
+			want: map[string]any{"a": []any{map[string]any{"cmd": "psql 'postgresql://app:" + mcpgate.Redacted + "@db.internal:5432/prod?sslmode=require' -c 'select 1'"}}}},
+		{name: "url password with an @ in it", in: map[string]any{"u": "redis://:p@ss@cache:6379/0 and https://a:b@x"},
+			want: map[string]any{"u": "redis://:" + mcpgate.Redacted + "@cache:6379/0 and https://a:" + mcpgate.Redacted + "@x"}},
+		{name: "urls without a password kept", in: map[string]any{"u": "https://host:8443/path?q=a:b@c ssh://git@github.com/x"},
+			want: map[string]any{"u": "https://host:8443/path?q=a:b@c ssh://git@github.com/x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +71,56 @@ func TestRedactArguments(t *testing.T) {
 				t.Errorf("RedactArguments() diff (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestRedactArguments_RowCap (issue 24, item 3): a call's arguments, as
+// stored, stay within MaxArgumentsBytes however many there are; the largest
+// are left out first, and a marker says how many and how big. Before, one
+// refused call with many long names wrote a 480 KB row.
+func TestRedactArguments_RowCap(t *testing.T) {
+	in := map[string]any{"small": "kept", "n": 1.0}
+	for i := range 2000 {
+		in[fmt.Sprintf("arg%04d_%s", i, strings.Repeat("x", 200))] = strings.Repeat("v", 300)
+	}
+	out := mcpgate.RedactArguments(in)
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > mcpgate.MaxArgumentsBytes {
+		t.Fatalf("stored arguments = %d bytes, want at most %d", len(b), mcpgate.MaxArgumentsBytes)
+	}
+	if out["small"] != "kept" || out["n"] != 1.0 {
+		t.Errorf("the small arguments were left out: %v, %v", out["small"], out["n"])
+	}
+	marker, _ := out[mcpgate.ArgumentsCut].(string)
+	if !strings.Contains(marker, "of 2002 arguments left out") {
+		t.Errorf("marker = %q, want it to say how many of the 2002 were left out", marker)
+	}
+	t.Logf("2002 arguments, %d bytes as stored; marker %q", len(b), marker)
+
+	// One huge nested argument is left out whole; the others stay.
+	nested := map[string]any{}
+	for i := range 500 {
+		nested[fmt.Sprintf("k%d", i)] = strings.Repeat("w", 250)
+	}
+	out = mcpgate.RedactArguments(map[string]any{"big": nested, "tool": "e2b_list_sandboxes"})
+	if _, ok := out["big"]; ok || out["tool"] != "e2b_list_sandboxes" || out[mcpgate.ArgumentsCut] == nil {
+		t.Errorf("RedactArguments(one huge argument) = %d entries, big kept %v; want it left out with the marker", len(out), ok)
+	}
+	// Under the cap nothing changes and no marker is added.
+	if out := mcpgate.RedactArguments(map[string]any{"a": "b"}); len(out) != 1 {
+		t.Errorf("small arguments got %v", out)
+	}
+}
+
+// TestNewToolEvent_NameCut: a tool name is the client's to choose, and is
+// cut like any name.
+func TestNewToolEvent_NameCut(t *testing.T) {
+	ev := mcpgate.NewToolEvent(&mcpgate.Actor{WorkspaceID: "w"}, strings.Repeat("t", 100_000), nil)
+	if len(ev.Action) > 128+len("…") {
+		t.Errorf("Action = %d bytes, want it cut to 128", len(ev.Action))
 	}
 }
 

@@ -9,15 +9,78 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 )
 
-// exportTimeout bounds one export. The JSON routes' 15 s deadline does not
-// fit a download of millions of rows; a client that goes away ends it sooner,
-// at the first write that fails.
-const exportTimeout = time.Hour
+// What bounds one export. The JSON routes' 15 s deadline does not fit a
+// download of millions of rows, so an export runs on the request's own
+// context, which ends when the client goes away, under these bounds:
+//   - exportTimeout in all;
+//   - exportWriteTimeout for each chunk written (a reader that stops
+//     reading fails the export, rather than holding its pool connection);
+//   - exportIdleTimeout between two rows from the database (a database
+//     that hangs mid-export ends it);
+//   - exportsPerUser at once per person on this instance, and the pool's
+//     long-read slots (store.LongReadSlots) at once on the instance: beyond
+//     them a 429 with Retry-After, so that no tenant, and no number of
+//     tenants, takes the connections other tenants' calls need.
+const (
+	exportTimeout      = time.Hour
+	exportWriteTimeout = 30 * time.Second
+	exportIdleTimeout  = 30 * time.Second
+	exportsPerUser     = 2
+	exportRetryAfter   = 30
+)
+
+// exportLimiter counts the exports under way per person.
+type exportLimiter struct {
+	mu      sync.Mutex
+	running map[string]int
+}
+
+// take counts one more export for userID, or refuses it when the person
+// has exportsPerUser running. The returned func counts it done.
+func (l *exportLimiter) take(userID string) (func(), error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[userID] >= exportsPerUser {
+		return nil, &mcpgate.Error{Code: mcpgate.ETooMany, RetryAfter: exportRetryAfter,
+			Message: "you have " + strconv.Itoa(exportsPerUser) + " audit exports running; wait for one to finish"}
+	}
+	if l.running == nil {
+		l.running = map[string]int{}
+	}
+	l.running[userID]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.running[userID]--; l.running[userID] <= 0 {
+			delete(l.running, userID)
+		}
+	}, nil
+}
+
+// chunkDeadline is the response writer of an export: each write to the
+// connection (a chunk of the buffered stream) must finish within d, so a
+// reader that stops reading ends the export after d instead of the
+// server's WriteTimeout cutting a long download short.
+type chunkDeadline struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (c chunkDeadline) Write(p []byte) (int, error) {
+	// A ResponseWriter that cannot take deadlines (a test recorder) is
+	// written without one.
+	if err := c.rc.SetWriteDeadline(time.Now().Add(c.d)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
 
 // auditCSVHeader is the export's CSV columns, in order (README: Audit log
 // export).
@@ -47,10 +110,23 @@ func (s *Server) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 	// An export is every matching row, not a page.
 	f.Cursor, f.Limit = "", 0
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), exportTimeout)
+	done, err := s.exports.take(actorFrom(r).UserID)
+	if err != nil {
+		WriteError(w, r, s.log, err)
+		return
+	}
+	defer done()
+
+	// The request's context without the JSON routes' 15 s deadline: it
+	// still ends when the client goes away.
+	base, cancelBase := untimed(r)
+	defer cancelBase()
+	ctx, cancel := context.WithTimeoutCause(base, exportTimeout, errExportTooLong)
 	defer cancel()
+	idle := time.AfterFunc(exportIdleTimeout, cancel)
+	defer idle.Stop()
 	name := "audit-" + ws.ID + "-" + time.Now().UTC().Format("20060102T150405Z") + "." + format
-	bw := bufio.NewWriterSize(w, 64<<10)
+	bw := bufio.NewWriterSize(chunkDeadline{w: w, rc: http.NewResponseController(w), d: exportWriteTimeout}, 64<<10)
 	var cw *csv.Writer
 	enc := json.NewEncoder(bw)
 	started := false
@@ -75,6 +151,7 @@ func (s *Server) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 		return nil
 	}
 	rows, err := s.svc.Audit.Export(ctx, actorFrom(r), f, func(e *mcpgate.AuditEvent) error {
+		idle.Reset(exportIdleTimeout)
 		if !started {
 			if err := start(); err != nil {
 				return err
@@ -109,6 +186,8 @@ func (s *Server) handleAuditExport(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 }
+
+var errExportTooLong = errors.New("audit export ran longer than " + exportTimeout.String())
 
 // auditCSVRecord is one CSV row. Free-text cells that a spreadsheet would run
 // as a formula (=, +, -, @ first) get a leading apostrophe, as OWASP

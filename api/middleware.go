@@ -105,9 +105,25 @@ func securityHeaders(next http.Handler) http.Handler {
 func timeout(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, cancel := context.WithTimeout(r.Context(), d)
+			ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), untimedKey{}, r.Context()), d)
 			defer cancel()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
+}
+
+type untimedKey struct{}
+
+// untimed returns r's context (every value the middleware put in it)
+// without the deadline timeout added, for a streaming route (the audit
+// export) that sets bounds of its own: it still ends when the client goes
+// away, which ends the context timeout started from. cancel releases it.
+func untimed(r *http.Request) (ctx context.Context, cancel context.CancelFunc) {
+	parent, ok := r.Context().Value(untimedKey{}).(context.Context)
+	if !ok {
+		return context.WithCancel(r.Context())
+	}
+	ctx, cancelCause := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	stop := context.AfterFunc(parent, func() { cancelCause(context.Cause(parent)) })
+	return ctx, func() { stop(); cancelCause(context.Canceled) }
 }

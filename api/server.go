@@ -53,6 +53,7 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	sessions *Sessions
+	exports  exportLimiter
 }
 
 // New returns a server.

@@ -26,6 +26,8 @@ func (g *Gateway) mcpHandler(t *connectors.Tool) sdk.ToolHandler {
 // everything; this adds only the MCP side of a confirmation (a token or an
 // input request) and turns the outcome into a result.
 func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool string) (*sdk.CallToolResult, error) {
+	ctx, done := g.untilStop(ctx)
+	defer done()
 	a := actorFrom(ctx)
 	if a == nil {
 		return errorResult("not authenticated"), nil
@@ -57,7 +59,7 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		out, err = g.opts.Tools.CallTool(ctx, a, call)
 	}
 	if err != nil {
-		return toolErrorResult(err), nil
+		return toolErrorResult(stoppingError(ctx, err)), nil
 	}
 	return structuredResult(out), nil
 }

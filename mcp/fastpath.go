@@ -190,9 +190,12 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 		// when the client goes away; the tool's own deadline bounds it.
 		ctx = context.WithoutCancel(ctx)
 	}
+	ctx, done := g.untilStop(ctx)
+	defer done()
 	var out json.RawMessage
 	if err = g.limitCall(a); err == nil {
 		out, err = g.opts.Tools.CallTool(ctx, a, mcpgate.ToolCall{Tool: string(req.name), Arguments: req.args})
+		err = stoppingError(ctx, err)
 		if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 			// The policy changed since the set was read; nothing ran. The
 			// SDK path runs the confirmation.

@@ -113,6 +113,8 @@ type Gateway struct {
 
 	stop chan struct{}
 	done chan struct{}
+	// stopper ends the tool calls still running at a stop (unavailable.go).
+	stopper stopper
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

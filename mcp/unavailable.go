@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -37,6 +40,56 @@ func writeRPCUnavailable(w http.ResponseWriter, r *http.Request, msg string) {
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id,
 		"error": map[string]any{"code": -32603, "message": msg, "data": map[string]any{"retryAfterSeconds": unavailableRetry}}})
+}
+
+// errStopping answers a tool call still running when the gateway stops.
+// The call may have taken effect upstream (a sandbox created, a command
+// run), so the message says to look before repeating it.
+var errStopping = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: unavailableRetry,
+	Message: "the gateway is stopping and ended this call before it finished; it may or may not have taken effect, " +
+		"so check (for example, list the sandboxes) before trying it again in a few seconds"}
+
+// stopper ends the tool calls still running when the gateway stops. Its
+// zero value is ready.
+type stopper struct {
+	once     sync.Once
+	stopping context.Context // ends BeginStop's grace after it is called
+	cancel   context.CancelCauseFunc
+	begin    sync.Once
+}
+
+func (s *stopper) init() {
+	s.once.Do(func() { s.stopping, s.cancel = context.WithCancelCause(context.Background()) })
+}
+
+// BeginStop tells the gateway it is stopping: the tool calls that are still
+// running after grace are ended and answered with a tool error saying so
+// (and audited as such), so that a stop answers every call in flight within
+// grace and their own short wind-down, whatever they wait on (a database
+// that hangs, E2B, a human approval). Calls that finish within grace are
+// answered as usual.
+func (g *Gateway) BeginStop(grace time.Duration) {
+	s := &g.stopper
+	s.init()
+	s.begin.Do(func() { time.AfterFunc(grace, func() { s.cancel(errStopping) }) })
+}
+
+// untilStop returns ctx, also cancelled (with errStopping as its cause)
+// once BeginStop's grace is over.
+func (g *Gateway) untilStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	g.stopper.init()
+	ctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(g.stopper.stopping, func() { cancel(errStopping) })
+	return ctx, func() { unhook(); cancel(context.Canceled) }
+}
+
+// stoppingError is errStopping in place of err when the call's context
+// ended because the gateway is stopping, whatever error that gave.
+func stoppingError(ctx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(ctx), errStopping) {
+		return errStopping
+	}
+	return err
 }
 
 type serverKey struct{}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
@@ -38,6 +39,8 @@ type Config struct {
 	DB struct {
 		URL     string
 		DataDir string
+		// MaxConns is DATABASE_MAX_CONNS as given; see DBMaxConns.
+		MaxConns string
 	}
 	Vault struct {
 		EncryptionKey mcpgate.Secret
@@ -175,6 +178,13 @@ func parseRetention(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// DBMaxConns returns DATABASE_MAX_CONNS, 0 when unset (the store then
+// sizes the pool from the machine). Valid after LoadConfig.
+func (c *Config) DBMaxConns() int32 {
+	n, _ := strconv.Atoi(c.DB.MaxConns)
+	return int32(n)
+}
+
 // Embedded reports whether serve runs its own PostgreSQL.
 func (c *Config) Embedded() bool { return c.DB.URL == "" }
 
@@ -221,6 +231,7 @@ func (c *Config) settings() []setting {
 		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, &c.HTTP.ListenAddr},
 		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, &c.HTTP.PublicURL},
 		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, &c.DB.URL},
+		{"database-max-conns", "DATABASE_MAX_CONNS", "", "database pool size; empty sizes it from the machine (4 per CPU, 16 to 64)", false, &c.DB.MaxConns},
 		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, &c.DB.DataDir},
 		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, (*string)(&c.Vault.EncryptionKey)},
 		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, (*string)(&c.Session.JWTSecret)},
@@ -364,6 +375,10 @@ func (c *Config) validate(needSecrets bool) []string {
 		}
 	} else if c.DB.DataDir == "" {
 		p = append(p, "DATA_DIR must be set when DATABASE_URL is not")
+	}
+	if n, err := strconv.Atoi(c.DB.MaxConns); c.DB.MaxConns != "" && (err != nil || n < store.MinMaxConns || n > 1000) {
+		p = append(p, fmt.Sprintf("DATABASE_MAX_CONNS must be a whole number from %d to 1000, or empty to size the pool from the machine, not %q",
+			store.MinMaxConns, c.DB.MaxConns))
 	}
 	if c.Session.Signup != "open" && c.Session.Signup != "invite" {
 		p = append(p, fmt.Sprintf("SIGNUP must be open or invite, not %q", c.Session.Signup))

@@ -552,3 +552,26 @@ func TestLoadConfig_Mail(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadConfig_DatabaseMaxConns (issue 24, item 3): the pool's size is a
+// setting; unset, the store sizes it from the machine; a bad value is
+// reported with every other problem.
+func TestLoadConfig_DatabaseMaxConns(t *testing.T) {
+	base := map[string]string{"DATA_DIR": t.TempDir()}
+	if c := mustLoadConfig(t, nil, base); c.DBMaxConns() != 0 {
+		t.Errorf("DBMaxConns() unset = %d, want 0 (sized by the store)", c.DBMaxConns())
+	}
+	if c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"DATABASE_MAX_CONNS": "40"})); c.DBMaxConns() != 40 {
+		t.Errorf("DBMaxConns() = %d, want 40", c.DBMaxConns())
+	}
+	if c := mustLoadConfig(t, []string{"--database-max-conns", "12"}, base); c.DBMaxConns() != 12 {
+		t.Errorf("--database-max-conns 12: DBMaxConns() = %d", c.DBMaxConns())
+	}
+	for _, v := range []string{"0", "3", "-8", "1001", "many", "8.5"} {
+		_, err := LoadConfig(nil, envOf(mergeEnv(base, map[string]string{"DATABASE_MAX_CONNS": v, "LOG_FORMAT": "xml"})))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || len(ce.Problems) != 2 || !strings.Contains(ce.Error(), "DATABASE_MAX_CONNS") {
+			t.Errorf("DATABASE_MAX_CONNS=%q: err = %v, want a DATABASE_MAX_CONNS problem beside the LOG_FORMAT one", v, err)
+		}
+	}
+}

@@ -53,14 +53,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTP.ListenAddr, err)
 	}
-	srv := &http.Server{
-		Handler:           gw.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(gw.Handler(), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("mcpgate serving", "addr", ln.Addr().String(), "public_url", cfg.HTTP.PublicURL, "version", version)
@@ -74,12 +67,49 @@ func serve(ctx context.Context, args []string, getenv func(string) string, logOu
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// New connections are refused at once; the calls in flight get
+	// stopGrace to finish, then are answered with a tool error saying the
+	// gateway is stopping (and audited; what the database cannot take goes
+	// to the spool when gw closes). Nothing waits on the database longer
+	// than its query timeout, so the handlers end soon after.
+	gw.BeginStop(stopGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), stopGrace+10*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("shutdown", "err", err)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			log.Warn("shutdown", "err", err)
+		}
+		_ = srv.Close()
 	}
+	// What gw.Close still writes (last-use times, the audit queue) gets a
+	// second per statement: a database that answers takes milliseconds,
+	// and one that hangs must not hold the exit (the audit events go to
+	// the spool instead).
+	db.SetQueryTimeout(time.Second)
 	return nil
+}
+
+// stopGrace is how long the tool calls in flight at a stop may run on
+// before they are answered with "the gateway is stopping".
+const stopGrace = 2 * time.Second
+
+// newHTTPServer bounds what a client can hold: the headers within 10 s,
+// the body within 60 s (bodies are capped by size too), an idle keep-alive
+// connection 120 s, and an answer 30 s from the request. The JSON routes
+// end their work in 15 s; the routes that stream for longer (MCP answers,
+// the audit export) set a deadline per write for themselves through
+// http.ResponseController, so a reader that stops reading holds them no
+// longer than that per chunk.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 }
 
 // setGCDefaults trades memory for CPU unless the operator chose GOGC: the MCP
@@ -115,11 +145,12 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, f
 			}
 		}
 	}
-	db, err := store.Open(ctx, dsn)
+	db, err := store.OpenWith(ctx, dsn, store.Options{MaxConns: cfg.DBMaxConns()})
 	if err != nil {
 		stop()
 		return nil, nil, err
 	}
+	log.Info("database pool", "max_conns", db.MaxConns(), "long_read_slots", db.LongReadSlots())
 	return db, func() { db.Close(); stop() }, nil
 }
 

@@ -86,6 +86,11 @@ type Options struct {
 	OAuthCIMD oauth.CIMDOptions
 }
 
+// StreamWriteTimeout is how long one write of a streamed answer (an MCP
+// tool call's events) may take; the server's WriteTimeout, which fits the
+// JSON routes, does not apply to them (httpx.WriteDeadlinePerWrite).
+const StreamWriteTimeout = 30 * time.Second
+
 // Gateway is a wired, running instance: HTTP handler and background work.
 type Gateway struct {
 	// Keyring, Service, Keys, MCP and API are exposed for tests and tools
@@ -189,7 +194,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		JWTSecret:      deriveKey(o.JWTSecret.Reveal(), "mcpgate dashboard sessions"),
 		Ready:          db.Ready,
 		TrustedProxies: o.TrustedProxies,
-		MCP:            gw.MCP.Handler(),
+		MCP:            httpx.WriteDeadlinePerWrite(gw.MCP.Handler(), StreamWriteTimeout),
 		Metrics:        gw.metrics.Handler(),
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
@@ -299,6 +304,11 @@ func deriveKey(secret, purpose string) []byte {
 	m.Write([]byte(purpose))
 	return m.Sum(nil)
 }
+
+// BeginStop starts a stop: the tool calls still running after grace are
+// answered with a tool error saying the gateway is stopping (mcp.Gateway.
+// BeginStop). Close follows once the HTTP server has drained.
+func (gw *Gateway) BeginStop(grace time.Duration) { gw.MCP.BeginStop(grace) }
 
 // Handler returns the root HTTP handler.
 func (gw *Gateway) Handler() http.Handler { return gw.API.Handler() }

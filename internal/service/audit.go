@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/store"
 )
 
 // visible applies the audit log's one visibility rule: admins see every
@@ -24,10 +25,22 @@ func (s *Service) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFi
 // Export implements mcpgate.AuditService: the rows stream from the
 // database to fn, and the export itself is audited with its filters and how
 // many rows it gave.
+//
+// An export holds a pool connection for as long as its reader takes, so it
+// runs only in one of the pool's long-read slots (a quarter of the pool):
+// when they are all taken it is refused with ETooMany and a Retry-After
+// rather than queued, and the rest of the pool stays with every tenant's
+// calls and logins. It is bounded by ctx (the caller cancels it when the
+// client goes or stalls), not by the statements' query timeout.
 func (s *Service) Export(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter, fn func(*mcpgate.AuditEvent) error) (int, error) {
 	f = visible(a, f)
+	release, err := s.db.AcquireLongRead()
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	rows := 0
-	err := s.db.StreamAudit(ctx, a.WorkspaceID, f, func(e *mcpgate.AuditEvent) error {
+	err = s.db.StreamAudit(store.WithoutQueryTimeout(ctx), a.WorkspaceID, f, func(e *mcpgate.AuditEvent) error {
 		rows++
 		return fn(e)
 	})

@@ -181,6 +181,9 @@ func auditPartitionEnd(name string) (end time.Time, legacy bool, ok bool) {
 // ctx ends, logging what it removed and any failure (the next round tries
 // again). retention 0 keeps everything; partitions are still added ahead.
 func (db *DB) RunAuditMaintenance(ctx context.Context, log *slog.Logger, retention, interval time.Duration) {
+	// Attaching and dropping day partitions of a large log may take longer
+	// than a request's statement; this job is off the request path.
+	ctx = WithoutQueryTimeout(ctx)
 	if interval <= 0 {
 		interval = time.Hour
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,17 +25,28 @@ const migrationLockID = 0x6d63706761746500
 // DB is the gateway's database.
 type DB struct {
 	Pool *pgxpool.Pool
+
+	queryTimeout atomic.Int64 // a time.Duration
+	// longReads holds a token per long read under way (pool.go).
+	longReads chan struct{}
+	// down is set while the listener finds the database unreachable
+	// (notify.go): waits for a connection then fail at once.
+	down atomic.Bool
 }
 
-// Open connects to the database at dsn and checks that it answers.
-func Open(ctx context.Context, dsn string) (*DB, error) {
+// Open connects to the database at dsn with the default Options and checks
+// that it answers.
+func Open(ctx context.Context, dsn string) (*DB, error) { return OpenWith(ctx, dsn, Options{}) }
+
+// OpenWith connects to the database at dsn with o and checks that it
+// answers.
+func OpenWith(ctx context.Context, dsn string, o Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", redactDSNError(err))
 	}
-	if cfg.MaxConns < 8 {
-		cfg.MaxConns = 8
-	}
+	db := &DB{}
+	db.configure(cfg, dsn, o)
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	cfg.HealthCheckPeriod = 15 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -47,7 +59,8 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return &DB{Pool: pool}, nil
+	db.Pool = pool
+	return db, nil
 }
 
 // redactDSNError drops the DSN, which may carry a password, from pgx's parse
@@ -63,8 +76,21 @@ func redactDSNError(err error) error {
 	return err
 }
 
-// Close closes the pool.
-func (db *DB) Close() { db.Pool.Close() }
+// closeWait bounds Close: closing a connection sends PostgreSQL a goodbye,
+// and against a database that hangs pgx waits up to 15 s for each.
+const closeWait = 2 * time.Second
+
+// Close closes the pool. It returns after closeWait even if a database that
+// hangs holds connections; they are then closed in the background (or by
+// the process exiting).
+func (db *DB) Close() {
+	done := make(chan struct{})
+	go func() { db.Pool.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
+}
 
 // provider builds a goose provider over the pool. The session locker takes a
 // Postgres advisory lock, so replicas starting together apply each migration
@@ -90,7 +116,7 @@ func (db *DB) Migrate(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer closeFn()
-	res, err := p.Up(ctx)
+	res, err := p.Up(WithoutQueryTimeout(ctx))
 	if err != nil {
 		return 0, fmt.Errorf("apply migrations: %w", err)
 	}
@@ -104,7 +130,7 @@ func (db *DB) MigrateDown(ctx context.Context) error {
 		return err
 	}
 	defer closeFn()
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.Down(WithoutQueryTimeout(ctx)); err != nil {
 		return fmt.Errorf("roll back migration: %w", err)
 	}
 	return nil
@@ -228,7 +254,10 @@ func mapError(err error, notFound string) error {
 		}
 		return err
 	}
-	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnError(err) {
+	// A deadline that passed (the query timeout, or the pool refusing at
+	// once while the database is marked down) is the database not
+	// answering: unavailable, try again, like a refused connection.
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) || isConnError(err) || errors.Is(err, context.DeadlineExceeded) {
 		return &mcpgate.Error{Code: mcpgate.EUnavailable, Message: "the database is unavailable; try again shortly", Err: err}
 	}
 	return err

@@ -22,3 +22,6 @@ func AuditExportQuery(workspaceID string, f mcpgate.AuditFilter) (string, []any,
 func AuditHourlyQuery(workspaceID, actorID, source string, since time.Time) (string, []any, error) {
 	return auditHourlyQuery(workspaceID, actorID, source, since)
 }
+
+// MapError is mapError for the pool tests.
+func MapError(err error) error { return mapError(err, "") }

@@ -2,11 +2,15 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // InvalidationChannel is the LISTEN/NOTIFY channel on which every replica
@@ -51,6 +55,12 @@ const listenRetry = 250 * time.Millisecond
 // connection it reconnects within listenRetry of the database answering and
 // calls fn with an empty Invalidation, since notifications sent meanwhile
 // are lost. It returns when ctx is done.
+//
+// The connection is checked by a health ping after every second without a
+// notification; a ping or a reconnection that times out marks the database
+// down (Down) until the listener connects again, and meanwhile every wait
+// for a pool connection fails at once, so that the callers' outage rules
+// (serve what is cached, refuse the rest) apply within seconds of a hang.
 func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{}, fn func(Invalidation), state func(connected bool)) {
 	if state == nil {
 		state = func(bool) {}
@@ -84,25 +94,68 @@ func (db *DB) Listen(ctx context.Context, log *slog.Logger, ready chan<- struct{
 	}
 }
 
+// Health ping of the listener's connection: after listenIdle without a
+// notification it sends an empty statement, which must come back within
+// listenPingTimeout. A database that hangs (a partition that holds every
+// byte, a stopped server) answers neither a notification nor the ping, and
+// TCP sees nothing wrong while the kernel still acknowledges; the ping is
+// what notices it, in at most listenIdle+listenPingTimeout.
+const (
+	listenIdle        = time.Second
+	listenPingTimeout = 2 * time.Second
+)
+
 func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(Invalidation)) error {
-	conn, err := db.Pool.Acquire(ctx)
+	// A connection of its own, not one of the pool's: it stays in LISTEN
+	// state, and its reconnection must not wait behind a busy pool (nor be
+	// taken for the database hanging when the pool is only full).
+	pc, err := pgx.ConnectConfig(ctx, db.Pool.Config().ConnConfig)
 	if err != nil {
+		db.markDownIf(ctx, err)
 		return err
 	}
-	// The connection is left in LISTEN state, so it must not go back to the
-	// pool: Hijack takes it out, and it is closed below.
-	pc := conn.Hijack()
-	defer pc.Close(context.WithoutCancel(ctx))
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = pc.Close(closeCtx)
+	}()
 	if _, err := pc.Exec(ctx, "LISTEN "+InvalidationChannel); err != nil {
+		db.markDownIf(ctx, err)
 		return err
 	}
+	db.down.Store(false)
 	connected()
 	for {
-		n, err := pc.WaitForNotification(ctx)
-		if err != nil {
-			return err
+		waitCtx, cancel := context.WithTimeout(ctx, listenIdle)
+		n, err := pc.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case err == nil:
+			kind, ws, _ := strings.Cut(n.Payload, ":")
+			fn(Invalidation{Kind: kind, WorkspaceID: ws})
+			continue
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case waitCtx.Err() == nil:
+			return err // the connection broke
 		}
-		kind, ws, _ := strings.Cut(n.Payload, ":")
-		fn(Invalidation{Kind: kind, WorkspaceID: ws})
+		pingCtx, cancel := context.WithTimeout(ctx, listenPingTimeout)
+		err = pc.Ping(pingCtx)
+		cancel()
+		if err != nil {
+			db.markDownIf(ctx, err)
+			return fmt.Errorf("health ping: %w", err)
+		}
+	}
+}
+
+// markDownIf marks the database down when err is a timeout (it did not
+// answer), unless ctx itself ended (a stop). A refusal is not marked: it
+// is answered at once anyway, and the listener retries in milliseconds.
+func (db *DB) markDownIf(ctx context.Context, err error) {
+	var ne net.Error
+	timeout := pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	if ctx.Err() == nil && timeout {
+		db.down.Store(true)
 	}
 }

@@ -73,6 +73,8 @@ func freeAddr(t *testing.T) string {
 // the same instance.
 type gwConfig struct {
 	dsn, e2bURL, addr, encKey, jwt string
+	// extraEnv is added to the environment (NAME=value).
+	extraEnv []string
 }
 
 func newGWConfig(t *testing.T, dsn, e2bURL string) gwConfig {
@@ -80,7 +82,7 @@ func newGWConfig(t *testing.T, dsn, e2bURL string) gwConfig {
 }
 
 func (c gwConfig) env(dataDir string) []string {
-	return []string{
+	return append([]string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dataDir,
 		"DATABASE_URL=" + c.dsn, "DATA_DIR=" + dataDir,
 		"LISTEN_ADDR=" + c.addr, "PUBLIC_URL=http://" + c.addr,
@@ -91,7 +93,7 @@ func (c gwConfig) env(dataDir string) []string {
 		// limit (tested in cmd/mcpgate's end-to-end suite) would turn an
 		// outage's clear errors into 429s.
 		"MCP_KEY_RATE=10000", "MCP_KEY_BURST=10000",
-	}
+	}, c.extraEnv...)
 }
 
 // gateway is a running `mcpgate serve`.
@@ -345,7 +347,12 @@ type keyCreated struct {
 
 func signup(t *testing.T, base string, rec *recorder) *tenant {
 	t.Helper()
-	c := newClient(t, base, rec)
+	return signupWith(t, newClient(t, base, rec))
+}
+
+// signupWith is signup with the client c.
+func signupWith(t *testing.T, c *client) *tenant {
+	t.Helper()
 	email := "u" + testutil.RandomHex(4) + "@example.com"
 	var me struct {
 		Workspaces []struct {

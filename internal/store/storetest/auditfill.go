@@ -59,6 +59,7 @@ const fillSQL = `
 // the empty pre-partitioning partition is dropped, so that the rows land in
 // day partitions as they do on an installation older than a day.
 func FillAudit(ctx context.Context, db *store.DB, f AuditFill) (*AuditFixture, error) {
+	ctx = store.WithoutQueryTimeout(ctx) // a bulk load, bounded by ctx alone
 	if f.Days <= 0 {
 		f.Days = 3
 	}
