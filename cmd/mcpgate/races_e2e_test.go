@@ -90,7 +90,9 @@ func TestRacesEndToEnd(t *testing.T) {
 	t.Run("ten creates against max_running 3", func(t *testing.T) {
 		alice.with(t).api(http.MethodPut, "/api/v1/workspaces/"+ws+"/guardrails",
 			map[string]any{"max_timeout_seconds": 0, "max_running": 3, "allowed_templates": []string{}}, http.StatusOK)
-		isCreate := func(method, path string) bool { return method == http.MethodPost && path == "/sandboxes" }
+		isCreate := func(method, path string) bool {
+			return method == http.MethodPost && (path == "/sandboxes" || path == "/v2/sandboxes")
+		}
 		mark := e.simLog.mark()
 		hold := e.holdFirst(t, func(r *http.Request) bool { return isCreate(r.Method, r.URL.Path) })
 		var calls []<-chan *mcp.CallToolResult

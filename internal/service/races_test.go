@@ -72,7 +72,7 @@ func (p *holdingProxy) Release() {
 // route names an E2B call that changes sandboxes.
 func route(r *http.Request) string {
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/sandboxes":
+	case r.Method == http.MethodPost && (r.URL.Path == "/sandboxes" || r.URL.Path == "/v2/sandboxes"):
 		return "create"
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/connect"):
 		return "connect"
