@@ -173,7 +173,9 @@ func (h *Held) Lock(ctx context.Context, key string) error {
 	if _, err := h.tx.Exec(lockCtx, `SELECT set_config('lock_timeout', $1, true)`, fmt.Sprintf("%dms", wait.Milliseconds())); err != nil {
 		return mapError(err, "")
 	}
-	err := lockKey(lockCtx, h.tx, key)
+	// The wait is the Locker's, bounded above by lock_timeout and lockCtx,
+	// not the statement timeout every other query has (which is shorter).
+	err := lockKey(WithoutQueryTimeout(lockCtx), h.tx, key)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "55P03" { // lock_not_available: lock_timeout passed
 		// The transaction is aborted; a later Lock must start a new one.
