@@ -115,17 +115,56 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "oauth client registered", "client_id", c.ID, "client_name", c.Name)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, map[string]any{
-		"client_id":                  c.ID,
-		"client_id_issued_at":        c.CreatedAt.Unix(),
-		"client_name":                c.Name,
-		"client_uri":                 c.URI,
-		"redirect_uris":              c.RedirectURIs,
-		"grant_types":                []string{"authorization_code", "refresh_token"},
-		"response_types":             []string{"code"},
-		"token_endpoint_auth_method": "none",
-		"scope":                      mcpgate.OAuthScopeTools + " " + mcpgate.OAuthScopeRead,
-	})
+	writeJSON(w, http.StatusCreated, registrationAnswer(c, &md))
+}
+
+// registration is the answer to a registration (RFC 7591 §3.2.1): the
+// client's id and what was registered, where an optional field that was not
+// registered is left out, never sent empty. An empty string is not a URL,
+// and client libraries that validate the answer (the TypeScript SDK's
+// OAuthClientInformationFullSchema, in its src/shared/auth.ts) refuse it.
+type registration struct {
+	ClientID                string   `json:"client_id"`
+	ClientIDIssuedAt        int64    `json:"client_id_issued_at"`
+	ClientName              string   `json:"client_name,omitempty"`
+	ClientURI               string   `json:"client_uri,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	Scope                   string   `json:"scope"`
+}
+
+// registrationAnswer echoes a registered client. The name is echoed only
+// when the client sent one (the placeholder shown for a nameless client is
+// the gateway's, not the client's); the grant types, response types and
+// auth method are the ones this server provisions for every client.
+func registrationAnswer(c *mcpgate.OAuthClient, md *oauthex.ClientRegistrationMetadata) registration {
+	a := registration{ClientID: c.ID, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientURI: c.URI, RedirectURIs: c.RedirectURIs,
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		TokenEndpointAuthMethod: "none", Scope: mcpgate.OAuthScopeTools + " " + mcpgate.OAuthScopeRead}
+	if strings.TrimSpace(md.ClientName) != "" {
+		a.ClientName = c.Name
+	}
+	// A registration's scope is what the client will restrict itself to
+	// (RFC 7591 §2); the server may narrow it to the scopes it knows, and
+	// says so by the echo. The authorization request is where an unknown
+	// scope is refused.
+	var known []string
+	for _, sc := range strings.Fields(md.Scope) {
+		if isKnownScope(sc) && !slices.Contains(known, sc) {
+			known = append(known, sc)
+		}
+	}
+	if len(known) > 0 {
+		a.Scope = strings.Join(known, " ")
+	}
+	return a
+}
+
+// isKnownScope reports whether scope is one of the MCP endpoint's scopes.
+func isKnownScope(scope string) bool {
+	return scope == mcpgate.OAuthScopeTools || scope == mcpgate.OAuthScopeRead
 }
 
 // clientFromMetadata validates client metadata, from a registration or a
