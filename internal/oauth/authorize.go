@@ -87,16 +87,14 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 	if !challengeShape.MatchString(ar.challenge) {
 		return ar, nil, errInvalidRequest("code_challenge is not a S256 challenge")
 	}
-	ar.resource = get("resource")
-	if ar.resource == "" {
-		// RFC 8707 makes the parameter optional; the one resource this
-		// server protects is then meant.
-		ar.resource = s.resource
-	}
-	if strings.TrimRight(ar.resource, "/") != s.resource {
-		return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource}
-	}
+	// RFC 8707 makes the parameter optional; the MCP endpoint, this
+	// server's one resource, is then meant.
 	ar.resource = s.resource
+	if res := get("resource"); res != "" {
+		if ar.resource = s.resourceOf(res); ar.resource == "" {
+			return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource}
+		}
+	}
 	scopes := strings.Fields(get("scope"))
 	ar.readOnly = slices.Contains(scopes, mcpgate.OAuthScopeRead) && !slices.Contains(scopes, mcpgate.OAuthScopeTools)
 	return ar, nil, nil

@@ -193,9 +193,9 @@ func (f *fixture) grant(t *testing.T, resource string) (string, string) {
 	ctx := context.Background()
 	code := newSecret(codePrefix)
 	verifier := strings.Repeat("v", 43)
-	if err := f.db.CreateOAuthCode(ctx, mcpgate.HashToken(code), store.OAuthCode{ClientID: f.client, WorkspaceID: f.workspace,
-		UserID: f.user, RedirectURI: "http://127.0.0.1/cb", Challenge: s256(verifier), Resource: resource,
-		Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
+	c := storeCode(f, verifier)
+	c.Resource = resource
+	if err := f.db.CreateOAuthCode(ctx, mcpgate.HashToken(code), c); err != nil {
 		t.Fatal(err)
 	}
 	access, refresh, pair := f.srv.newPair()
@@ -203,6 +203,12 @@ func (f *fixture) grant(t *testing.T, resource string) (string, string) {
 		t.Fatalf("RedeemOAuthCode() err = %v", err)
 	}
 	return access, refresh
+}
+
+// storeCode is a read-only code of the fixture's member for the MCP endpoint.
+func storeCode(f *fixture, verifier string) store.OAuthCode {
+	return store.OAuthCode{ClientID: f.client, WorkspaceID: f.workspace, UserID: f.user, RedirectURI: "http://127.0.0.1/cb",
+		Challenge: s256(verifier), Resource: f.srv.resource, Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}
 }
 
 func bearerRequest(tok string) *http.Request {
@@ -251,22 +257,24 @@ func isOAuthRefusal(err error) bool {
 	return errors.As(err, &ae) && strings.HasPrefix(ae.Reason, "oauth_")
 }
 
+func anyResource(string) error { return nil }
+
 // A refresh token rotates once; the spent one revokes the grant.
 func TestRotateRefreshToken(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
 	_, refresh := f.grant(t, "https://gw.example.com/mcp")
 	ctx := context.Background()
 	_, _, next := f.srv.newPair()
-	g, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), "another client", time.Now(), next)
+	g, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), "another client", time.Now(), anyResource, next)
 	if mcpgate.ErrorCode(err) != mcpgate.ENotFound || g != nil {
 		t.Fatalf("rotate as another client = %v, %v, want not found", g, err)
 	}
-	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), next); err != nil {
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), anyResource, next); err != nil {
 		t.Fatalf("rotate err = %v", err)
 	}
 	_, _, again := f.srv.newPair()
 	var reuse *store.ReuseError
-	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), again); !errors.As(err, &reuse) {
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), anyResource, again); !errors.As(err, &reuse) {
 		t.Fatalf("reuse err = %v, want a ReuseError", err)
 	}
 	if gs, _ := f.db.ListGrants(ctx, f.workspace, ""); len(gs) != 0 {

@@ -234,6 +234,11 @@ func errInvalidRequest(desc string) *oauthError {
 	return &oauthError{Code: "invalid_request", Description: desc, status: http.StatusBadRequest}
 }
 
+// errInvalidTarget refuses a resource indicator (RFC 8707 §2).
+func errInvalidTarget(only string) *oauthError {
+	return &oauthError{Code: "invalid_target", Description: "the token can be issued only for " + only, status: http.StatusBadRequest}
+}
+
 func errInvalidGrant(desc string) *oauthError {
 	return &oauthError{Code: "invalid_grant", Description: desc, status: http.StatusBadRequest}
 }
