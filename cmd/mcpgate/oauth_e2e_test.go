@@ -494,10 +494,44 @@ func TestOAuthEndToEnd(t *testing.T) {
 				"missing": nil,
 				"plain":   {oauth2.SetAuthURLParam("code_challenge", oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("code_challenge_method", "plain")},
 			} {
+				// Shown on the gateway's page, never sent to the client
+				// (issue 24: RFC 9700 §4.11.2).
 				loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", opts...), wsA, "full", "allow")
-				if loc == nil || loc.Query().Get("error") != "invalid_request" || loc.Query().Get("code") != "" {
-					t.Errorf("%s: consent = %v %d %s, want a redirect with invalid_request", name, loc, status, body)
+				if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_request") {
+					t.Errorf("%s: consent = %v %d, want a 400 page naming invalid_request", name, loc, status)
 				}
+			}
+		})
+		t.Run("no redirect before sign-in", func(t *testing.T) {
+			// Signed out, a malformed request goes to the login page,
+			// never to the client's redirect URI.
+			hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			for name, u := range map[string]string{
+				"bad response_type": strings.Replace(cfg.AuthCodeURL("s"), "response_type=code", "response_type=token", 1),
+				"no PKCE":           cfg.AuthCodeURL("s"),
+			} {
+				resp, err := hc.Get(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				loc, _ := resp.Location()
+				if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Path != "/login" {
+					t.Errorf("%s, signed out: %d to %v, want 303 to the login page", name, resp.StatusCode, loc)
+				}
+			}
+			// Signed in, it is shown on the gateway's page.
+			u := strings.Replace(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), "response_type=code", "response_type=token", 1)
+			loc, status, body := o.consent(t, alice, u, wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "unsupported_response_type") {
+				t.Errorf("bad response_type, signed in = %v %d, want a 400 page", loc, status)
+			}
+		})
+		t.Run("fragment in redirect_uri", func(t *testing.T) {
+			frag := o.config(id, cb.url+"#x")
+			loc, status, _ := o.consent(t, alice, frag.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest {
+				t.Errorf("a redirect_uri with a fragment = %v %d, want a 400 page (as at registration)", loc, status)
 			}
 		})
 		t.Run("wrong verifier", func(t *testing.T) {
@@ -580,10 +614,10 @@ func TestOAuthEndToEnd(t *testing.T) {
 			wantOAuthError(t, err, "invalid_grant")
 		})
 		t.Run("wrong resource", func(t *testing.T) {
-			loc, _, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
+			loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
 				oauth2.SetAuthURLParam("resource", "https://other.example.com/mcp")), wsA, "full", "allow")
-			if loc == nil || loc.Query().Get("error") != "invalid_target" {
-				t.Errorf("authorize for another resource = %v, want invalid_target", loc)
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_target") {
+				t.Errorf("authorize for another resource = %v %d, want a 400 page naming invalid_target", loc, status)
 			}
 			code, verifier := o.code(t, alice, cfg, wsA, "full")
 			_, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(verifier),

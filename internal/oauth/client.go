@@ -223,8 +223,12 @@ func (s *Server) findClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	return c, err
 }
 
-// cimdClient returns a client by its metadata document, fetching it when
-// the cached copy is missing or older than the cache time.
+// cimdClient returns a client by its metadata document: the stored copy
+// of a client someone consented to, while it is fresh; else the copy
+// fetched for an earlier step of this sign-in (this replica's, for a few
+// minutes); else a fetch, limited per client address. A fetched document
+// is stored only when a person consents (keepClient), so strangers cannot
+// fill the table.
 func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, error) {
 	c, fetched, err := s.db.FindOAuthClient(r.Context(), id)
 	if err == nil && s.now().Sub(fetched) < s.cimd.opts.CacheTTL {
@@ -232,6 +236,12 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	}
 	if err != nil && mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		return nil, err
+	}
+	if c := s.cimd.pending.get(id, s.now()); c != nil {
+		return c, nil
+	}
+	if !s.fetchers.allow(httpx.ClientAddress(r), s.now()) {
+		return nil, mcpgate.Errorf(mcpgate.ETooMany, "Too many apps were looked up from your address. Try again in a few minutes.")
 	}
 	md, ferr := s.cimd.fetch(r.Context(), id)
 	if ferr != nil {
@@ -248,8 +258,15 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the client's metadata document is not valid: %s", oerr.Description)
 	}
 	nc.ID, nc.Kind = id, mcpgate.ClientCIMD
-	if err := s.db.SaveOAuthClient(r.Context(), nc, ""); err != nil {
-		return nil, err
-	}
+	s.cimd.pending.put(nc, s.now())
 	return nc, nil
+}
+
+// keepClient stores a metadata document's client once a person consents
+// to it (a registered client is stored already), refreshing the stored copy.
+func (s *Server) keepClient(r *http.Request, c *mcpgate.OAuthClient) error {
+	if c.Kind != mcpgate.ClientCIMD {
+		return nil
+	}
+	return s.db.SaveOAuthClient(r.Context(), c, httpx.ClientAddress(r))
 }

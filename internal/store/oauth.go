@@ -308,12 +308,14 @@ func (db *DB) TouchGrants(ctx context.Context, used map[string]time.Time) error 
 }
 
 // PruneOAuth deletes what no longer matters: spent or expired codes, expired
-// tokens, and DCR registrations that never got a grant within unusedFor.
+// tokens, and clients (registered, or known by a metadata document) that
+// never got a grant within unusedFor of being stored.
 func (db *DB) PruneOAuth(ctx context.Context, unusedFor time.Duration) error {
 	_, err := db.Pool.Exec(ctx, `
 		WITH c AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 hour'),
 		     t AS (DELETE FROM oauth_tokens WHERE expires_at < now())
-		DELETE FROM oauth_clients WHERE kind = 'dcr' AND used_at IS NULL AND created_at < now() - make_interval(secs => $1)`,
+		DELETE FROM oauth_clients WHERE used_at IS NULL AND created_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM oauth_codes oc WHERE oc.client_id = oauth_clients.id AND oc.expires_at >= now() - interval '1 hour')`,
 		unusedFor.Seconds())
 	return mapError(err, "")
 }
