@@ -3,7 +3,10 @@ package mcp
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,7 +93,13 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			g.authFails.allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
-			w.Header().Set("WWW-Authenticate", g.challenge(reason))
+			w.Header().Set("WWW-Authenticate", g.challenge(r, reason))
+			if other := g.loopbackAlias(r); other != "" {
+				httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EUnauthorized,
+					"this gateway's address is %s: connect to %s/mcp (a sign-in at %s cannot match it)",
+					g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), other))
+				return
+			}
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
@@ -118,15 +127,57 @@ func (g *Gateway) handler(fast bool) http.Handler {
 // points to the protected-resource metadata (RFC 9728 §5.1), so that an
 // OAuth-capable client can start signing in; error="invalid_token" is added
 // only when a credential was presented (RFC 6750 §3.1). Every refused
-// credential, key or token, gets the same answer.
-func (g *Gateway) challenge(reason string) string {
-	if g.opts.Challenge == "" {
-		return `Bearer realm="mcpgate", error="invalid_token"`
-	}
-	if reason == reasonMissing {
+// credential, key or token, gets the same answer. Two requests get no OAuth
+// hint, since a sign-in could not succeed there: a connector URL (its key
+// is in the path; it is not an OAuth resource), and the PUBLIC_URL's
+// loopback host under another name (localhost for 127.0.0.1), whose
+// metadata would name a resource the client does not think it reached.
+func (g *Gateway) challenge(r *http.Request, reason string) string {
+	plain := `Bearer realm="mcpgate", error="invalid_token"`
+	switch {
+	case g.opts.Challenge == "" || r.PathValue("key") != "" || mcpgate.ConnectorURLKey(r.URL.Path) != "":
+		return plain
+	case g.loopbackAlias(r) != "":
+		return plain + `, error_description="connect to ` + strings.TrimRight(g.opts.PublicURL, "/") + `/mcp"`
+	case reason == reasonMissing:
 		return g.opts.Challenge
 	}
 	return g.opts.Challenge + `, error="invalid_token"`
+}
+
+// loopbackAlias returns the request's host when it is a loopback name other
+// than the PUBLIC_URL's loopback host (localhost against 127.0.0.1, or
+// [::1]), the mistake a local setup makes; "" otherwise.
+func (g *Gateway) loopbackAlias(r *http.Request) string {
+	pu, err := url.Parse(g.opts.PublicURL)
+	if err != nil || pu.Host == "" || !isLoopbackName(pu.Hostname()) {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = strings.Trim(r.Host, "[]"), ""
+	}
+	wantPort := pu.Port()
+	if wantPort == "" && pu.Scheme == "https" {
+		wantPort = "443"
+	} else if wantPort == "" {
+		wantPort = "80"
+	}
+	if port == "" {
+		port = wantPort
+	}
+	if !isLoopbackName(host) || strings.EqualFold(host, pu.Hostname()) || port != wantPort {
+		return ""
+	}
+	return r.Host
+}
+
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // actorFrom returns the request's actor inside a tool handler.

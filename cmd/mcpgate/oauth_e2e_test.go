@@ -297,14 +297,24 @@ func TestOAuthEndToEnd(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
 			t.Fatalf("no credential: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
 		}
-		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), o.front+path, o.front+"/mcp", nil)
+		// Each document describes the resource its URL was made from
+		// (RFC 9728 §3.3; issue 31: the path-less one said …/mcp), which
+		// go-sdk checks.
+		for path, resource := range map[string]string{"/.well-known/oauth-protected-resource": o.front,
+			"/.well-known/oauth-protected-resource/mcp": o.front + "/mcp"} {
+			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), o.front+path, resource, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
 			if !slices.Equal(prm.AuthorizationServers, []string{o.front}) || !slices.Contains(prm.ScopesSupported, "mcp:tools") {
 				t.Errorf("%s = %+v", path, prm)
 			}
+		}
+		// A connector URL with a bad key is not an OAuth resource: a plain
+		// 401 (issue 31: it pointed to /mcp's metadata).
+		resp, _ = o.rawMCP(t, o.front+"/c/mcpg_notakey/mcp", nil, "")
+		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(got, "resource_metadata") {
+			t.Errorf("connector URL with a bad key: %d %q, want a 401 without OAuth hints", resp.StatusCode, got)
 		}
 		asm, err := auth.GetAuthServerMetadata(context.Background(), o.front, nil)
 		if err != nil || asm == nil {

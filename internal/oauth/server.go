@@ -197,8 +197,8 @@ func (s *Server) Challenge() string {
 // (mcpgate.UserFromContext).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.handleResourceMetadata)
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.handleResourceMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.resourceMetadata(s.issuer))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.resourceMetadata(s.resource))
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.handleServerMetadata)
 	mux.HandleFunc("POST /oauth/register", s.handleRegister)
 	mux.HandleFunc("GET /oauth/authorize", s.handleAuthorize)
@@ -224,10 +224,20 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
+// resourceMetadata serves the metadata of one of the gateway's resource
+// identifiers. Its "resource" is the identifier its URL was made from
+// (RFC 9728 §3.3): the path-less document describes the path-less
+// resource, the one with /mcp appended the MCP endpoint. Clients compare
+// the two, and one that reads the path-less document asks for tokens for
+// the path-less identifier, which resourceOf takes as this gateway's.
+func (s *Server) resourceMetadata(resource string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.writeResourceMetadata(w, resource) }
+}
+
+func (s *Server) writeResourceMetadata(w http.ResponseWriter, resource string) {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resource":                 s.resource,
+		"resource":                 resource,
 		"authorization_servers":    []string{s.issuer},
 		"scopes_supported":         []string{mcpgate.OAuthScopeTools, mcpgate.OAuthScopeRead},
 		"bearer_methods_supported": []string{"header"},
