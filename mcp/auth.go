@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -103,7 +104,8 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if _, ok := g.checkBody(w, r); !ok {
+		body, ok := g.checkBody(w, r)
+		if !ok || g.stepUp(w, r, actor, body) {
 			return
 		}
 		// The per-key limit counts tool calls (limitCall), not every request.
@@ -178,6 +180,46 @@ func isLoopbackName(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// stepUp answers a read-only OAuth grant's call of a tool that changes
+// things with 403 and error="insufficient_scope" naming the scope it needs
+// (MCP authorization 2025-11-25, "Scope challenge handling"; RFC 6750
+// §3.1), so that the client can ask the person for more access; it
+// reports whether it answered. A key has no OAuth flow to step up through,
+// and a tool the workspace has turned off or does not have is for the
+// service to refuse: neither is answered here.
+func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte) bool {
+	if a.GrantID == "" || a.Scope != mcpgate.ScopeReadOnly || g.opts.Challenge == "" || g.opts.Tools == nil {
+		return false
+	}
+	var call struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &call) != nil || call.Method != "tools/call" {
+		return false
+	}
+	set, err := g.opts.Tools.ToolSet(r.Context(), a)
+	if err != nil {
+		return false
+	}
+	info, ok := set.All[call.Params.Name]
+	if !ok || !info.Enabled || info.ReadOnly {
+		return false
+	}
+	// The 401 challenge names the resource metadata and the scope of full
+	// access, which is the one needed here.
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(g.opts.Challenge, "Bearer ")+
+		`, error_description="`+call.Params.Name+` needs `+mcpgate.OAuthScopeTools+`"`)
+	g.log.InfoContext(r.Context(), "MCP call needs more scope", "tool", call.Params.Name, "grant_id", a.GrantID)
+	httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EForbidden,
+		"This app's access to the workspace is read-only (the grant was given as read-only), and %s changes things "+
+			"rather than reading them. The app can ask you again for full access (scope %s): sign in again from the app "+
+			"and choose Full.", call.Params.Name, mcpgate.OAuthScopeTools))
+	return true
 }
 
 // actorFrom returns the request's actor inside a tool handler.

@@ -155,7 +155,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
 	demo := &web.DemoProbe{}
-	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On})
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On,
+		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
 		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
 	gw.Tokens = gw.OAuth.NewAuthenticator()

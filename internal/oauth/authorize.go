@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate"
@@ -34,7 +35,9 @@ type authRequest struct {
 	state         string
 	challenge     string
 	resource      string
-	readOnly      bool
+	// readOnly: the client asked for read-only access only, which is
+	// then the most the person can grant.
+	readOnly bool
 }
 
 // pageError is a request that cannot go back to the client (unknown
@@ -101,6 +104,15 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 		}
 	}
 	scopes := strings.Fields(get("scope"))
+	for _, sc := range scopes {
+		// offline_access (OpenID Connect) asks for a refresh token, which
+		// every grant has; anything else is a scope this server does not
+		// have, and granting "something" for it would be a guess.
+		if !isKnownScope(sc) && sc != "offline_access" {
+			return ar, nil, &oauthError{Code: "invalid_scope", Description: "unknown scope " + strconv.Quote(sc) +
+				"; this server has " + mcpgate.OAuthScopeTools + " and " + mcpgate.OAuthScopeRead}
+		}
+	}
 	ar.readOnly = slices.Contains(scopes, mcpgate.OAuthScopeRead) && !slices.Contains(scopes, mcpgate.OAuthScopeTools)
 	return ar, nil, nil
 }
@@ -238,10 +250,17 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	if host == "" {
 		host = ru.Scheme + ":"
 	}
+	page := mcpgate.ConsentPage{Client: *ar.client, RedirectHost: host,
+		RedirectLoopback: ru.Scheme == "http" && isLoopbackHost(ru.Hostname()),
+		SelfRegistered:   ar.client.Kind == mcpgate.ClientDCR, Resource: ar.resource, Workspaces: wss, ReadOnly: ar.readOnly,
+		Action: "/oauth/authorize", Fields: fields}
+	if ar.client.Kind == mcpgate.ClientCIMD {
+		if cu, err := url.Parse(ar.client.ID); err == nil {
+			page.DocumentHost = cu.Host
+		}
+	}
 	pageHeaders(w, ar.redirectURI)
-	s.opts.Consent.RenderConsent(w, r, mcpgate.ConsentPage{Client: *ar.client, RedirectHost: host,
-		SelfRegistered: ar.client.Kind == mcpgate.ClientDCR, Workspaces: wss, ReadOnly: ar.readOnly,
-		Action: "/oauth/authorize", Fields: fields})
+	s.opts.Consent.RenderConsent(w, r, page)
 }
 
 // handleConsent is the consent form's POST: CSRF-checked, the request
@@ -285,6 +304,12 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	scope := mcpgate.ScopeFull
 	switch r.PostForm.Get("access") {
 	case string(mcpgate.ScopeFull):
+		if ar.readOnly {
+			// A person may grant less than the app asked, never more.
+			s.errorPage(w, r, http.StatusBadRequest, "The app asked for read-only access",
+				"Full access cannot be given to an app that asked only to read. Start again from the app.")
+			return
+		}
 	case string(mcpgate.ScopeReadOnly):
 		scope = mcpgate.ScopeReadOnly
 	default:

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -269,4 +270,20 @@ func (s *Server) keepClient(r *http.Request, c *mcpgate.OAuthClient) error {
 		return nil
 	}
 	return s.db.SaveOAuthClient(r.Context(), c, httpx.ClientAddress(r))
+}
+
+// AppName names the app of a client id for the login page an authorization
+// request leads through: the stored client's name (the consent page then
+// says how the gateway knows it), or for a metadata document not consented
+// to yet, its host. Nothing is fetched: the person has not signed in yet.
+func (s *Server) AppName(ctx context.Context, clientID string) string {
+	c, _, err := s.db.FindOAuthClient(ctx, clientID)
+	switch {
+	case err == nil:
+		return c.Name
+	case isCIMDClientID(clientID):
+		u, _ := url.Parse(clientID)
+		return "an app of " + u.Host
+	}
+	return ""
 }

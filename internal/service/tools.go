@@ -256,6 +256,12 @@ func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.A
 		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
 			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
 	}
+	if a.GrantID != "" {
+		// An OAuth app holds a grant, not a key: it gets more access by
+		// asking the person again (the MCP endpoint's step-up answer).
+		return mcpgate.Errorf(mcpgate.EForbidden, "This app's grant is read-only, and %s changes things rather than reading them. "+
+			"Sign in again from the app and choose Full access to call it.", t.Name)
+	}
 	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes things rather than reading them. "+
 		"Use a key with full scope (create one in the dashboard) to call it.", t.Name)
 }
