@@ -64,7 +64,7 @@ func TestRenderConsent(t *testing.T) {
 	h.RenderConsent(w, r, mcpgate.ConsentPage{
 		Client:       mcpgate.OAuthClient{ID: "mcpc_x", Name: "Evil \"app\"", Kind: mcpgate.ClientDCR},
 		RedirectHost: "127.0.0.1:5555", RedirectLoopback: true, SelfRegistered: true, ReadOnly: true, Action: "/oauth/authorize",
-		Resource: "https://gw.example.com/mcp",
+		Resource:   "https://gw.example.com/mcp",
 		Workspaces: []mcpgate.Workspace{{ID: "ws1", Name: "Team", Role: mcpgate.RoleOwner}},
 		Fields:     map[string]string{"state": `"><script>`, "csrf_token": "tok"},
 	})
