@@ -108,6 +108,11 @@ func (g *Gateway) handler(fast bool) http.Handler {
 		if !ok || g.stepUp(w, r, actor, body) {
 			return
 		}
+		if legacyAnswer(r, body) {
+			lw := &legacyWriter{w: w}
+			defer lw.finish()
+			w = lw
+		}
 		// The per-key limit counts tool calls (limitCall), not every request.
 		r = r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor))
 		if fast && g.serveFast(w, r, actor) {
