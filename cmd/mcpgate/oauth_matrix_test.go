@@ -1,0 +1,250 @@
+package main
+
+// The OAuth end-to-end matrix (issue 31) with clients no one here wrote:
+// mcp-remote's own OAuth flow, its browser being headless Chromium that
+// signs in and consents, and go-sdk's client refreshing through the token
+// endpoint. Each signs in, calls a tool, refreshes, and is cut off when the
+// person revokes the app in the dashboard. The TypeScript SDK's run is in
+// oauth_tsclient_test.go.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
+)
+
+// authorizeLine is how mcp-remote tells a person where to sign in.
+var authorizeLine = regexp.MustCompile(`(?m)(http://\S+/oauth/authorize\?\S+)`)
+
+// expireAccessTokens makes a grant's access tokens unusable, as their hour
+// running out would, and tells every replica: the client's next call is
+// refused and it must refresh.
+func (o *oauthEnv) expireAccessTokens(t *testing.T, ws string) {
+	t.Helper()
+	db := o.dbConn(t)
+	if _, err := db.Exec(context.Background(), `UPDATE oauth_tokens SET expires_at = now() - interval '1 second'
+		WHERE kind = 'access' AND grant_id IN (SELECT id FROM oauth_grants WHERE workspace_id = $1)`, ws); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), `SELECT pg_notify('mcpgate_invalidate', 'grants:' || $1)`, ws); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// accessTokens counts the access tokens ever issued to a workspace's grants
+// (live ones; a revoke deletes them).
+func (o *oauthEnv) accessTokens(t *testing.T, ws string) int {
+	t.Helper()
+	var n int
+	if err := o.dbConn(t).QueryRow(context.Background(), `SELECT count(*) FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
+		WHERE t.kind = 'access' AND g.workspace_id = $1`, ws).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestOAuthMCPRemoteFlow runs mcp-remote without a key: it discovers the
+// gateway's OAuth, registers, and opens the authorization URL with BROWSER,
+// here a script the test reads, then Chromium signs alice in and consents.
+func TestOAuthMCPRemoteFlow(t *testing.T) {
+	npx, err := exec.LookPath("npx")
+	if err != nil {
+		t.Fatal("npx not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
+	}
+	o := newOAuthEnv(t)
+	alice, teamA := o.signupWithE2B(o.front, "alice@example.com")
+	o.simSandbox(teamA, map[string]any{"templateID": "base"})
+	bctx, cancel := webNewBrowser(t)
+	defer cancel()
+
+	dir := t.TempDir()
+	opened := filepath.Join(dir, "opened")
+	browser := filepath.Join(dir, "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s\\n' \"$1\" >> '"+opened+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	ctx, stop := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(ctx, npx, "-y", mcpRemoteVersion, o.front+"/mcp", "--transport", "http-only")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "MCP_REMOTE_CONFIG_DIR="+filepath.Join(dir, "mcp-auth"),
+		"npm_config_cache="+filepath.Join(home, ".npm"), "BROWSER="+browser)
+	stderr := &testutil.LockedBuffer{}
+	cmd.Stderr = stderr
+
+	connected := make(chan *mcp.ClientSession, 1)
+	failed := make(chan error, 1)
+	go func() {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "mcp-remote-oauth-e2e", Version: "v0"}, nil).Connect(ctx,
+			&mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			failed <- err
+			return
+		}
+		connected <- cs
+	}()
+	authURL := waitAuthorizeURL(t, opened, stderr, 0)
+	webRun(t, bctx, "open mcp-remote's authorization URL", chromedp.Navigate(authURL),
+		chromedp.WaitVisible(chromedp.ID("#email")),
+		chromedp.SendKeys(chromedp.ID("#email"), alice.email),
+		chromedp.SendKeys(chromedp.ID("#password"), e2ePassword),
+		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("#consent-form")),
+		chromedp.Click(chromedp.ID("#consent-allow")))
+	var cs *mcp.ClientSession
+	select {
+	case cs = <-connected:
+	case err := <-failed:
+		t.Fatalf("connect through mcp-remote: %v\nstderr:\n%s", err, stderr)
+	case <-time.After(90 * time.Second):
+		t.Fatalf("mcp-remote did not connect after the consent\nstderr:\n%s", stderr)
+	}
+	defer cs.Close()
+	if data, _ := e2eCallOK(t, cs, "e2b_list_sandboxes", nil)["data"].([]any); len(data) != 1 {
+		t.Fatalf("list_sandboxes through mcp-remote's OAuth = %v, want alice's one sandbox", data)
+	}
+
+	// Refresh: the access token runs out; mcp-remote refreshes and the
+	// call goes through, without asking alice again.
+	before := o.accessTokens(t, alice.personal)
+	o.expireAccessTokens(t, alice.personal)
+	e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+	if after := o.accessTokens(t, alice.personal); after != before+1 {
+		t.Errorf("access tokens %d after the refresh, want %d (one more)", after, before+1)
+	}
+	if n := len(authorizeLine.FindAllString(stderr.String(), -1)); n > 1 {
+		t.Errorf("mcp-remote asked to sign in again instead of refreshing:\n%s", stderr)
+	}
+
+	// Revoke in the dashboard: the next call is refused, the refresh
+	// token too, and no call reaches E2B.
+	gid := alice.with(t).grantOf(alice.personal, "MCP CLI Proxy")
+	if gid == "" {
+		grants := alice.grants(alice.personal)
+		if len(grants) != 1 {
+			t.Fatalf("grants = %+v, want mcp-remote's one", grants)
+		}
+		gid = grants[0].ID
+	}
+	alice.with(t).api(http.MethodDelete, "/api/v1/workspaces/"+alice.personal+"/grants/"+gid, nil, http.StatusNoContent)
+	mark := o.simLog.mark()
+	callCtx, callStop := context.WithTimeout(ctx, 20*time.Second)
+	defer callStop()
+	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "e2b_list_sandboxes", Arguments: map[string]any{}})
+	if err == nil && !res.IsError {
+		t.Fatalf("a call after the revoke succeeded: %+v", res)
+	}
+	if n := len(o.simLog.since(mark)); n != 0 {
+		t.Errorf("a call after the revoke reached E2B (%d requests)", n)
+	}
+	if !strings.Contains(stderr.String(), "invalid_grant") && waitAuthorizeURL(t, opened, stderr, 1) == "" {
+		t.Errorf("after the revoke mcp-remote neither saw its refresh refused nor asked to sign in again:\n%s", stderr)
+	}
+}
+
+// waitAuthorizeURL returns the (skip+1)th authorization URL mcp-remote
+// opened with BROWSER or printed.
+func waitAuthorizeURL(t *testing.T, opened string, stderr *testutil.LockedBuffer, skip int) string {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(opened)
+		if urls := authorizeLine.FindAllString(string(b), -1); len(urls) > skip {
+			return urls[skip]
+		}
+		if urls := authorizeLine.FindAllString(stderr.String(), -1); len(urls) > skip {
+			return urls[skip]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if skip > 0 {
+		return ""
+	}
+	t.Fatalf("mcp-remote never opened an authorization URL\nstderr:\n%s", stderr)
+	return ""
+}
+
+// TestOAuthGoSDKRefreshAndRevoke: go-sdk's client signs in (DCR, PKCE,
+// consent over HTTP), calls a tool, gets through an access token that ran
+// out, and is cut off by a revoke in the dashboard: asked to sign in again,
+// the person declines and nothing reaches E2B. (go-sdk v1.8 refreshes when
+// its own clock says the hour is over; a token refused before that makes
+// it authorize again, which is what this test sees. The token endpoint's
+// refresh is driven by golang.org/x/oauth2, the TypeScript SDK and
+// mcp-remote.)
+func TestOAuthGoSDKRefreshAndRevoke(t *testing.T) {
+	o := newOAuthEnv(t)
+	alice, teamA := o.signupWithE2B(o.front, "alice@example.com")
+	o.simSandbox(teamA, map[string]any{"templateID": "base"})
+	cb := newCallback(t)
+	authorizations, decision := 0, "allow"
+	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			ClientName: "go-sdk matrix", RedirectURIs: []string{cb.url}, TokenEndpointAuthMethod: "none"}},
+		RequestRefreshToken: true,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			authorizations++
+			loc, status, body := o.consent(t, alice, args.URL, alice.personal, "full", decision)
+			if loc == nil {
+				t.Errorf("consent = %d %s", status, body)
+				return nil, context.Canceled
+			}
+			if loc.Query().Get("code") == "" {
+				return nil, errors.New("the person declined: " + loc.Query().Get("error"))
+			}
+			o.rec.secret(loc.Query().Get("code"), "authorization code")
+			return &auth.AuthorizationResult{Code: loc.Query().Get("code"), State: loc.Query().Get("state"), Iss: loc.Query().Get("iss")}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: o.front + "/mcp", OAuthHandler: h, MaxRetries: -1}, "", nil, 60*time.Second)
+	if err != nil {
+		t.Fatalf("Connect() with OAuth err = %v", err)
+	}
+	defer cs.Close()
+	e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+
+	o.expireAccessTokens(t, alice.personal)
+	e2eCallOK(t, cs, "e2b_list_sandboxes", nil)
+
+	ts, _ := h.TokenSource(context.Background())
+	tok, err := ts.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.rec.secret(tok.AccessToken, "access token")
+	gid := alice.with(t).grantOf(alice.personal, "go-sdk matrix")
+	alice.with(t).api(http.MethodDelete, "/api/v1/workspaces/"+alice.personal+"/grants/"+gid, nil, http.StatusNoContent)
+	if s := o.mcpStatus(t, o.front+"/mcp", tok.AccessToken); s != http.StatusUnauthorized {
+		t.Fatalf("the revoked grant's token = %d, want 401", s)
+	}
+	decision = "deny"
+	before, mark := authorizations, o.simLog.mark()
+	callCtx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	if res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: "e2b_list_sandboxes", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Fatalf("a call after the revoke succeeded although the person declined: %+v", res)
+	}
+	if authorizations != before+1 {
+		t.Errorf("after the revoke go-sdk asked the person %d times, want once", authorizations-before)
+	}
+	if n := len(o.simLog.since(mark)); n != 0 {
+		t.Errorf("a call after the revoke reached E2B (%d requests)", n)
+	}
+}
