@@ -242,7 +242,7 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(out)
+	b, err := connectors.MarshalOutput(out) // null members left out, as the output schema says
 	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EInternal, err, "the tool's output could not be encoded")
 	}
