@@ -356,23 +356,36 @@ func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
 	}
 }
 
-// A client ID metadata document is fetched once and then served from the
-// cache until it is older than the cache time.
-func TestCIMDCached(t *testing.T) {
-	var hits atomic.Int32
+// docServer serves a valid metadata document at every path, counting hits.
+func docServer(t *testing.T, hits *atomic.Int32) *httptest.Server {
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+		if hits != nil {
+			hits.Add(1)
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc",
 			"redirect_uris": []string{"http://127.0.0.1/cb"}})
 	}))
 	ts.StartTLS()
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// localFetcher fetches from a local test server, trusting its certificate.
+func localFetcher(ts *httptest.Server) *cimdFetcher {
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
+	return newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+}
+
+// A client ID metadata document is fetched once and then served from the
+// cache until it is older than the cache time.
+func TestCIMDCached(t *testing.T) {
+	var hits atomic.Int32
+	ts := docServer(t, &hits)
 	f := newFixture(t, "https://gw.example.com")
 	now := time.Now()
 	f.srv.now = func() time.Time { return now }
-	f.srv.cimd = newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	f.srv.cimd = localFetcher(ts)
 	id := ts.URL + "/client.json"
 	r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
 	for range 3 {
@@ -398,17 +411,10 @@ func TestCIMDCached(t *testing.T) {
 // one address made the gateway fetch and store 200), and the limit of one
 // address leaves another's alone.
 func TestCIMDFetchRateLimited(t *testing.T) {
-	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc",
-			"redirect_uris": []string{"http://127.0.0.1/cb"}})
-	}))
-	ts.StartTLS()
-	defer ts.Close()
-	pool := x509.NewCertPool()
-	pool.AddCert(ts.Certificate())
+	ts := docServer(t, nil)
 	f := newFixture(t, "https://gw.example.com")
 	f.srv.fetchers = newAddrLimiter(rate.Every(time.Hour), 2)
-	f.srv.cimd = newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	f.srv.cimd = localFetcher(ts)
 	from := func(addr string) *http.Request {
 		r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
 		r.RemoteAddr = addr + ":5555"
