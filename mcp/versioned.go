@@ -33,8 +33,9 @@ const (
 // older protocol version: its version is one before newProtocol (no header
 // is 2025-03-26) and its method is one whose answer differs.
 func legacyAnswer(r *http.Request, body []byte) bool {
-	if r.Method != http.MethodPost || !legacyVersions[r.Header.Get("Mcp-Protocol-Version")] {
-		return false
+	if r.Method != http.MethodPost || !legacyVersions[r.Header.Get("Mcp-Protocol-Version")] ||
+		(!bytes.Contains(body, []byte("list")) && !bytes.Contains(body, []byte("read"))) {
+		return false // most requests (tools/call) are not decoded twice
 	}
 	var env struct {
 		Method string `json:"method"`
