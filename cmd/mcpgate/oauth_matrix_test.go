@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
@@ -246,5 +248,63 @@ func TestOAuthGoSDKRefreshAndRevoke(t *testing.T) {
 	}
 	if n := len(o.simLog.since(mark)); n != 0 {
 		t.Errorf("a call after the revoke reached E2B (%d requests)", n)
+	}
+}
+
+// TestOAuthSecondGateway is issue 31's reproduction: a second gateway on the
+// same database with another PUBLIC_URL refused the first one's access token
+// but answered 200 to a refresh of its grant (minting a token that worked
+// only at the first, and spending the refresh token, whose next use then
+// revoked the grant as reuse). Now it refuses the refresh, the code and the
+// revocation without touching the grant.
+func TestOAuthSecondGateway(t *testing.T) {
+	o := newOAuthEnv(t)
+	alice, _ := o.signupWithE2B(o.front, "alice@example.com")
+	second := mustServe(t, map[string]string{
+		"DATABASE_URL": o.dsn, "ENCRYPTION_KEY": o.encKey, "JWT_SECRET": o.jwtSecret,
+		"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": "http://127.0.0.2:8080",
+		"E2B_API_URL": o.simURL, "E2B_DASHBOARD_API_URL": o.simURL, "LOG_FORMAT": "json",
+	})
+	defer func() { _ = second.stop(t) }()
+	cb := newCallback(t)
+	cfg := o.config(o.register(t, "first gateway's app", cb.url), cb.url)
+	tok := o.mustToken(t, alice.with(t), cfg, alice.personal, "full")
+
+	if s := o.mcpStatus(t, second.base+"/mcp", tok.AccessToken); s != http.StatusUnauthorized {
+		t.Errorf("the first gateway's access token at the second = %d, want 401", s)
+	}
+	for name, res := range map[string]string{"no resource": "", "the second's resource": "http://127.0.0.2:8080/mcp",
+		"the first's resource": o.front + "/mcp"} {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {cfg.ClientID}}
+		if res != "" {
+			form.Set("resource", res)
+		}
+		resp, err := http.PostForm(second.base+"/oauth/token", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("refresh at the second gateway, %s = %d, want 400", name, resp.StatusCode)
+		}
+	}
+	resp, err := http.PostForm(second.base+"/oauth/revoke", url.Values{"token": {tok.RefreshToken}, "client_id": {cfg.ClientID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// Untouched: the access token works, and the refresh token, unspent,
+	// refreshes once at its own gateway without counting as reuse.
+	if s := o.mcpStatus(t, o.front+"/mcp", tok.AccessToken); s != http.StatusOK {
+		t.Fatalf("after the second gateway's attempts the access token = %d, want 200", s)
+	}
+	next, err := cfg.TokenSource(context.Background(), &oauth2.Token{RefreshToken: tok.RefreshToken}).Token()
+	if err != nil {
+		t.Fatalf("refresh at the first gateway err = %v, want new tokens", err)
+	}
+	o.rec.secret(next.AccessToken, "access token")
+	o.rec.secret(next.RefreshToken, "refresh token")
+	if s := o.mcpStatus(t, o.front+"/mcp", next.AccessToken); s != http.StatusOK {
+		t.Errorf("the refreshed token = %d, want 200", s)
 	}
 }
