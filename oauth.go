@@ -81,15 +81,26 @@ type GrantService interface {
 }
 
 // ConsentPage is what the authorization server asks the dashboard to show
-// when a client asks a signed-in person for access.
+// when a client asks a signed-in person for access: enough for the person
+// to know which gateway asks, which app, how the gateway knows it, what it
+// asks for, and where the browser goes next.
 type ConsentPage struct {
 	Client OAuthClient
-	// RedirectHost is where the person's browser goes after the choice.
-	RedirectHost string
-	// SelfRegistered warns that the client's name is only its own claim.
+	// RedirectHost is where the person's browser goes after the choice;
+	// RedirectLoopback says it is an app on this computer (a loopback
+	// redirect URI), not a website.
+	RedirectHost     string
+	RedirectLoopback bool
+	// SelfRegistered warns that the client's name is only its own claim;
+	// otherwise DocumentHost is the host of its client ID metadata
+	// document, which vouches for it.
 	SelfRegistered bool
-	Workspaces     []Workspace
-	// ReadOnly preselects read-only access (the client asked only for it).
+	DocumentHost   string
+	// Resource is what the app's tokens are for (the MCP endpoint).
+	Resource   string
+	Workspaces []Workspace
+	// ReadOnly: the client asked only for read-only access, which is then
+	// preselected and the most the person can grant.
 	ReadOnly bool
 	// Action is the form's target; Fields are its hidden fields (the
 	// authorization request and the CSRF token).

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -125,6 +126,7 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 	if spec.Schema != nil {
 		spec.Schema(schema)
 	}
+	portableNulls(schema)
 	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: resolve schema: %v", spec.Name, err))
@@ -140,6 +142,7 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 	if spec.Output != nil {
 		spec.Output(out)
 	}
+	portableNulls(out)
 	resolvedOut, err := out.Resolve(nil)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: resolve output schema: %v", spec.Name, err))
@@ -188,6 +191,9 @@ func (t *Tool) Decode(raw json.RawMessage) (map[string]any, error) {
 		// The validator sees a json.Number as a string; numbers become
 		// int64 (exact, when integral) or float64 before it runs.
 		args = fromNumbers(args).(map[string]any)
+		// A member sent as null means "not given", as the schema (which
+		// does not list null, portableNulls) says by leaving it optional.
+		args = dropNullMembers(args).(map[string]any)
 	}
 	if err := t.resolved.ApplyDefaults(&args); err != nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "invalid arguments: %s", err)
@@ -223,7 +229,7 @@ func (t *Tool) CallDecoded(ctx context.Context, credential mcpgate.Secret, args 
 // handler returns); tests do, so that a schema that rejects a real result
 // cannot ship.
 func (t *Tool) ValidateOutput(out any) error {
-	b, err := json.Marshal(out)
+	b, err := MarshalOutput(out)
 	if err != nil {
 		return fmt.Errorf("marshal output: %w", err)
 	}
@@ -235,6 +241,136 @@ func (t *Tool) ValidateOutput(out any) error {
 		return fmt.Errorf("output of %s does not match its schema: %w", t.Name, err)
 	}
 	return nil
+}
+
+// portableNulls rewrites the members inference made nullable (pointers,
+// slices and maps: "type":["null","boolean"]) to their one type, optional:
+// clients read a single type everywhere (the MCP Inspector's --strict mode
+// warns of every type array), and "may be absent" says what "may be null"
+// did, since MarshalOutput leaves null members out and Decode drops null
+// arguments. Array items keep their nullable type: an element cannot be
+// left out of an array.
+func portableNulls(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for name, p := range s.Properties {
+		if single(p) {
+			s.Required = slices.DeleteFunc(s.Required, func(r string) bool { return r == name })
+		}
+		portableNulls(p)
+	}
+	if s.AdditionalProperties != nil {
+		single(s.AdditionalProperties)
+		portableNulls(s.AdditionalProperties)
+	}
+	portableNulls(s.Items)
+}
+
+// single turns a ["null", X] schema into X; it reports whether it did.
+func single(s *jsonschema.Schema) bool {
+	if len(s.Types) != 2 || !slices.Contains(s.Types, "null") {
+		return false
+	}
+	for _, t := range s.Types {
+		if t != "null" {
+			s.Type, s.Types = t, nil
+		}
+	}
+	return true
+}
+
+// MarshalOutput encodes a tool's result as its structured content: JSON with
+// every null object member left out (see portableNulls), members otherwise
+// in the order encoding/json writes them.
+func MarshalOutput(out any) ([]byte, error) {
+	b, err := json.Marshal(out)
+	if err != nil || !bytes.Contains(b, []byte("null")) {
+		return b, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if err := copyWithoutNulls(dec, tok, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// copyWithoutNulls writes the value that starts with tok, leaving out
+// object members whose value is null.
+func copyWithoutNulls(dec *json.Decoder, tok json.Token, b *bytes.Buffer) error {
+	switch v := tok.(type) {
+	case json.Delim:
+		isObject := v == '{'
+		b.WriteRune(rune(v))
+		first := true
+		for dec.More() {
+			var key json.Token
+			if isObject {
+				var err error
+				if key, err = dec.Token(); err != nil {
+					return err
+				}
+			}
+			val, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			if isObject && val == nil {
+				continue
+			}
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			if isObject {
+				kb, _ := json.Marshal(key)
+				b.Write(kb)
+				b.WriteByte(':')
+			}
+			if err := copyWithoutNulls(dec, val, b); err != nil {
+				return err
+			}
+		}
+		end, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		b.WriteRune(rune(end.(json.Delim)))
+		return nil
+	case json.Number:
+		b.WriteString(v.String())
+		return nil
+	}
+	vb, err := json.Marshal(tok)
+	b.Write(vb)
+	return err
+}
+
+// dropNullMembers removes null members of every object in v (a decoded
+// JSON value).
+func dropNullMembers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+			} else {
+				v[k] = dropNullMembers(e)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = dropNullMembers(e)
+		}
+	}
+	return v
 }
 
 // nullableMaps lets every map in s also be null: encoding/json writes a nil

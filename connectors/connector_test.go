@@ -3,6 +3,7 @@ package connectors_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -138,4 +139,54 @@ func TestNewTool_outputMustBeObject(t *testing.T) {
 	}()
 	connectors.NewTool(connectors.Spec{Name: "demo_bad"},
 		func(context.Context, mcpgate.Secret, listIn) ([]string, error) { return nil, nil })
+}
+
+type portableIn struct {
+	Flag *bool    `json:"flag,omitempty" jsonschema:"a flag"`
+	Tags []string `json:"tags,omitempty"`
+}
+
+type portableOut struct {
+	Items []string         `json:"items"`
+	Meta  map[string]any   `json:"meta"`
+	Next  *string          `json:"next"`
+	Rows  []portableRow    `json:"rows"`
+	ByKey map[string][]int `json:"by_key"`
+}
+
+type portableRow struct {
+	Name  string `json:"name"`
+	Extra *int   `json:"extra"`
+}
+
+// Issue 31: schemas use one type per member, never ["null", X] (the MCP
+// Inspector's --strict mode warned 33 times), and what could be null is
+// left out: of results by MarshalOutput, of arguments by Decode.
+func TestPortableNulls(t *testing.T) {
+	tool := connectors.NewTool(connectors.Spec{Name: "portable"}, func(context.Context, mcpgate.Secret, portableIn) (portableOut, error) {
+		return portableOut{Rows: []portableRow{{Name: "a"}}, ByKey: map[string][]int{"x": nil, "y": {1}}}, nil
+	})
+	for name, s := range map[string]*jsonschema.Schema{"input": tool.InputSchema, "output": tool.OutputSchema} {
+		b, _ := json.Marshal(s)
+		if strings.Contains(string(b), `"null"`) {
+			t.Errorf("%s schema has a null type: %s", name, b)
+		}
+	}
+	out, err := tool.Call(context.Background(), "k", json.RawMessage(`{"flag":null,"tags":null}`))
+	if err != nil {
+		t.Fatalf("Call() with null arguments err = %v, want them taken as not given", err)
+	}
+	b, err := connectors.MarshalOutput(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"rows":[{"name":"a"}],"by_key":{"y":[1]}}`; string(b) != want {
+		t.Errorf("MarshalOutput() = %s, want %s", b, want)
+	}
+	if err := tool.ValidateOutput(out); err != nil {
+		t.Errorf("ValidateOutput() err = %v", err)
+	}
+	if _, err := tool.Decode(json.RawMessage(`{"flag":"yes"}`)); err == nil {
+		t.Error("Decode() of a string for a boolean succeeded")
+	}
 }

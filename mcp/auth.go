@@ -2,8 +2,12 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,12 +94,24 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			g.authFails.allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
-			w.Header().Set("WWW-Authenticate", g.challenge(reason))
+			w.Header().Set("WWW-Authenticate", g.challenge(r, reason))
+			if other := g.loopbackAlias(r); other != "" {
+				httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EUnauthorized,
+					"this gateway's address is %s: connect to %s/mcp (a sign-in at %s cannot match it)",
+					g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), other))
+				return
+			}
 			httpx.WriteError(w, r, g.log, errUnauthorized)
 			return
 		}
-		if _, ok := g.checkBody(w, r); !ok {
+		body, ok := g.checkBody(w, r)
+		if !ok || g.stepUp(w, r, actor, body) {
 			return
+		}
+		if legacyAnswer(r, body) {
+			lw := &legacyWriter{w: w}
+			defer lw.finish()
+			w = lw
 		}
 		// The per-key limit counts tool calls (limitCall), not every request.
 		r = r.WithContext(mcpgate.NewContextWithActor(r.Context(), actor))
@@ -118,15 +134,97 @@ func (g *Gateway) handler(fast bool) http.Handler {
 // points to the protected-resource metadata (RFC 9728 §5.1), so that an
 // OAuth-capable client can start signing in; error="invalid_token" is added
 // only when a credential was presented (RFC 6750 §3.1). Every refused
-// credential, key or token, gets the same answer.
-func (g *Gateway) challenge(reason string) string {
-	if g.opts.Challenge == "" {
-		return `Bearer realm="mcpgate", error="invalid_token"`
-	}
-	if reason == reasonMissing {
+// credential, key or token, gets the same answer. Two requests get no OAuth
+// hint, since a sign-in could not succeed there: a connector URL (its key
+// is in the path; it is not an OAuth resource), and the PUBLIC_URL's
+// loopback host under another name (localhost for 127.0.0.1), whose
+// metadata would name a resource the client does not think it reached.
+func (g *Gateway) challenge(r *http.Request, reason string) string {
+	plain := `Bearer realm="mcpgate", error="invalid_token"`
+	switch {
+	case g.opts.Challenge == "" || r.PathValue("key") != "" || mcpgate.ConnectorURLKey(r.URL.Path) != "":
+		return plain
+	case g.loopbackAlias(r) != "":
+		return plain + `, error_description="connect to ` + strings.TrimRight(g.opts.PublicURL, "/") + `/mcp"`
+	case reason == reasonMissing:
 		return g.opts.Challenge
 	}
 	return g.opts.Challenge + `, error="invalid_token"`
+}
+
+// loopbackAlias returns the request's host when it is a loopback name other
+// than the PUBLIC_URL's loopback host (localhost against 127.0.0.1, or
+// [::1]), the mistake a local setup makes; "" otherwise.
+func (g *Gateway) loopbackAlias(r *http.Request) string {
+	pu, err := url.Parse(g.opts.PublicURL)
+	if err != nil || pu.Host == "" || !isLoopbackName(pu.Hostname()) {
+		return ""
+	}
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = strings.Trim(r.Host, "[]"), ""
+	}
+	wantPort := pu.Port()
+	if wantPort == "" && pu.Scheme == "https" {
+		wantPort = "443"
+	} else if wantPort == "" {
+		wantPort = "80"
+	}
+	if port == "" {
+		port = wantPort
+	}
+	if !isLoopbackName(host) || strings.EqualFold(host, pu.Hostname()) || port != wantPort {
+		return ""
+	}
+	return r.Host
+}
+
+func isLoopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// stepUp answers a read-only OAuth grant's call of a tool that changes
+// things with 403 and error="insufficient_scope" naming the scope it needs
+// (MCP authorization 2025-11-25, "Scope challenge handling"; RFC 6750
+// §3.1), so that the client can ask the person for more access; it
+// reports whether it answered. A key has no OAuth flow to step up through,
+// and a tool the workspace has turned off or does not have is for the
+// service to refuse: neither is answered here.
+func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte) bool {
+	if a.GrantID == "" || a.Scope != mcpgate.ScopeReadOnly || g.opts.Challenge == "" || g.opts.Tools == nil {
+		return false
+	}
+	var call struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &call) != nil || call.Method != "tools/call" {
+		return false
+	}
+	set, err := g.opts.Tools.ToolSet(r.Context(), a)
+	if err != nil {
+		return false
+	}
+	info, ok := set.All[call.Params.Name]
+	if !ok || !info.Enabled || info.ReadOnly {
+		return false
+	}
+	// The 401 challenge names the resource metadata and the scope of full
+	// access, which is the one needed here.
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(g.opts.Challenge, "Bearer ")+
+		`, error_description="`+call.Params.Name+` needs `+mcpgate.OAuthScopeTools+`"`)
+	g.log.InfoContext(r.Context(), "MCP call needs more scope", "tool", call.Params.Name, "grant_id", a.GrantID)
+	httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EForbidden,
+		"This app's access to the workspace is read-only (the grant was given as read-only), and %s changes things "+
+			"rather than reading them. The app can ask you again for full access (scope %s): sign in again from the app "+
+			"and choose Full.", call.Params.Name, mcpgate.OAuthScopeTools))
+	return true
 }
 
 // actorFrom returns the request's actor inside a tool handler.

@@ -57,3 +57,33 @@ func TestCredentialID(t *testing.T) {
 		t.Errorf("a person's CredentialID() = %q, want none", p)
 	}
 }
+
+// Issue 31: a 401 gives no OAuth hint where a sign-in cannot succeed: on a
+// connector URL (not an OAuth resource), and under a loopback name other
+// than the PUBLIC_URL's, where the body says which address to use.
+func TestChallengeWithoutOAuthHint(t *testing.T) {
+	const challenge = `Bearer resource_metadata="http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
+	g := New(Options{Authenticators: []mcpgate.Authenticator{refuseAll{"unknown"}}, Challenge: challenge,
+		PublicURL: "http://127.0.0.1:8080"})
+	defer g.Close()
+	h := g.Handler()
+	tests := []struct {
+		name, host, path, wantChallenge, wantBody string
+	}{
+		{"connector URL", "127.0.0.1:8080", "/c/mcpg_bad/mcp", `Bearer realm="mcpgate", error="invalid_token"`, "valid MCP key"},
+		{"localhost for 127.0.0.1", "localhost:8080", "/mcp",
+			`Bearer realm="mcpgate", error="invalid_token", error_description="connect to http://127.0.0.1:8080/mcp"`,
+			"connect to http://127.0.0.1:8080/mcp"},
+		{"[::1] for 127.0.0.1", "[::1]:8080", "/mcp", `Bearer realm="mcpgate", error="invalid_token", error_description="connect to http://127.0.0.1:8080/mcp"`, "127.0.0.1:8080"},
+		{"PUBLIC_URL itself", "127.0.0.1:8080", "/mcp", challenge, "valid MCP key"},
+		{"another port", "localhost:9090", "/mcp", challenge, "valid MCP key"},
+	}
+	for _, tt := range tests {
+		r := httptest.NewRequest(http.MethodPost, "http://"+tt.host+tt.path, strings.NewReader(`{}`))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != tt.wantChallenge || !strings.Contains(w.Body.String(), tt.wantBody) {
+			t.Errorf("%s: %d %q %s, want 401 %q naming %q", tt.name, w.Code, w.Header().Get("WWW-Authenticate"), w.Body, tt.wantChallenge, tt.wantBody)
+		}
+	}
+}

@@ -14,6 +14,13 @@
 // URL-mode input request for 2026-07-28 clients that declare it. Server
 // instructions and prompts come from the connectors.
 //
+// Two HTTP answers are its own. A read-only OAuth grant calling a tool that
+// changes things gets 403 insufficient_scope naming the scope it needs (MCP
+// step-up), and a 401 on a connector URL, or under a loopback name other
+// than PUBLIC_URL's, carries no OAuth hint. Sessions of a version before
+// 2026-07-28 get list results without that version's fields and its
+// resource-not-found code (versioned.go): go-sdk writes them for every one.
+//
 // It imports mcpgate, connectors, internal/httpx and the go-sdk; never
 // internal/store, internal/service, vault, api or web.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,8 @@ func TestRenderConsent(t *testing.T) {
 	w := httptest.NewRecorder()
 	h.RenderConsent(w, r, mcpgate.ConsentPage{
 		Client:       mcpgate.OAuthClient{ID: "mcpc_x", Name: "Evil \"app\"", Kind: mcpgate.ClientDCR},
-		RedirectHost: "127.0.0.1:5555", SelfRegistered: true, ReadOnly: true, Action: "/oauth/authorize",
+		RedirectHost: "127.0.0.1:5555", RedirectLoopback: true, SelfRegistered: true, ReadOnly: true, Action: "/oauth/authorize",
+		Resource:   "https://gw.example.com/mcp",
 		Workspaces: []mcpgate.Workspace{{ID: "ws1", Name: "Team", Role: mcpgate.RoleOwner}},
 		Fields:     map[string]string{"state": `"><script>`, "csrf_token": "tok"},
 	})
@@ -71,12 +73,72 @@ func TestRenderConsent(t *testing.T) {
 		t.Fatalf("status = %d", w.Code)
 	}
 	for _, want := range []string{`id="consent-warning"`, "127.0.0.1:5555", `value="ws1"`, `name="csrf_token" value="tok"`,
-		`value="read_only" id="access-read" checked`, `&#34;&gt;&lt;script&gt;`, `method="post" action="/oauth/authorize"`} {
+		`value="read_only" id="access-read" checked`, `&#34;&gt;&lt;script&gt;`, `method="post" action="/oauth/authorize"`,
+		// Issue 31: which gateway, what is asked in words, the resource,
+		// how the app is known, the cap, and no way out of the flow.
+		`mcpgate at <strong>gw.example.com</strong>`, "Read-only access: to list and inspect", "https://gw.example.com/mcp",
+		"registered itself with this gateway", `id="access-capped"`, `class="flow-origin">gw.example.com<`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("consent page lacks %q", want)
 		}
 	}
-	if strings.Contains(body, `"><script>`) {
-		t.Error("consent page did not escape a request field")
+	for _, bad := range []string{`"><script>`, `id="access-full"`, "Open dashboard", `href="/app"`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("consent page has %q", bad)
+		}
+	}
+
+	// A client known by its metadata document that asks for full access,
+	// returning to a website.
+	w = httptest.NewRecorder()
+	h.RenderConsent(w, r, mcpgate.ConsentPage{
+		Client:       mcpgate.OAuthClient{ID: "https://app.example.com/client.json", Name: "Docs app", Kind: mcpgate.ClientCIMD},
+		RedirectHost: "app.example.com", DocumentHost: "app.example.com", Resource: "https://gw.example.com/mcp",
+		Action: "/oauth/authorize", Workspaces: []mcpgate.Workspace{{ID: "ws1", Name: "Team", Role: mcpgate.RoleOwner}},
+	})
+	body = w.Body.String()
+	for _, want := range []string{"verified by its client ID document at <code>app.example.com</code>", `id="access-full" checked`,
+		"Full access: every tool", `id="access-read"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metadata-document consent page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{`id="consent-warning"`, "an app on this computer", `id="access-capped"`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("metadata-document consent page has %q", bad)
+		}
+	}
+}
+
+// The login page an authorization request leads through says which app
+// asks and which gateway this is (issue 31: it said only "Log in").
+func TestLoginDuringOAuth(t *testing.T) {
+	h, err := newHandler(Options{Services: newFake(mcpgate.RoleOwner).services(), PublicURL: "https://gw.example.com",
+		Now: func() time.Time { return testNow },
+		OAuthApp: func(_ context.Context, id string) string {
+			if id == "mcpc_x" {
+				return "Claude <Code>"
+			}
+			return ""
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(next string) string {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/login?next="+url.QueryEscape(next), nil))
+		return w.Body.String()
+	}
+	body := get("/oauth/authorize?client_id=mcpc_x&response_type=code")
+	for _, want := range []string{"Log in to continue to Claude &lt;Code&gt;", `id="login-app"`, "mcpgate at <strong>gw.example.com</strong>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("login page during OAuth lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `href="/signup">Sign up</a>`) {
+		t.Error("login page during OAuth offers the header's Sign up link")
+	}
+	if body := get("/app"); !strings.Contains(body, "<h1>Log in</h1>") || strings.Contains(body, `id="login-app"`) {
+		t.Error("the ordinary login page changed")
 	}
 }

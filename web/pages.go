@@ -20,6 +20,9 @@ type authPage struct {
 	Next       string
 	Email      string
 	Invitation string
+	// App is the app asking, when the page is the first step of an OAuth
+	// sign-in.
+	App string
 }
 
 func (h *handler) handleSignup(w http.ResponseWriter, r *http.Request) {
@@ -38,7 +41,10 @@ func (h *handler) authForm(w http.ResponseWriter, r *http.Request, page, title s
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, page, h.newView(r, title, "", authPage{Next: next}))
+	p := authPage{Next: next, App: h.oauthApp(r, next)}
+	v := h.newView(r, title, "", p)
+	v.Flow = p.App != ""
+	h.render(w, r, http.StatusOK, page, v)
 }
 
 func orDefault(s, d string) string {

@@ -35,6 +35,9 @@ type Options struct {
 	// Demo reports whether E2B is the bundled simulator (DemoProbe.On);
 	// the E2B connection page then says so. Nil means no.
 	Demo func() bool
+	// OAuthApp names the app of an OAuth client id for the login page an
+	// authorization request starts with ("" when unknown); nil: none.
+	OAuthApp func(ctx context.Context, clientID string) string
 }
 
 type handler struct {
@@ -138,6 +141,7 @@ func (h *handler) parseTemplates() error {
 		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
 		"browser":  browserName,
+		"hostOf":   hostOf,
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
@@ -285,7 +289,11 @@ type view struct {
 	// PendingApprovals counts the requests waiting for this person to
 	// decide, for the navigation.
 	PendingApprovals int
-	Data             any
+	// Flow marks a page of an OAuth sign-in (consent, the login it
+	// starts with): the header names the gateway and offers nothing that
+	// leads away from the flow.
+	Flow bool
+	Data any
 }
 
 func (h *handler) newView(r *http.Request, title, nav string, data any) *view {

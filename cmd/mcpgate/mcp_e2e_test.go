@@ -144,25 +144,34 @@ func TestMCPEndToEnd(t *testing.T) {
 		type answer struct{ body, challenge string }
 		// Every refusal looks the same; a request with no credential at all
 		// differs only in its challenge, which then has no error (RFC 6750
-		// §3.1), and both point OAuth clients to the resource metadata.
-		first := map[bool]*answer{}
+		// §3.1), and both point OAuth clients to the resource metadata. A
+		// connector URL is no OAuth resource (issue 31): its refusals get a
+		// plain challenge, the same for every one of them.
+		type kind struct{ presented, connector bool }
+		first := map[kind]*answer{}
 		check := func(t *testing.T, endpoint string, header http.Header, presented bool) {
 			t.Helper()
 			nextSource++
+			k := kind{presented, strings.HasPrefix(endpoint, "/c/")}
 			for _, r := range e.replicas {
 				resp, body := e.rawMCP(t, r.url+endpoint, header, fmt.Sprintf("127.0.0.%d", nextSource))
 				if resp.StatusCode != http.StatusUnauthorized {
 					t.Fatalf("status = %d %s, want 401", resp.StatusCode, body)
 				}
 				got := answer{string(body), resp.Header.Get("WWW-Authenticate")}
-				if !strings.HasPrefix(got.challenge, "Bearer ") || !strings.Contains(got.challenge, `resource_metadata="`+e2ePublicURL+"/.well-known/oauth-protected-resource/mcp\"") ||
-					strings.Contains(got.challenge, `error="invalid_token"`) != presented {
+				switch {
+				case k.connector:
+					if got.challenge != `Bearer realm="mcpgate", error="invalid_token"` {
+						t.Errorf("connector URL: WWW-Authenticate = %q, want a plain Bearer challenge without OAuth hints", got.challenge)
+					}
+				case !strings.HasPrefix(got.challenge, "Bearer ") || !strings.Contains(got.challenge, `resource_metadata="`+e2ePublicURL+"/.well-known/oauth-protected-resource/mcp\"") ||
+					strings.Contains(got.challenge, `error="invalid_token"`) != presented:
 					t.Errorf("WWW-Authenticate = %q, want a Bearer challenge naming the resource metadata (error only when a credential was sent: %v)", got.challenge, presented)
 				}
-				if first[presented] == nil {
-					first[presented] = &got
-				} else if got != *first[presented] {
-					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first[presented])
+				if first[k] == nil {
+					first[k] = &got
+				} else if got != *first[k] {
+					t.Errorf("answer = %+v, want the same as every other 401: %+v", got, *first[k])
 				}
 			}
 		}
@@ -174,7 +183,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			t.Run(c.name+"/X-API-Key", func(t *testing.T) { check(t, "/mcp", http.Header{"X-Api-Key": {c.key}}, true) })
 			t.Run(c.name+"/connector URL", func(t *testing.T) { check(t, "/c/"+c.key+"/mcp", nil, true) })
 		}
-		if f := first[true]; f != nil && (strings.Contains(f.body, "revoked") || strings.Contains(f.body, "expired")) {
+		if f := first[kind{presented: true}]; f != nil && (strings.Contains(f.body, "revoked") || strings.Contains(f.body, "expired")) {
 			t.Errorf("401 body %q hints at the reason", f.body)
 		}
 		t.Run("go-sdk client", func(t *testing.T) {

@@ -112,6 +112,10 @@ func newCallback(t *testing.T) *callback {
 	t.Helper()
 	c := &callback{got: make(chan url.Values, 4)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			http.NotFound(w, r) // the browser's favicon request is no answer
+			return
+		}
 		c.got <- r.URL.Query()
 		_, _ = io.WriteString(w, "<!doctype html><title>done</title><p id=done>You can close this window.</p>")
 	}))
@@ -297,14 +301,24 @@ func TestOAuthEndToEnd(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") != want {
 			t.Fatalf("no credential: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
 		}
-		for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
-			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), o.front+path, o.front+"/mcp", nil)
+		// Each document describes the resource its URL was made from
+		// (RFC 9728 §3.3; issue 31: the path-less one said …/mcp), which
+		// go-sdk checks.
+		for path, resource := range map[string]string{"/.well-known/oauth-protected-resource": o.front,
+			"/.well-known/oauth-protected-resource/mcp": o.front + "/mcp"} {
+			prm, err := oauthex.GetProtectedResourceMetadata(context.Background(), o.front+path, resource, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
 			if !slices.Equal(prm.AuthorizationServers, []string{o.front}) || !slices.Contains(prm.ScopesSupported, "mcp:tools") {
 				t.Errorf("%s = %+v", path, prm)
 			}
+		}
+		// A connector URL with a bad key is not an OAuth resource: a plain
+		// 401 (issue 31: it pointed to /mcp's metadata).
+		resp, _ = o.rawMCP(t, o.front+"/c/mcpg_notakey/mcp", nil, "")
+		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(got, "resource_metadata") {
+			t.Errorf("connector URL with a bad key: %d %q, want a 401 without OAuth hints", resp.StatusCode, got)
 		}
 		asm, err := auth.GetAuthServerMetadata(context.Background(), o.front, nil)
 		if err != nil || asm == nil {
@@ -340,10 +354,25 @@ func TestOAuthEndToEnd(t *testing.T) {
 		// Chromium signs alice in on the first authorization and consents;
 		// the second finds her signed in.
 		signedIn := false
+		var fetcherOf func(cb *callback, accessOf func() string) auth.AuthorizationCodeFetcher
 		fetcher := func(cb *callback, access string) auth.AuthorizationCodeFetcher {
+			return fetcherOf(cb, func() string { return access })
+		}
+		fetcherOf = func(cb *callback, accessOf func() string) auth.AuthorizationCodeFetcher {
 			return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+				access := accessOf()
 				webRun(t, bctx, "open the authorization URL", chromedp.Navigate(args.URL))
 				if !signedIn {
+					// The login page says which gateway and which app
+					// (issue 31: it said only "Log in").
+					webRun(t, bctx, "login page", chromedp.WaitVisible(chromedp.ID("#email")))
+					if got := webText(t, bctx, "#login-app"); !strings.Contains(got, "E2E native client") {
+						t.Errorf("the login page during OAuth says %q, want the app's name", got)
+					}
+					if got := webText(t, bctx, "#login-gateway"); !strings.Contains(got, strings.TrimPrefix(o.front, "http://")) {
+						t.Errorf("the login page during OAuth names gateway %q, want %s", got, o.front)
+					}
+					webCheckPage(t, bctx, "oauth-login")
 					webRun(t, bctx, "sign in",
 						chromedp.WaitVisible(chromedp.ID("#email")),
 						chromedp.SendKeys(chromedp.ID("#email"), alice.email),
@@ -353,7 +382,19 @@ func TestOAuthEndToEnd(t *testing.T) {
 				}
 				webRun(t, bctx, "consent page", chromedp.WaitVisible(chromedp.ID("#consent-form")))
 				webShot(t, bctx, "oauth-consent-"+access)
-				webCheckPage(t, bctx, "oauth consent "+access) // accessibility and layout, as for every dashboard page
+				webCheckPage(t, bctx, "oauth-consent-"+access) // accessibility and layout at 1280 and 390 px, screenshots
+				// What a person needs to trust it, and nothing that leads
+				// away from the flow (issue 31).
+				for sel, want := range map[string]string{"#consent-gateway": strings.TrimPrefix(o.front, "http://"),
+					"#consent-resource": o.front + "/mcp", "#consent-asks": "access", "#consent-known": "",
+					".flow-origin": strings.TrimPrefix(o.front, "http://")} {
+					if got := webText(t, bctx, sel); !strings.Contains(got, want) {
+						t.Errorf("consent %s = %q, want %q", sel, got, want)
+					}
+				}
+				if n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('header a, footer a').length`)); n != 0 {
+					t.Errorf("the consent page's header or footer has %d links leading away from the flow", n)
+				}
 				q, _ := json.Marshal(access)
 				webRun(t, bctx, "choose and allow", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 					_, err := chromedp.Evaluate[bool](`(document.querySelector('input[name=access][value=' + `+string(q)+` + ']').checked = true, true)`)(ctx, tg)
@@ -422,10 +463,11 @@ func TestOAuthEndToEnd(t *testing.T) {
 			id := o.cimd.URL + "/client.json"
 			o.setCIMD("/client.json", map[string]any{"client_id": id, "client_name": "E2E CIMD client",
 				"redirect_uris": []string{cb.url}, "token_endpoint_auth_method": "none"})
+			access := "read_only"
 			h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
 				ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: id},
 				RedirectURL:                    cb.url,
-				AuthorizationCodeFetcher:       fetcher(cb, "read_only"),
+				AuthorizationCodeFetcher:       fetcherOf(cb, func() string { return access }),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -437,9 +479,30 @@ func TestOAuthEndToEnd(t *testing.T) {
 			if slices.Contains(names, "e2b_create_sandbox") || slices.Contains(names, "e2b_pause_sandbox") {
 				t.Errorf("read-only grant lists %v, want read-only tools only", names)
 			}
-			if msg := e2eCallErr(t, cs, "e2b_create_sandbox", map[string]any{}); msg == "" {
-				t.Error("read-only grant created a sandbox")
+			// A write tool gets the step-up answer (MCP 2025-11-25): 403,
+			// insufficient_scope naming the scope needed, and words that
+			// call the grant a grant (issue 31: "This MCP key is read-only").
+			ts, _ := h.TokenSource(context.Background())
+			ro, err := ts.Token()
+			if err != nil {
+				t.Fatal(err)
 			}
+			o.rec.secret(ro.AccessToken, "access token")
+			mark := o.simLog.mark()
+			resp, body := o.rawMCPCall(t, o.front+"/mcp", ro.AccessToken, "e2b_create_sandbox")
+			want := `Bearer error="insufficient_scope", resource_metadata="` + o.front + `/.well-known/oauth-protected-resource/mcp", scope="mcp:tools"`
+			if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), want) ||
+				!strings.Contains(string(body), "grant") || strings.Contains(string(body), "MCP key") {
+				t.Fatalf("read-only grant calling a write tool: %d %q %s, want 403 %q and a grant's wording",
+					resp.StatusCode, resp.Header.Get("WWW-Authenticate"), body, want)
+			}
+			if n := len(o.simLog.since(mark)); n != 0 {
+				t.Errorf("the refused call reached E2B (%d requests)", n)
+			}
+			// go-sdk steps up: it asks alice again, she gives full access
+			// this time, and the same call goes through.
+			access = "full"
+			e2eCallOK(t, cs, "e2b_create_sandbox", map[string]any{})
 		})
 
 		// The Keys page lists both apps; revoking one there ends its
@@ -476,9 +539,12 @@ func TestOAuthEndToEnd(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
+			// The step-up left the app two grants (read-only, then full);
+			// the revoked one is gone from the page.
 			webRun(t, bctx, "reloaded", chromedp.WaitVisible(chromedp.ID("#grants-table")))
-			if got := webText(t, bctx, "#connected-apps"); strings.Contains(got, "E2E CIMD client") {
-				t.Errorf("the revoked app is still listed: %s", got)
+			n, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll('form[data-api-path$="/grants/`+gid+`"]').length`))
+			if err != nil || n != 0 {
+				t.Errorf("the revoked grant is still listed (%d, %v)", n, err)
 			}
 		})
 	})
@@ -494,10 +560,67 @@ func TestOAuthEndToEnd(t *testing.T) {
 				"missing": nil,
 				"plain":   {oauth2.SetAuthURLParam("code_challenge", oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("code_challenge_method", "plain")},
 			} {
+				// Shown on the gateway's page, never sent to the client
+				// (issue 24: RFC 9700 §4.11.2).
 				loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", opts...), wsA, "full", "allow")
-				if loc == nil || loc.Query().Get("error") != "invalid_request" || loc.Query().Get("code") != "" {
-					t.Errorf("%s: consent = %v %d %s, want a redirect with invalid_request", name, loc, status, body)
+				if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_request") {
+					t.Errorf("%s: consent = %v %d, want a 400 page naming invalid_request", name, loc, status)
 				}
+			}
+		})
+		t.Run("no redirect before sign-in", func(t *testing.T) {
+			// Signed out, a malformed request goes to the login page,
+			// never to the client's redirect URI.
+			hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			for name, u := range map[string]string{
+				"bad response_type": strings.Replace(cfg.AuthCodeURL("s"), "response_type=code", "response_type=token", 1),
+				"no PKCE":           cfg.AuthCodeURL("s"),
+			} {
+				resp, err := hc.Get(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				loc, _ := resp.Location()
+				if resp.StatusCode != http.StatusSeeOther || loc == nil || loc.Path != "/login" {
+					t.Errorf("%s, signed out: %d to %v, want 303 to the login page", name, resp.StatusCode, loc)
+				}
+			}
+			// Signed in, it is shown on the gateway's page.
+			u := strings.Replace(cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), "response_type=code", "response_type=token", 1)
+			loc, status, body := o.consent(t, alice, u, wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "unsupported_response_type") {
+				t.Errorf("bad response_type, signed in = %v %d, want a 400 page", loc, status)
+			}
+		})
+		t.Run("scopes", func(t *testing.T) {
+			// Issue 31: an unknown scope was accepted, and the person could
+			// pick Full when only mcp:tools:read was asked.
+			bogus := o.config(id, cb.url)
+			bogus.Scopes = []string{"mcp:tools", "bogus"}
+			loc, status, body := o.consent(t, alice, bogus.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_scope") {
+				t.Errorf("scope=bogus = %v %d, want a 400 page naming invalid_scope", loc, status)
+			}
+			read := o.config(id, cb.url)
+			read.Scopes = []string{"mcp:tools:read"}
+			loc, status, _ = o.consent(t, alice, read.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest {
+				t.Errorf("full access for a read-only request = %v %d, want a 400 page", loc, status)
+			}
+			tok := o.mustToken(t, alice, read, wsA, "read_only")
+			if tok.Extra("scope") != "mcp:tools:read" {
+				t.Errorf("read-only grant's scope = %v", tok.Extra("scope"))
+			}
+			offline := o.config(id, cb.url)
+			offline.Scopes = []string{"mcp:tools", "offline_access"}
+			o.mustToken(t, alice, offline, wsA, "full")
+		})
+		t.Run("fragment in redirect_uri", func(t *testing.T) {
+			frag := o.config(id, cb.url+"#x")
+			loc, status, _ := o.consent(t, alice, frag.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), wsA, "full", "allow")
+			if loc != nil || status != http.StatusBadRequest {
+				t.Errorf("a redirect_uri with a fragment = %v %d, want a 400 page (as at registration)", loc, status)
 			}
 		})
 		t.Run("wrong verifier", func(t *testing.T) {
@@ -580,10 +703,10 @@ func TestOAuthEndToEnd(t *testing.T) {
 			wantOAuthError(t, err, "invalid_grant")
 		})
 		t.Run("wrong resource", func(t *testing.T) {
-			loc, _, _ := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
+			loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
 				oauth2.SetAuthURLParam("resource", "https://other.example.com/mcp")), wsA, "full", "allow")
-			if loc == nil || loc.Query().Get("error") != "invalid_target" {
-				t.Errorf("authorize for another resource = %v, want invalid_target", loc)
+			if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_target") {
+				t.Errorf("authorize for another resource = %v %d, want a 400 page naming invalid_target", loc, status)
 			}
 			code, verifier := o.code(t, alice, cfg, wsA, "full")
 			_, err := cfg.Exchange(context.Background(), code, oauth2.VerifierOption(verifier),
@@ -852,4 +975,23 @@ func TestOAuthEndToEnd(t *testing.T) {
 			t.Errorf("secrets in responses: %v", bad)
 		}
 	})
+}
+
+// rawMCPCall posts one tools/call of tool (no arguments) with a bearer, as
+// a stateless client may, and returns the answer.
+func (o *oauthEnv) rawMCPCall(t *testing.T, endpoint, bearer, tool string) (*http.Response, []byte) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+bearer)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	resp, err := o.httpClient(nil, "").Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", e2eRedactPath(req.URL.Path), err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	return resp, raw
 }

@@ -32,7 +32,7 @@ func mcpServer(tools []*connectors.Tool, key mcpgate.Secret) *mcp.Server {
 				if err != nil {
 					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: mcpgate.ErrorMessage(err)}}}, nil
 				}
-				b, err := json.Marshal(out)
+				b, err := connectors.MarshalOutput(out)
 				if err != nil {
 					return nil, err
 				}

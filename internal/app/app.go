@@ -170,8 +170,15 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Service.SetListening(false) // until the invalidation listener is connected
 	gw.Keys = gw.Service.NewKeyAuthenticator()
 	services := gw.Service.Services()
+	// A grant revoked in the dashboard is dropped from this replica's token
+	// cache at once (as /oauth/revoke does), ahead of the notification every
+	// replica gets: the app's next call here is refused, not served from
+	// the cache for the moment the notification takes.
+	services.Grants = grantsRevokedHere{GrantService: services.Grants,
+		drop: func(ws string) { gw.Tokens.Invalidate(store.InvalidateGrants, ws) }}
 	demo := &web.DemoProbe{}
-	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On})
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On,
+		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
 		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
 	gw.Tokens = gw.OAuth.NewAuthenticator()
@@ -354,4 +361,19 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// grantsRevokedHere is the grant service with a revocation that also drops
+// this replica's cached access tokens of the workspace.
+type grantsRevokedHere struct {
+	mcpgate.GrantService
+	drop func(workspaceID string)
+}
+
+func (g grantsRevokedHere) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) error {
+	if err := g.GrantService.RevokeGrant(ctx, a, id); err != nil {
+		return err
+	}
+	g.drop(a.WorkspaceID)
+	return nil
 }

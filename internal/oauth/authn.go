@@ -100,7 +100,7 @@ func (a *TokenAuthenticator) check(ctx context.Context, tok string) (*mcpgate.Ac
 		return nil, refused("revoked")
 	case !now.Before(t.ExpiresAt):
 		return nil, refused("expired")
-	case g.Resource != a.resource:
+	case !a.srv.ownsResource(g.Resource):
 		// RFC 8707: a token for another resource (another gateway, or a
 		// PUBLIC_URL that changed) is not a token for this one.
 		return nil, refused("audience")

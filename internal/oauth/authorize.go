@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgate/mcpgate"
@@ -35,7 +36,9 @@ type authRequest struct {
 	state         string
 	challenge     string
 	resource      string
-	readOnly      bool
+	// readOnly: the client asked for read-only access only, which is
+	// then the most the person can grant.
+	readOnly bool
 }
 
 // pageError is a request that cannot go back to the client (unknown
@@ -50,7 +53,8 @@ var challengeShape = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
 
 // parseAuthRequest checks an authorization request. Problems with the
 // client or redirect URI are a pageError (never redirect to an unchecked
-// URI); the others are an oauthError to send to the redirect URI.
+// URI); the others are an oauthError, which the caller shows on the
+// gateway's page too (authRequest).
 func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*authRequest, *pageError, *oauthError) {
 	clientID := get("client_id")
 	if clientID == "" {
@@ -63,6 +67,8 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 			return nil, &pageError{http.StatusBadRequest, "Unknown app", "This app is not registered with this gateway, or its registration expired. Start again from the app."}, nil
 		case mcpgate.EInvalid:
 			return nil, &pageError{http.StatusBadRequest, "This app cannot sign in", mcpgate.ErrorMessage(err)}, nil
+		case mcpgate.ETooMany:
+			return nil, &pageError{http.StatusTooManyRequests, "Try again in a few minutes", mcpgate.ErrorMessage(err)}, nil
 		}
 		s.log.ErrorContext(r.Context(), "find oauth client", "err", err)
 		return nil, &pageError{http.StatusServiceUnavailable, "Something went wrong", "The gateway could not check this app right now. Try again shortly."}, nil
@@ -71,7 +77,9 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 	if ar.redirectURI == "" && len(c.RedirectURIs) == 1 {
 		ar.redirectURI = c.RedirectURIs[0]
 	}
-	if !matchRedirect(c.RedirectURIs, ar.redirectURI) {
+	// A fragment is refused here as at registration (RFC 6749 §3.1.2),
+	// whatever the registered URI: the code is never put after a "#".
+	if strings.Contains(ar.redirectURI, "#") || !matchRedirect(c.RedirectURIs, ar.redirectURI) {
 		return nil, &pageError{http.StatusBadRequest, "Unexpected return address",
 			"The app asked to send you back to an address it did not register. Nothing was shared. Start again from the app."}, nil
 	}
@@ -88,17 +96,24 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 	if !challengeShape.MatchString(ar.challenge) {
 		return ar, nil, errInvalidRequest("code_challenge is not a S256 challenge")
 	}
-	ar.resource = get("resource")
-	if ar.resource == "" {
-		// RFC 8707 makes the parameter optional; the one resource this
-		// server protects is then meant.
-		ar.resource = s.resource
-	}
-	if strings.TrimRight(ar.resource, "/") != s.resource {
-		return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource}
-	}
+	// RFC 8707 makes the parameter optional; the MCP endpoint, this
+	// server's one resource, is then meant.
 	ar.resource = s.resource
+	if res := get("resource"); res != "" {
+		if ar.resource = s.resourceOf(res); ar.resource == "" {
+			return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource}
+		}
+	}
 	scopes := strings.Fields(get("scope"))
+	for _, sc := range scopes {
+		// offline_access (OpenID Connect) asks for a refresh token, which
+		// every grant has; anything else is a scope this server does not
+		// have, and granting "something" for it would be a guess.
+		if !isKnownScope(sc) && sc != "offline_access" {
+			return ar, nil, &oauthError{Code: "invalid_scope", Description: "unknown scope " + strconv.Quote(sc) +
+				"; this server has " + mcpgate.OAuthScopeTools + " and " + mcpgate.OAuthScopeRead}
+		}
+	}
 	ar.readOnly = slices.Contains(scopes, mcpgate.OAuthScopeRead) && !slices.Contains(scopes, mcpgate.OAuthScopeTools)
 	return ar, nil, nil
 }
@@ -175,8 +190,11 @@ func (s *Server) ensureCSRF(w http.ResponseWriter, r *http.Request) string {
 }
 
 // authRequest parses the authorization request that get reads; when it is
-// refused it answers (an error page, or an error sent back to the client)
-// and returns nil.
+// refused it shows why on the gateway's page and returns nil. A malformed
+// request is never answered by a redirect to the client: the person has not
+// yet seen which app this is, and a self-registered client's redirect URI
+// would make the gateway an open redirector (RFC 9700 §4.11.2). Only the
+// person's own decision on the consent page goes back to the app.
 func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, get func(string) string) *authRequest {
 	ar, perr, oerr := s.parseAuthRequest(r, get)
 	if perr != nil {
@@ -184,7 +202,11 @@ func (s *Server) authRequest(w http.ResponseWriter, r *http.Request, get func(st
 		return nil
 	}
 	if oerr != nil {
-		s.redirectError(w, r, ar, oerr)
+		s.log.InfoContext(r.Context(), "authorization request refused", "client_id", ar.client.ID, "error", oerr.Code,
+			"description", oerr.Description)
+		s.errorPage(w, r, http.StatusBadRequest, ar.client.Name+" sent a sign-in request this gateway cannot accept",
+			"The app's request is not valid ("+oerr.Code+": "+oerr.Description+"). Nothing was shared. "+
+				"Tell the app's maker, or try another version of the app.")
 		return nil
 	}
 	return ar
@@ -204,13 +226,17 @@ var authParams = []string{"client_id", "redirect_uri", "response_type", "state",
 // the login page and back, and shows the consent page.
 func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ar := s.authRequest(w, r, q.Get)
-	if ar == nil {
+	u := mcpgate.UserFromContext(r.Context())
+	if u == nil && q.Get("client_id") != "" {
+		// Signed out: to the login page first, with nothing fetched (a
+		// stranger's request makes the gateway connect nowhere) and
+		// nothing sent to the client; the request is checked when the
+		// person is back.
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	u := mcpgate.UserFromContext(r.Context())
-	if u == nil {
-		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+	ar := s.authRequest(w, r, q.Get)
+	if ar == nil {
 		return
 	}
 	wss, err := s.opts.Workspaces.Workspaces(r.Context(), u)
@@ -230,10 +256,17 @@ func (s *Server) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	if host == "" {
 		host = ru.Scheme + ":"
 	}
+	page := mcpgate.ConsentPage{Client: *ar.client, RedirectHost: host,
+		RedirectLoopback: ru.Scheme == "http" && isLoopbackHost(ru.Hostname()),
+		SelfRegistered:   ar.client.Kind == mcpgate.ClientDCR, Resource: ar.resource, Workspaces: wss, ReadOnly: ar.readOnly,
+		Action: "/oauth/authorize", Fields: fields}
+	if ar.client.Kind == mcpgate.ClientCIMD {
+		if cu, err := url.Parse(ar.client.ID); err == nil {
+			page.DocumentHost = cu.Host
+		}
+	}
 	pageHeaders(w, ar.redirectURI)
-	s.opts.Consent.RenderConsent(w, r, mcpgate.ConsentPage{Client: *ar.client, RedirectHost: host,
-		SelfRegistered: ar.client.Kind == mcpgate.ClientDCR, Workspaces: wss, ReadOnly: ar.readOnly,
-		Action: "/oauth/authorize", Fields: fields})
+	s.opts.Consent.RenderConsent(w, r, page)
 }
 
 // handleConsent is the consent form's POST: CSRF-checked, the request
@@ -281,10 +314,21 @@ func (s *Server) handleConsent(w http.ResponseWriter, r *http.Request) {
 	scope := mcpgate.ScopeFull
 	switch r.PostForm.Get("access") {
 	case string(mcpgate.ScopeFull):
+		if ar.readOnly {
+			// A person may grant less than the app asked, never more.
+			s.errorPage(w, r, http.StatusBadRequest, "The app asked for read-only access",
+				"Full access cannot be given to an app that asked only to read. Start again from the app.")
+			return
+		}
 	case string(mcpgate.ScopeReadOnly):
 		scope = mcpgate.ScopeReadOnly
 	default:
 		s.errorPage(w, r, http.StatusBadRequest, "Choose the access", "Full or read-only. Start again from the app.")
+		return
+	}
+	if err := s.keepClient(r, ar.client); err != nil {
+		s.log.ErrorContext(r.Context(), "store consented client", "err", err)
+		s.errorPage(w, r, http.StatusServiceUnavailable, "Something went wrong", "Try again shortly.")
 		return
 	}
 	code := newSecret(codePrefix)

@@ -12,10 +12,13 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpgate/mcpgate"
 )
 
 // CIMDOptions configure how client ID metadata documents are fetched.
@@ -45,20 +48,119 @@ func isCIMDClientID(id string) bool {
 type cimdFetcher struct {
 	opts   CIMDOptions
 	client *http.Client
+	// pending holds documents fetched for a sign-in not yet consented to.
+	pending *pendingClients
 }
 
-// publicAddr reports whether the fetcher may connect to addr: never to
-// loopback, private, link-local, multicast, unspecified or shared (CGNAT)
-// ranges, where a metadata URL would let anyone probe the gateway's own
-// network (SSRF).
+// pendingTTL is how long a fetched, unconsented document is reused: the
+// time from the authorization request to the consent.
+const pendingTTL = 10 * time.Minute
+
+// maxPending bounds the unconsented documents held in memory.
+const maxPending = 256
+
+// pendingClients is a small in-memory cache of fetched documents, so that
+// the consent's POST does not fetch again what its GET fetched.
+type pendingClients struct {
+	mu      sync.Mutex
+	clients map[string]pendingClient
+}
+
+type pendingClient struct {
+	client  mcpgate.OAuthClient
+	fetched time.Time
+}
+
+func (p *pendingClients) get(id string, now time.Time) *mcpgate.OAuthClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.clients[id]
+	if !ok || now.Sub(e.fetched) >= pendingTTL {
+		return nil
+	}
+	c := e.client
+	return &c
+}
+
+func (p *pendingClients) put(c *mcpgate.OAuthClient, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, e := range p.clients {
+		if now.Sub(e.fetched) >= pendingTTL {
+			delete(p.clients, id)
+		}
+	}
+	if len(p.clients) >= maxPending {
+		return // full of live sign-ins: the next one fetches again
+	}
+	p.clients[c.ID] = pendingClient{client: *c, fetched: now}
+}
+
+// specialUse are the ranges of the IANA IPv4 and IPv6 Special-Purpose
+// Address Registries (iana-ipv4-special-registry, iana-ipv6-special-registry,
+// as of 2024), plus multicast, 240.0.0.0/4 and the deprecated site-local
+// range: addresses that are not a public web server's. A metadata URL that
+// resolves into one would let anyone make the gateway probe its own network
+// (SSRF), so every one is refused, even those the registry marks globally
+// reachable (AS112, AMT), which no client's document is served from.
+var specialUse = func() []netip.Prefix {
+	var ps []netip.Prefix
+	for _, p := range []string{
+		// IPv4
+		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+		"192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
+		"192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+		// IPv6 (IPv4-mapped and NAT64 are judged by their IPv4 address below)
+		"::/96", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48", "3fff::/20",
+		"5f00::/16", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+	} {
+		ps = append(ps, netip.MustParsePrefix(p))
+	}
+	return ps
+}()
+
+// nat64 is the well-known NAT64 prefix (RFC 6052): its last 32 bits are an
+// IPv4 address, reached through the translator.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// publicAddr reports whether the fetcher may connect to addr: never to a
+// special-use address, nor to one whose embedded IPv4 address (IPv4-mapped,
+// NAT64) is one; the IPv4-compatible (::/96) and 6to4 (2002::/16) forms are
+// special-use themselves.
 func publicAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+	if nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	if !a.IsValid() || a.Zone() != "" {
 		return false
 	}
-	cgnat := netip.MustParsePrefix("100.64.0.0/10")
-	return !cgnat.Contains(a)
+	for _, p := range specialUse {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return !a.IsLoopback() && !a.IsPrivate() && !a.IsLinkLocalUnicast() && !a.IsMulticast() && !a.IsUnspecified()
+}
+
+// ownAddr reports whether addr is one of this host's interface addresses:
+// a public address of the gateway's own machine reaches services that may
+// trust a local caller. Read at each dial, since addresses change.
+func ownAddr(a netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // unknown: refuse
+	}
+	a = a.Unmap()
+	for _, ia := range addrs {
+		if n, ok := ia.(*net.IPNet); ok {
+			if own, ok := netip.AddrFromSlice(n.IP); ok && own.Unmap() == a {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
@@ -71,10 +173,10 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 	if o.CacheTTL == 0 {
 		o.CacheTTL = time.Hour
 	}
-	allow := publicAddr
+	allow := func(a netip.Addr) bool { return publicAddr(a) && !ownAddr(a) }
 	if o.AllowAddr != nil {
 		test := o.AllowAddr
-		allow = func(a netip.Addr) bool { return publicAddr(a) || test(a) }
+		allow = func(a netip.Addr) bool { return (publicAddr(a) && !ownAddr(a)) || test(a) }
 	}
 	dialer := &net.Dialer{Timeout: o.Timeout,
 		// The check runs on the address actually dialled, after DNS, so
@@ -90,8 +192,9 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 	tr := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: o.Timeout,
 		ResponseHeaderTimeout: o.Timeout, MaxIdleConns: 10, IdleConnTimeout: 30 * time.Second,
 		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}, Proxy: nil}
-	return &cimdFetcher{opts: o, client: &http.Client{Transport: tr, Timeout: o.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return errNoRedirects }}}
+	return &cimdFetcher{opts: o, pending: &pendingClients{clients: map[string]pendingClient{}},
+		client: &http.Client{Transport: tr, Timeout: o.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return errNoRedirects }}}
 }
 
 // errNoRedirects stops the client at a redirect: a document must be served
@@ -135,7 +238,7 @@ func (f *cimdFetcher) fetch(ctx context.Context, id string) (*oauthex.ClientRegi
 	if err != nil {
 		switch {
 		case errors.Is(err, errAddrRefused):
-			return nil, &fetchError{Reason: "its host is on a private, loopback or link-local address", Err: err}
+			return nil, &fetchError{Reason: "its host is on a private, special-use or this gateway's own address", Err: err}
 		case errors.Is(err, errNoRedirects):
 			return nil, &fetchError{Reason: "it redirects, and redirects are not followed", Err: err}
 		}

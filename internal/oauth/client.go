@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -115,17 +116,56 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.InfoContext(r.Context(), "oauth client registered", "client_id", c.ID, "client_name", c.Name)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusCreated, map[string]any{
-		"client_id":                  c.ID,
-		"client_id_issued_at":        c.CreatedAt.Unix(),
-		"client_name":                c.Name,
-		"client_uri":                 c.URI,
-		"redirect_uris":              c.RedirectURIs,
-		"grant_types":                []string{"authorization_code", "refresh_token"},
-		"response_types":             []string{"code"},
-		"token_endpoint_auth_method": "none",
-		"scope":                      mcpgate.OAuthScopeTools + " " + mcpgate.OAuthScopeRead,
-	})
+	writeJSON(w, http.StatusCreated, registrationAnswer(c, &md))
+}
+
+// registration is the answer to a registration (RFC 7591 §3.2.1): the
+// client's id and what was registered, where an optional field that was not
+// registered is left out, never sent empty. An empty string is not a URL,
+// and client libraries that validate the answer (the TypeScript SDK's
+// OAuthClientInformationFullSchema, in its src/shared/auth.ts) refuse it.
+type registration struct {
+	ClientID                string   `json:"client_id"`
+	ClientIDIssuedAt        int64    `json:"client_id_issued_at"`
+	ClientName              string   `json:"client_name,omitempty"`
+	ClientURI               string   `json:"client_uri,omitempty"`
+	RedirectURIs            []string `json:"redirect_uris"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	Scope                   string   `json:"scope"`
+}
+
+// registrationAnswer echoes a registered client. The name is echoed only
+// when the client sent one (the placeholder shown for a nameless client is
+// the gateway's, not the client's); the grant types, response types and
+// auth method are the ones this server provisions for every client.
+func registrationAnswer(c *mcpgate.OAuthClient, md *oauthex.ClientRegistrationMetadata) registration {
+	a := registration{ClientID: c.ID, ClientIDIssuedAt: c.CreatedAt.Unix(), ClientURI: c.URI, RedirectURIs: c.RedirectURIs,
+		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		TokenEndpointAuthMethod: "none", Scope: mcpgate.OAuthScopeTools + " " + mcpgate.OAuthScopeRead}
+	if strings.TrimSpace(md.ClientName) != "" {
+		a.ClientName = c.Name
+	}
+	// A registration's scope is what the client will restrict itself to
+	// (RFC 7591 §2); the server may narrow it to the scopes it knows, and
+	// says so by the echo. The authorization request is where an unknown
+	// scope is refused.
+	var known []string
+	for _, sc := range strings.Fields(md.Scope) {
+		if isKnownScope(sc) && !slices.Contains(known, sc) {
+			known = append(known, sc)
+		}
+	}
+	if len(known) > 0 {
+		a.Scope = strings.Join(known, " ")
+	}
+	return a
+}
+
+// isKnownScope reports whether scope is one of the MCP endpoint's scopes.
+func isKnownScope(scope string) bool {
+	return scope == mcpgate.OAuthScopeTools || scope == mcpgate.OAuthScopeRead
 }
 
 // clientFromMetadata validates client metadata, from a registration or a
@@ -184,8 +224,12 @@ func (s *Server) findClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	return c, err
 }
 
-// cimdClient returns a client by its metadata document, fetching it when
-// the cached copy is missing or older than the cache time.
+// cimdClient returns a client by its metadata document: the stored copy
+// of a client someone consented to, while it is fresh; else the copy
+// fetched for an earlier step of this sign-in (this replica's, for a few
+// minutes); else a fetch, limited per client address. A fetched document
+// is stored only when a person consents (keepClient), so strangers cannot
+// fill the table.
 func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, error) {
 	c, fetched, err := s.db.FindOAuthClient(r.Context(), id)
 	if err == nil && s.now().Sub(fetched) < s.cimd.opts.CacheTTL {
@@ -193,6 +237,12 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	}
 	if err != nil && mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		return nil, err
+	}
+	if c := s.cimd.pending.get(id, s.now()); c != nil {
+		return c, nil
+	}
+	if !s.fetchers.allow(httpx.ClientAddress(r), s.now()) {
+		return nil, mcpgate.Errorf(mcpgate.ETooMany, "Too many apps were looked up from your address. Try again in a few minutes.")
 	}
 	md, ferr := s.cimd.fetch(r.Context(), id)
 	if ferr != nil {
@@ -209,8 +259,31 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the client's metadata document is not valid: %s", oerr.Description)
 	}
 	nc.ID, nc.Kind = id, mcpgate.ClientCIMD
-	if err := s.db.SaveOAuthClient(r.Context(), nc, ""); err != nil {
-		return nil, err
-	}
+	s.cimd.pending.put(nc, s.now())
 	return nc, nil
+}
+
+// keepClient stores a metadata document's client once a person consents
+// to it (a registered client is stored already), refreshing the stored copy.
+func (s *Server) keepClient(r *http.Request, c *mcpgate.OAuthClient) error {
+	if c.Kind != mcpgate.ClientCIMD {
+		return nil
+	}
+	return s.db.SaveOAuthClient(r.Context(), c, httpx.ClientAddress(r))
+}
+
+// AppName names the app of a client id for the login page an authorization
+// request leads through: the stored client's name (the consent page then
+// says how the gateway knows it), or for a metadata document not consented
+// to yet, its host. Nothing is fetched: the person has not signed in yet.
+func (s *Server) AppName(ctx context.Context, clientID string) string {
+	c, _, err := s.db.FindOAuthClient(ctx, clientID)
+	switch {
+	case err == nil:
+		return c.Name
+	case isCIMDClientID(clientID):
+		u, _ := url.Parse(clientID)
+		return "an app of " + u.Host
+	}
+	return ""
 }

@@ -30,6 +30,13 @@
 // drive it with independent clients: golang.org/x/oauth2 with its PKCE
 // helpers and go-sdk's client-side AuthorizationCodeHandler.
 //
+// Every token is bound to the issuer and resource of its grant: another
+// gateway on the same database (another PUBLIC_URL) can neither use, refresh,
+// redeem nor revoke it. A malformed authorization request is shown on the
+// gateway's page and never redirected to the client (RFC 9700 §4.11.2), and
+// client ID metadata documents are fetched only for a signed-in person,
+// limited per address, and stored only once consented.
+//
 // What it deliberately does not do: confidential clients, implicit or
 // password grants, plain PKCE, JWT access tokens, token introspection.
 //

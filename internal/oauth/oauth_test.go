@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -14,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -73,6 +77,16 @@ func TestPublicAddr(t *testing.T) {
 		"127.0.0.1": false, "::1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
 		"169.254.169.254": false, "fe80::1": false, "fc00::1": false, "100.64.0.1": false, "0.0.0.0": false,
 		"::ffff:127.0.0.1": false, "224.0.0.1": false,
+		// Issue 24: embedded IPv4 forms and the rest of the IANA registries.
+		"64:ff9b::7f00:1": false, "64:ff9b::a00:1": false, "64:ff9b::5db8:d822": true, "64:ff9b:1::1": false,
+		"2002:7f00:1::1": false, "2002:5db8:d822::1": false, "::7f00:1": false, "::5db8:d822": false,
+		"::ffff:10.0.0.1": false, "::ffff:93.184.216.34": true,
+		"0.1.2.3": false, "240.0.0.1": false, "255.255.255.255": false, "198.18.0.1": false, "198.19.255.255": false,
+		"192.0.0.8": false, "192.0.2.1": false, "198.51.100.1": false, "203.0.113.1": false, "192.88.99.1": false,
+		"192.31.196.1": false, "192.175.48.1": false, "192.52.193.1": false,
+		"100::1": false, "2001::1": false, "2001:db8::1": false, "2001:2::1": false, "2001:20::1": false,
+		"3fff::1": false, "5f00::1": false, "fec0::1": false, "ff02::1": false, "2620:4f:8000::1": false,
+		"2a00:1450:4001::1": true,
 	} {
 		if got := publicAddr(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("publicAddr(%s) = %v, want %v", addr, got, want)
@@ -193,9 +207,9 @@ func (f *fixture) grant(t *testing.T, resource string) (string, string) {
 	ctx := context.Background()
 	code := newSecret(codePrefix)
 	verifier := strings.Repeat("v", 43)
-	if err := f.db.CreateOAuthCode(ctx, mcpgate.HashToken(code), store.OAuthCode{ClientID: f.client, WorkspaceID: f.workspace,
-		UserID: f.user, RedirectURI: "http://127.0.0.1/cb", Challenge: s256(verifier), Resource: resource,
-		Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}); err != nil {
+	c := storeCode(f, verifier)
+	c.Resource = resource
+	if err := f.db.CreateOAuthCode(ctx, mcpgate.HashToken(code), c); err != nil {
 		t.Fatal(err)
 	}
 	access, refresh, pair := f.srv.newPair()
@@ -203,6 +217,12 @@ func (f *fixture) grant(t *testing.T, resource string) (string, string) {
 		t.Fatalf("RedeemOAuthCode() err = %v", err)
 	}
 	return access, refresh
+}
+
+// storeCode is a read-only code of the fixture's member for the MCP endpoint.
+func storeCode(f *fixture, verifier string) store.OAuthCode {
+	return store.OAuthCode{ClientID: f.client, WorkspaceID: f.workspace, UserID: f.user, RedirectURI: "http://127.0.0.1/cb",
+		Challenge: s256(verifier), Resource: f.srv.resource, Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}
 }
 
 func bearerRequest(tok string) *http.Request {
@@ -251,22 +271,24 @@ func isOAuthRefusal(err error) bool {
 	return errors.As(err, &ae) && strings.HasPrefix(ae.Reason, "oauth_")
 }
 
+func anyResource(string) error { return nil }
+
 // A refresh token rotates once; the spent one revokes the grant.
 func TestRotateRefreshToken(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
 	_, refresh := f.grant(t, "https://gw.example.com/mcp")
 	ctx := context.Background()
 	_, _, next := f.srv.newPair()
-	g, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), "another client", time.Now(), next)
+	g, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), "another client", time.Now(), anyResource, next)
 	if mcpgate.ErrorCode(err) != mcpgate.ENotFound || g != nil {
 		t.Fatalf("rotate as another client = %v, %v, want not found", g, err)
 	}
-	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), next); err != nil {
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), anyResource, next); err != nil {
 		t.Fatalf("rotate err = %v", err)
 	}
 	_, _, again := f.srv.newPair()
 	var reuse *store.ReuseError
-	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), again); !errors.As(err, &reuse) {
+	if _, err := f.db.RotateRefreshToken(ctx, mcpgate.HashToken(refresh), f.client, time.Now(), anyResource, again); !errors.As(err, &reuse) {
 		t.Fatalf("reuse err = %v, want a ReuseError", err)
 	}
 	if gs, _ := f.db.ListGrants(ctx, f.workspace, ""); len(gs) != 0 {
@@ -274,8 +296,8 @@ func TestRotateRefreshToken(t *testing.T) {
 	}
 }
 
-// Registrations that never got a grant expire; used ones and metadata
-// document clients stay.
+// Clients that never got a grant expire, registered or known by a metadata
+// document (issue 24: documents were kept for ever); used ones stay.
 func TestPruneOAuth(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
 	ctx := context.Background()
@@ -295,7 +317,7 @@ func TestPruneOAuth(t *testing.T) {
 	if err := f.srv.Prune(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range map[string]bool{"mcpc_unused": false, "mcpc_fresh": true, f.client: true, "https://app.example.com/c.json": true} {
+	for id, want := range map[string]bool{"mcpc_unused": false, "mcpc_fresh": true, f.client: true, "https://app.example.com/c.json": false} {
 		_, _, err := f.db.FindOAuthClient(ctx, id)
 		if got := err == nil; got != want {
 			t.Errorf("client %s kept = %v, want %v (err %v)", id, got, want, err)
@@ -334,23 +356,36 @@ func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
 	}
 }
 
-// A client ID metadata document is fetched once and then served from the
-// cache until it is older than the cache time.
-func TestCIMDCached(t *testing.T) {
-	var hits atomic.Int32
+// docServer serves a valid metadata document at every path, counting hits.
+func docServer(t *testing.T, hits *atomic.Int32) *httptest.Server {
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+		if hits != nil {
+			hits.Add(1)
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "https://" + r.Host + r.URL.Path, "client_name": "Doc",
 			"redirect_uris": []string{"http://127.0.0.1/cb"}})
 	}))
 	ts.StartTLS()
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// localFetcher fetches from a local test server, trusting its certificate.
+func localFetcher(ts *httptest.Server) *cimdFetcher {
 	pool := x509.NewCertPool()
 	pool.AddCert(ts.Certificate())
+	return newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+}
+
+// A client ID metadata document is fetched once and then served from the
+// cache until it is older than the cache time.
+func TestCIMDCached(t *testing.T) {
+	var hits atomic.Int32
+	ts := docServer(t, &hits)
 	f := newFixture(t, "https://gw.example.com")
 	now := time.Now()
 	f.srv.now = func() time.Time { return now }
-	f.srv.cimd = newCIMDFetcher(CIMDOptions{RootCAs: pool, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }})
+	f.srv.cimd = localFetcher(ts)
 	id := ts.URL + "/client.json"
 	r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
 	for range 3 {
@@ -362,8 +397,64 @@ func TestCIMDCached(t *testing.T) {
 	if n := hits.Load(); n != 1 {
 		t.Errorf("document fetched %d times for 3 uses, want 1", n)
 	}
+	// Not stored before a person consents (issue 24: every fetch was).
+	if _, _, err := f.db.FindOAuthClient(context.Background(), id); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		t.Errorf("an unconsented document's client is stored (err %v)", err)
+	}
 	now = now.Add(2 * time.Hour)
 	if _, err := f.srv.findClient(r, id); err != nil || hits.Load() != 2 {
 		t.Errorf("after the cache time: err %v, fetches %d, want a second fetch", err, hits.Load())
+	}
+}
+
+// Fetches of metadata documents are limited per client address (issue 24:
+// one address made the gateway fetch and store 200), and the limit of one
+// address leaves another's alone.
+func TestCIMDFetchRateLimited(t *testing.T) {
+	ts := docServer(t, nil)
+	f := newFixture(t, "https://gw.example.com")
+	f.srv.fetchers = newAddrLimiter(rate.Every(time.Hour), 2)
+	f.srv.cimd = localFetcher(ts)
+	from := func(addr string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/oauth/authorize", nil)
+		r.RemoteAddr = addr + ":5555"
+		return r
+	}
+	for i := range 3 {
+		_, err := f.srv.findClient(from("203.0.113.5"), fmt.Sprintf("%s/c%d.json", ts.URL, i))
+		if want := i < 2; (err == nil) != want {
+			t.Fatalf("fetch %d from one address err = %v, want allowed %v", i+1, err, want)
+		}
+		if i == 2 && mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+			t.Fatalf("fetch over the limit err = %v, want rate_limited", err)
+		}
+	}
+	if _, err := f.srv.findClient(from("198.51.100.7"), ts.URL+"/c9.json"); err != nil {
+		t.Errorf("another address's fetch err = %v, want allowed", err)
+	}
+	// A document already fetched for this sign-in is not fetched again.
+	if _, err := f.srv.findClient(from("203.0.113.5"), ts.URL+"/c0.json"); err != nil {
+		t.Errorf("the consent step of a fetched document err = %v, want it served from memory", err)
+	}
+}
+
+// The host's own addresses are refused even where they are public.
+func TestOwnAddr(t *testing.T) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil || len(addrs) == 0 {
+		t.Fatalf("InterfaceAddrs() = %v, %v", addrs, err)
+	}
+	for _, ia := range addrs {
+		n, ok := ia.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		a, _ := netip.AddrFromSlice(n.IP)
+		if !ownAddr(a) {
+			t.Errorf("ownAddr(%s) = false for an interface address", a)
+		}
+	}
+	if ownAddr(netip.MustParseAddr("93.184.216.34")) {
+		t.Error("ownAddr(93.184.216.34) = true")
 	}
 }

@@ -70,6 +70,11 @@ type Options struct {
 	// (default 20 an hour, burst 20).
 	RegisterRate  rate.Limit
 	RegisterBurst int
+	// FetchRate and FetchBurst limit fetches of client ID metadata
+	// documents per client address (default 20 an hour, burst 10): each
+	// one makes the gateway connect somewhere a stranger chose.
+	FetchRate  rate.Limit
+	FetchBurst int
 	// Trust decides how long a cached access token may be used: the
 	// services' rule, so that tokens follow the same revocation and outage
 	// guarantees as keys. Nil (tests): fresh for CacheTTL.
@@ -95,13 +100,46 @@ type Server struct {
 	// of a revocation made here; the other replicas hear of it by NOTIFY.
 	tokens *TokenAuthenticator
 
-	regMu      sync.Mutex
-	registrars map[string]*rateEntry
+	// registrars and fetchers limit, per client address, registrations
+	// and fetches of client ID metadata documents.
+	registrars *addrLimiter
+	fetchers   *addrLimiter
+}
+
+// addrLimiter is a token bucket per client address, forgotten a day after
+// its last use.
+type addrLimiter struct {
+	every time.Duration
+	burst int
+	mu    sync.Mutex
+	addrs map[string]*rateEntry
 }
 
 type rateEntry struct {
 	lim  *rate.Limiter
 	last time.Time
+}
+
+func newAddrLimiter(l rate.Limit, burst int) *addrLimiter {
+	return &addrLimiter{every: time.Duration(float64(time.Second) / float64(l)), burst: burst, addrs: map[string]*rateEntry{}}
+}
+
+// allow takes a token from the address's bucket.
+func (l *addrLimiter) allow(addr string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, e := range l.addrs {
+		if now.Sub(e.last) > 24*time.Hour {
+			delete(l.addrs, k)
+		}
+	}
+	e, ok := l.addrs[addr]
+	if !ok {
+		e = &rateEntry{lim: rate.NewLimiter(rate.Every(l.every), l.burst)}
+		l.addrs[addr] = e
+	}
+	e.last = now
+	return e.lim.AllowN(now, 1)
 }
 
 // ttlTrust is the default trust: a TTL, and nothing stands in.
@@ -125,13 +163,17 @@ func New(opts Options) *Server {
 	if opts.RegisterRate == 0 {
 		opts.RegisterRate, opts.RegisterBurst = rate.Every(3*time.Minute), 20
 	}
+	if opts.FetchRate == 0 {
+		opts.FetchRate, opts.FetchBurst = rate.Every(3*time.Minute), 10
+	}
 	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
 	if opts.Trust == nil {
 		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
 	}
 	issuer := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now,
-		issuer: issuer, resource: issuer + "/mcp", cimd: newCIMDFetcher(opts.CIMD), registrars: map[string]*rateEntry{}}
+		issuer: issuer, resource: issuer + "/mcp", cimd: newCIMDFetcher(opts.CIMD),
+		registrars: newAddrLimiter(opts.RegisterRate, opts.RegisterBurst), fetchers: newAddrLimiter(opts.FetchRate, opts.FetchBurst)}
 }
 
 // Resource is the protected resource the server issues tokens for.
@@ -155,8 +197,8 @@ func (s *Server) Challenge() string {
 // (mcpgate.UserFromContext).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.handleResourceMetadata)
-	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.handleResourceMetadata)
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.resourceMetadata(s.issuer))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.resourceMetadata(s.resource))
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.handleServerMetadata)
 	mux.HandleFunc("POST /oauth/register", s.handleRegister)
 	mux.HandleFunc("GET /oauth/authorize", s.handleAuthorize)
@@ -182,10 +224,20 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-func (s *Server) handleResourceMetadata(w http.ResponseWriter, r *http.Request) {
+// resourceMetadata serves the metadata of one of the gateway's resource
+// identifiers. Its "resource" is the identifier its URL was made from
+// (RFC 9728 §3.3): the path-less document describes the path-less
+// resource, the one with /mcp appended the MCP endpoint. Clients compare
+// the two, and one that reads the path-less document asks for tokens for
+// the path-less identifier, which resourceOf takes as this gateway's.
+func (s *Server) resourceMetadata(resource string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.writeResourceMetadata(w, resource) }
+}
+
+func (s *Server) writeResourceMetadata(w http.ResponseWriter, resource string) {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	writeJSON(w, http.StatusOK, map[string]any{
-		"resource":                 s.resource,
+		"resource":                 resource,
 		"authorization_servers":    []string{s.issuer},
 		"scopes_supported":         []string{mcpgate.OAuthScopeTools, mcpgate.OAuthScopeRead},
 		"bearer_methods_supported": []string{"header"},
@@ -234,6 +286,11 @@ func errInvalidRequest(desc string) *oauthError {
 	return &oauthError{Code: "invalid_request", Description: desc, status: http.StatusBadRequest}
 }
 
+// errInvalidTarget refuses a resource indicator (RFC 8707 §2).
+func errInvalidTarget(only string) *oauthError {
+	return &oauthError{Code: "invalid_target", Description: "the token can be issued only for " + only, status: http.StatusBadRequest}
+}
+
 func errInvalidGrant(desc string) *oauthError {
 	return &oauthError{Code: "invalid_grant", Description: desc, status: http.StatusBadRequest}
 }
@@ -268,26 +325,11 @@ func s256(verifier string) string {
 }
 
 // allowRegistration takes a token from the address's registration bucket.
-func (s *Server) allowRegistration(addr string) bool {
-	now := s.now()
-	s.regMu.Lock()
-	defer s.regMu.Unlock()
-	for k, e := range s.registrars {
-		if now.Sub(e.last) > 24*time.Hour {
-			delete(s.registrars, k)
-		}
-	}
-	e, ok := s.registrars[addr]
-	if !ok {
-		e = &rateEntry{lim: rate.NewLimiter(s.opts.RegisterRate, s.opts.RegisterBurst)}
-		s.registrars[addr] = e
-	}
-	e.last = now
-	return e.lim.AllowN(now, 1)
-}
+func (s *Server) allowRegistration(addr string) bool { return s.registrars.allow(addr, s.now()) }
 
-// Prune deletes expired codes and tokens and registrations that were never
-// used; the wiring calls it periodically.
+// Prune deletes expired codes and tokens and clients (registered, or known
+// by a metadata document) that never got a grant; the wiring calls it
+// periodically.
 func (s *Server) Prune(ctx context.Context) error { return s.db.PruneOAuth(ctx, unusedClientTTL) }
 
 // revoked drops this replica's cached tokens of a workspace at once, ahead

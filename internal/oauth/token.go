@@ -64,10 +64,23 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.writeOAuthError(w, r, &oauthError{Code: "invalid_client", Description: "client_id is required", status: http.StatusUnauthorized})
 		return
 	}
-	if res := r.PostForm.Get("resource"); res != "" && strings.TrimRight(res, "/") != s.resource {
-		s.writeOAuthError(w, r, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource,
-			status: http.StatusBadRequest})
+	// The resource asked for must be one of this server's (RFC 8707 §2.2),
+	// and, below, the one the code or grant is for; left out, it is theirs.
+	requested := r.PostForm.Get("resource")
+	if requested != "" && s.resourceOf(requested) == "" {
+		s.writeOAuthError(w, r, errInvalidTarget(s.resource))
 		return
+	}
+	bound := func(grantResource string) error {
+		switch {
+		case !s.ownsResource(grantResource):
+			// Issued by another gateway on this database: not this
+			// server's to redeem, rotate or revoke.
+			return errInvalidGrant("the grant was issued by another authorization server")
+		case requested != "" && s.resourceOf(requested) != grantResource:
+			return errInvalidTarget(grantResource)
+		}
+		return nil
 	}
 	access, refresh, pair := s.newPair()
 	var g *mcpgate.Grant
@@ -94,7 +107,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 			case subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(c.Challenge)) != 1:
 				return errInvalidGrant("code_verifier does not match the code_challenge")
 			}
-			return nil
+			return bound(c.Resource)
 		}, pair)
 		if err == nil {
 			s.audit.Record(r.Context(), mcpgate.NewAdminEvent(grantActor(g, mcpgate.SourceDashboard), mcpgate.ActionGrantCreated,
@@ -106,7 +119,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 			s.writeOAuthError(w, r, errInvalidGrant("the refresh token is invalid, expired or revoked"))
 			return
 		}
-		g, err = s.db.RotateRefreshToken(r.Context(), mcpgate.HashToken(rt), clientID, s.now(), pair)
+		g, err = s.db.RotateRefreshToken(r.Context(), mcpgate.HashToken(rt), clientID, s.now(), bound, pair)
 	case "":
 		s.writeOAuthError(w, r, errInvalidRequest("grant_type is required"))
 		return
@@ -158,7 +171,10 @@ func (s *Server) handleRevoke(w http.ResponseWriter, r *http.Request) {
 	if strings.HasPrefix(tok, accessPrefix) || strings.HasPrefix(tok, refreshPrefix) {
 		g, err := s.db.GrantOfToken(r.Context(), mcpgate.HashToken(tok))
 		switch {
-		case err == nil && (clientID == "" || clientID == g.ClientID) && g.RevokedAt == nil:
+		case err == nil && (clientID == "" || clientID == g.ClientID) && g.RevokedAt == nil && s.ownsResource(g.Resource):
+			// Another gateway's token (another PUBLIC_URL on this
+			// database) is not this server's to revoke: it gets the
+			// answer of an unknown token.
 			if err := s.db.RevokeGrant(r.Context(), g.WorkspaceID, g.ID); err != nil && mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 				s.internalError(w, r, err)
 				return

@@ -221,7 +221,7 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 		}
 		return nil, &mcpgate.ApprovalRequiredError{Tool: s.toolInfo(t, p), Approval: ap}
 	}
-	b, err := json.Marshal(out)
+	b, err := connectors.MarshalOutput(out) // null members left out, as the output schema says
 	if err != nil {
 		return nil, mcpgate.WrapError(mcpgate.EInternal, err, "the tool's output could not be encoded")
 	}
@@ -337,6 +337,12 @@ func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.A
 	if !p.Enabled {
 		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
 			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
+	}
+	if a.GrantID != "" {
+		// An OAuth app holds a grant, not a key: it gets more access by
+		// asking the person again (the MCP endpoint's step-up answer).
+		return mcpgate.Errorf(mcpgate.EForbidden, "This app's grant is read-only, and %s changes things rather than reading them. "+
+			"Sign in again from the app and choose Full access to call it.", t.Name)
 	}
 	return mcpgate.Errorf(mcpgate.EForbidden, "This MCP key is read-only, and %s changes things rather than reading them. "+
 		"Use a key with full scope (create one in the dashboard) to call it.", t.Name)

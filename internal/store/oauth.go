@@ -158,24 +158,30 @@ func insertTokens(ctx context.Context, tx pgx.Tx, grantID string, t TokenPair) e
 // RotateRefreshToken spends a refresh token of the client and issues the
 // grant's next token pair. A spent token is a *ReuseError and revokes the
 // grant; an unknown, expired or revoked one, or another client's, is
-// ENotFound.
-func (db *DB) RotateRefreshToken(ctx context.Context, hash []byte, clientID string, now time.Time, next TokenPair) (*mcpgate.Grant, error) {
+// ENotFound. check sees the grant's resource first: its error is returned
+// with nothing changed (a token of another issuer neither rotates nor
+// counts as reused).
+func (db *DB) RotateRefreshToken(ctx context.Context, hash []byte, clientID string, now time.Time,
+	check func(resource string) error, next TokenPair) (*mcpgate.Grant, error) {
 	var g *mcpgate.Grant
 	var reused *ReuseError
 	err := db.inTx(ctx, func(tx pgx.Tx) error {
-		var grantID, wsID, owner string
+		var grantID, wsID, owner, resource string
 		var expires time.Time
 		var used, revoked *time.Time
 		err := tx.QueryRow(ctx, `
-			SELECT g.id, g.workspace_id, g.client_id, t.expires_at, t.used_at, g.revoked_at
+			SELECT g.id, g.workspace_id, g.client_id, g.resource, t.expires_at, t.used_at, g.revoked_at
 			FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id
 			WHERE t.hash = $1 AND t.kind = 'refresh' FOR UPDATE OF t, g`, hash).
-			Scan(&grantID, &wsID, &owner, &expires, &used, &revoked)
+			Scan(&grantID, &wsID, &owner, &resource, &expires, &used, &revoked)
 		if err != nil {
 			return err
 		}
 		if revoked != nil || owner != clientID || !now.Before(expires) {
 			return pgx.ErrNoRows
+		}
+		if err := check(resource); err != nil {
+			return err
 		}
 		if used != nil {
 			reused = &ReuseError{What: "refresh token", WorkspaceID: wsID}
@@ -302,12 +308,14 @@ func (db *DB) TouchGrants(ctx context.Context, used map[string]time.Time) error 
 }
 
 // PruneOAuth deletes what no longer matters: spent or expired codes, expired
-// tokens, and DCR registrations that never got a grant within unusedFor.
+// tokens, and clients (registered, or known by a metadata document) that
+// never got a grant within unusedFor of being stored.
 func (db *DB) PruneOAuth(ctx context.Context, unusedFor time.Duration) error {
 	_, err := db.Pool.Exec(ctx, `
 		WITH c AS (DELETE FROM oauth_codes WHERE expires_at < now() - interval '1 hour'),
 		     t AS (DELETE FROM oauth_tokens WHERE expires_at < now())
-		DELETE FROM oauth_clients WHERE kind = 'dcr' AND used_at IS NULL AND created_at < now() - make_interval(secs => $1)`,
+		DELETE FROM oauth_clients WHERE used_at IS NULL AND created_at < now() - make_interval(secs => $1)
+			AND NOT EXISTS (SELECT 1 FROM oauth_codes oc WHERE oc.client_id = oauth_clients.id AND oc.expires_at >= now() - interval '1 hour')`,
 		unusedFor.Seconds())
 	return mapError(err, "")
 }
