@@ -90,10 +90,12 @@ func (c gwConfig) env(dataDir string) []string {
 		"ENCRYPTION_KEY=" + c.encKey, "JWT_SECRET=" + c.jwt,
 		"E2B_API_URL=" + c.e2bURL, "E2B_DASHBOARD_API_URL=" + c.e2bURL,
 		"LOG_FORMAT=json", "LOG_LEVEL=debug", "SIGNUP=open",
-		// These tests drive calls as fast as failures come back; the per-key
-		// limit (tested in cmd/mcpgate's end-to-end suite) would turn an
-		// outage's clear errors into 429s.
-		"MCP_KEY_RATE=10000", "MCP_KEY_BURST=10000",
+		// These tests drive calls as fast as failures come back; the per-key,
+		// per-person and per-workspace limits (tested in cmd/mcpgate's
+		// end-to-end suite; the soak sets the key's) would turn an outage's
+		// clear errors into "too many tool calls".
+		"MCP_KEY_RATE=10000", "MCP_KEY_BURST=10000", "MCP_USER_RATE=10000", "MCP_USER_BURST=10000",
+		"MCP_WORKSPACE_RATE=10000", "MCP_WORKSPACE_BURST=10000",
 	}, c.extra...)
 }
 
