@@ -51,9 +51,14 @@ func soakSpread(i int) int {
 //     burst (burst/3, or burst/4 while the killed one's heartbeat still
 //     counts), while the killed replica's share may have been spent in the
 //     same interval just before the kill: burst/3 at most;
-//   - between a replica joining and the others counting it (a notification
-//     and a query: tens of milliseconds), the others still enforce the
-//     larger share; at 10 calls/s over a third of the rate, under one call.
+//   - if the killed replica has dropped out of the count (15 s after its
+//     last heartbeat) before the new one joins, then between the join and
+//     the others counting it again (a notification and a query: tens of
+//     milliseconds) they still enforce half the rate each while the new one
+//     takes its third; a sixth of 10 calls/s for that long is under one call.
+//
+// (A replica counting one until its first heartbeat is no risk: its bucket's
+// tokens are cut to the smaller burst at the next call after the count.)
 const soakAllowance = soakKeyBurst/3 + 1
 
 // soakNode is one replica as the load balancer sees it, with a client per
