@@ -57,8 +57,10 @@ func soakSpread(i int) int {
 //     milliseconds) they still enforce half the rate each while the new one
 //     takes its third; a sixth of 10 calls/s for that long is under one call.
 //
-// (A replica counting one until its first heartbeat is no risk: its bucket's
-// tokens are cut to the smaller burst at the next call after the count.)
+// A new replica counts only itself until its first heartbeat, which it
+// writes as it starts, before it serves; a call in between would get a
+// bucket of the whole burst, cut to its share at the first call after the
+// count. The soak would show that as an excess.
 const soakAllowance = soakKeyBurst/3 + 1
 
 // soakNode is one replica as the load balancer sees it, with a client per
