@@ -58,7 +58,8 @@ func soakSpread(i int) int {
 //     takes its third; a sixth of 10 calls/s for that long is under one call.
 //
 // A new replica counts only itself until its first heartbeat, which it
-// writes as it starts, before it serves; a call in between would get a
+// normally writes before it serves (internal/app starts the heartbeat before
+// it waits for the invalidation listener); a call in between would get a
 // bucket of the whole burst, cut to its share at the first call after the
 // count. The soak would show that as an excess.
 const soakAllowance = soakKeyBurst/3 + 1
