@@ -91,7 +91,7 @@ func TestExports_DoNotStallOtherTenants(t *testing.T) {
 	cfg := newGWConfig(t, dsn, startSim(t))
 	// Twelve sign-ups from one address would meet the sign-up limit: each
 	// comes through a "proxy" with an address of its own.
-	cfg.extraEnv = []string{"DATABASE_MAX_CONNS=8", "TRUSTED_PROXIES=127.0.0.1/32"}
+	cfg.extra = []string{"DATABASE_MAX_CONNS=8", "TRUSTED_PROXIES=127.0.0.1/32"}
 	var logs testutil.LockedBuffer
 	gw := startGateway(t, cfg, &logs)
 	const exporters = 12

@@ -73,8 +73,9 @@ func freeAddr(t *testing.T) string {
 // the same instance.
 type gwConfig struct {
 	dsn, e2bURL, addr, encKey, jwt string
-	// extraEnv is added to the environment (NAME=value).
-	extraEnv []string
+	// extra are more VAR=value settings, after the defaults (the last
+	// value of a variable wins).
+	extra []string
 }
 
 func newGWConfig(t *testing.T, dsn, e2bURL string) gwConfig {
@@ -89,11 +90,13 @@ func (c gwConfig) env(dataDir string) []string {
 		"ENCRYPTION_KEY=" + c.encKey, "JWT_SECRET=" + c.jwt,
 		"E2B_API_URL=" + c.e2bURL, "E2B_DASHBOARD_API_URL=" + c.e2bURL,
 		"LOG_FORMAT=json", "LOG_LEVEL=debug", "SIGNUP=open",
-		// These tests drive calls as fast as failures come back; the per-key
-		// limit (tested in cmd/mcpgate's end-to-end suite) would turn an
-		// outage's clear errors into 429s.
-		"MCP_KEY_RATE=10000", "MCP_KEY_BURST=10000",
-	}, c.extraEnv...)
+		// These tests drive calls as fast as failures come back; the per-key,
+		// per-person and per-workspace limits (tested in cmd/mcpgate's
+		// end-to-end suite; the soak sets the key's) would turn an outage's
+		// clear errors into "too many tool calls".
+		"MCP_KEY_RATE=10000", "MCP_KEY_BURST=10000", "MCP_USER_RATE=10000", "MCP_USER_BURST=10000",
+		"MCP_WORKSPACE_RATE=10000", "MCP_WORKSPACE_BURST=10000",
+	}, c.extra...)
 }
 
 // gateway is a running `mcpgate serve`.
@@ -388,6 +391,16 @@ func (tn *tenant) createKey(name string) keyCreated {
 	return k
 }
 
+// on returns the tenant's session on the replica at base: replicas share
+// the session secret, and a cookie jar does not tell loopback ports apart.
+func (tn *tenant) on(base string) *tenant {
+	c := *tn.client
+	c.base = base
+	other := *tn
+	other.client = &c
+	return &other
+}
+
 // headerTransport adds a header to every request.
 type headerTransport struct {
 	name, value string
@@ -665,6 +678,22 @@ func (c *rpcClient) callArgs(tool, tag string, args map[string]any) (res rpcResu
 		}
 	}
 	return res
+}
+
+// pollUntil makes call 0, 1, … with send every 5 ms until done holds for
+// an answer or the deadline passes, and returns every call made: the last
+// one is the one done held for, unless time ran out. It never fails the
+// test, so that several run at once (one per replica) from goroutines.
+func pollUntil(send func(i int) rpcResult, deadline time.Time, done func(rpcResult) bool) []rpcResult {
+	var calls []rpcResult
+	for i := 0; ; i++ {
+		r := send(i)
+		calls = append(calls, r)
+		if done(r) || time.Now().After(deadline) {
+			return calls
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // callLog collects the results of an open loop.

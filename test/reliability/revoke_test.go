@@ -40,19 +40,18 @@ func revokeLag(t *testing.T, tn *tenant, key keyCreated, other *rpcClient, bound
 // fails the test if a call sent later than bound after since was accepted.
 func refusedAfter(t *testing.T, c *rpcClient, since time.Time, bound time.Duration) time.Duration {
 	t.Helper()
-	for i := 0; ; i++ {
-		r := c.call(e2b.ToolListSandboxes, fmt.Sprintf("after-revoke-%d", i))
+	send := func(i int) rpcResult { return c.call(e2b.ToolListSandboxes, fmt.Sprintf("after-revoke-%d", i)) }
+	calls := pollUntil(send, since.Add(bound+10*time.Second), func(r rpcResult) bool { return r.status == http.StatusUnauthorized })
+	for _, r := range calls {
 		if r.ok() && r.sent.Sub(since) > bound {
 			t.Errorf("the revoked key was accepted %s after the revoke (bound %s)", r.sent.Sub(since).Round(time.Millisecond), bound)
 		}
-		if r.status == http.StatusUnauthorized {
-			return r.answered.Sub(since)
-		}
-		if time.Since(since) > bound+10*time.Second {
-			t.Fatalf("the revoked key is still not refused %s after the revoke: %v", time.Since(since).Round(time.Millisecond), r)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	last := calls[len(calls)-1]
+	if last.status != http.StatusUnauthorized {
+		t.Fatalf("the revoked key is still not refused %s after the revoke: %v", time.Since(since).Round(time.Millisecond), last)
+	}
+	return last.answered.Sub(since)
 }
 
 // revokeUnannounced revokes a key as RevokeKey does but sends no
