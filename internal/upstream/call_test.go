@@ -138,7 +138,7 @@ func TestCall_AbsoluteTimeout(t *testing.T) {
 	f := &fixture{}
 	ts := f.serve(t)
 	p := newPool(t, Options{})
-	_, err := p.Call(context.Background(), "k", Target{URL: ts.URL}, CallRequest{Tool: "wait", Arguments: json.RawMessage(`{"steps":1000,"every_ms":20}`),
+	_, err := p.Call(context.Background(), "k", Target{URL: ts.URL}, CallRequest{Tool: "wait", Arguments: json.RawMessage(`{"steps":40,"every_ms":20}`),
 		Limits: Limits{IdleTimeout: time.Second, CallTimeout: 300 * time.Millisecond}})
 	if e := (*Error)(nil); !errors.As(err, &e) || e.Kind != KindTimeout {
 		t.Fatalf("Call() err = %v, want KindTimeout", err)
@@ -176,7 +176,7 @@ func TestCall_CallerGoesAway(t *testing.T) {
 	p := newPool(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
-	_, err := p.Call(ctx, "k", Target{URL: ts.URL}, CallRequest{Tool: "silent", Arguments: json.RawMessage(`{"steps":0,"every_ms":10000}`)})
+	_, err := p.Call(ctx, "k", Target{URL: ts.URL}, CallRequest{Tool: "silent", Arguments: json.RawMessage(`{"steps":0,"every_ms":1000}`)})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Call() err = %v, want the caller's deadline", err)
 	}
