@@ -135,7 +135,9 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 		MaxEventSize: int(p.limits.MaxAnswerBytes) + 1,
 	}}
 	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
-		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress})
+		// No capabilities: roots, sampling and elicitation are relayed from
+		// the calling client in the second stage, not answered here.
+		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{}})
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
