@@ -36,8 +36,10 @@ type CallResult struct {
 }
 
 // hopMetaKeys are the _meta keys of the hop itself.
+// (The log level's key is spelled out: go-sdk marks its constant
+// deprecated with the logging feature.)
 var hopMetaKeys = []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo,
-	mcp.MetaKeyClientCapabilities, mcp.MetaKeyLogLevel, mcp.MetaKeySubscriptionID}
+	mcp.MetaKeyClientCapabilities, "io.modelcontextprotocol/logLevel", mcp.MetaKeySubscriptionID}
 
 func relayMeta(caller map[string]any, token string) map[string]any {
 	m := make(map[string]any, len(caller)+1)

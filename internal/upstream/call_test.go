@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +20,9 @@ func mustCall(t *testing.T, p *Pool[string], target Target, req CallRequest) *Ca
 	res, err := p.Call(context.Background(), "ws1/fx", target, req)
 	if err != nil {
 		t.Fatalf("Call(%s) err = %v", req.Tool, err)
+	}
+	if res.IsError && req.Tool != "fail" {
+		t.Fatalf("Call(%s) = %s, an error result", req.Tool, res.Raw)
 	}
 	return res
 }
@@ -247,6 +249,9 @@ func TestSession_ExpiredReinitialises(t *testing.T) {
 
 	f.reset()
 	before := f.calls.Load()
+	if before != 2 {
+		t.Fatalf("count ran %d times, want 2", before)
+	}
 	_, err := p.Call(context.Background(), "ws1/fx", target, count)
 	if e := (*Error)(nil); !errors.As(err, &e) || e.Kind != KindSessionExpired {
 		t.Fatalf("unsafe call err = %v, want KindSessionExpired", err)
@@ -268,7 +273,9 @@ func TestCall_SendsOnlyCredentialHeaders(t *testing.T) {
 	ts := f.serve(t)
 	p := newPool(t, Options{})
 	target := Target{URL: ts.URL, Headers: map[string]mcpgate.Secret{"X-Api-Key": "k-123456789", "Authorization": "Bearer up-secret-token"}}
-	ctx := context.WithValue(context.Background(), struct{}{}, "caller")
+	// A value of the caller's own in the context, as a front door's
+	// request would carry: it must not turn into anything on the wire.
+	ctx := context.WithValue(context.Background(), callerKey{}, "Authorization: Bearer downstream")
 	if _, err := p.Call(ctx, "k", target, CallRequest{Tool: "count", Arguments: json.RawMessage(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,5 +304,28 @@ func TestCall_SendsOnlyCredentialHeaders(t *testing.T) {
 	}
 }
 
-// okHeaders are header values that never reach an upstream in tests.
-var _ = http.Header{}
+type callerKey struct{}
+
+// TestCall_Stateless2026 calls a stateless go-sdk server, which speaks
+// 2026-07-28: no session id and no initialize, yet one pooled client
+// session serves the calls.
+func TestCall_Stateless2026(t *testing.T) {
+	noLeaks(t)
+	f := &fixture{stateless: true}
+	ts := f.serve(t)
+	p := newPool(t, Options{})
+	for range 2 {
+		mustCall(t, p, Target{URL: ts.URL}, CallRequest{Tool: "count", Arguments: json.RawMessage(`{}`)})
+	}
+	if f.calls.Load() != 2 || p.Sessions() != 1 {
+		t.Errorf("calls %d, sessions %d; want 2 calls on 1 pooled session", f.calls.Load(), p.Sessions())
+	}
+	for _, h := range f.received() {
+		if h.Get("Mcp-Session-Id") != "" {
+			t.Errorf("a stateless exchange carried a session id")
+		}
+	}
+	if got := f.received()[len(f.received())-1].Get("Mcp-Protocol-Version"); got != "2026-07-28" {
+		t.Errorf("protocol version = %q, want 2026-07-28", got)
+	}
+}

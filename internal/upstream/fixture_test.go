@@ -30,7 +30,7 @@ func noLeaks(t *testing.T) {
 }
 
 type echoIn struct {
-	Text string `json:"text"`
+	Text string `json:"text,omitempty"`
 }
 
 type sumOut struct {

@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -138,5 +137,3 @@ func TestHop_NoRedirectNoProxy(t *testing.T) {
 		t.Errorf("redirect followed %v, proxy used %v; want neither", elsewhere.Load(), proxied.Load())
 	}
 }
-
-var _ = net.IPv4len

@@ -110,10 +110,9 @@ type budget struct {
 }
 
 var (
-	errTooLarge   = errors.New("answer larger than the byte cap")
-	errIdle       = errors.New("no progress within the idle timeout")
-	errAbsolute   = errors.New("call timeout")
-	errOtherBytes = errors.New("non-POST answer larger than 64 KiB")
+	errTooLarge = errors.New("answer larger than the byte cap")
+	errIdle     = errors.New("no progress within the idle timeout")
+	errAbsolute = errors.New("call timeout")
 )
 
 type cappedBody struct {
