@@ -68,7 +68,12 @@ func (p *Pool[K]) Call(ctx context.Context, key K, target Target, req CallReques
 			return nil, err
 		}
 		raw, err := p.callOn(ctx, s, req)
-		p.release(key, e, errors.Is(err, errSessionMissing))
+		// Any failure but the upstream's own JSON-RPC answer may have
+		// broken the SDK's connection (a JSON answer cut short fails it,
+		// and the SDK tells no one), so the session is retired and the
+		// next call opens a new one rather than fail on a dead one.
+		var rpcErr *RPCError
+		p.release(key, e, err != nil && !errors.As(err, &rpcErr))
 		if !errors.Is(err, errSessionMissing) {
 			if err != nil {
 				return nil, err
@@ -93,7 +98,7 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	token := newToken()
-	st := &callState{idleFor: lim.IdleTimeout, relay: req.OnProgress}
+	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress}
 	st.idle = time.AfterFunc(lim.IdleTimeout, func() { cancel(errIdle) })
 	defer st.idle.Stop()
 	p.progress.Store(token, st)

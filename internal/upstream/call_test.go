@@ -130,7 +130,7 @@ func TestCall_ProgressRelayedAndResetsIdle(t *testing.T) {
 	if e := (*Error)(nil); !errors.As(err, &e) || e.Kind != KindIdle {
 		t.Fatalf("silent call err = %v, want KindIdle", err)
 	}
-	// The session survives a call ended by the gateway.
+	// A call ended by the gateway retires its session; the next opens one.
 	mustCall(t, p, target, CallRequest{Tool: "count", Arguments: json.RawMessage(`{"text":""}`)})
 }
 
@@ -150,10 +150,16 @@ func TestCall_AbsoluteTimeout(t *testing.T) {
 	}
 }
 
-// TestCall_ByteCap refuses an answer past the cap, counted while reading.
+// TestCall_ByteCap refuses an answer past the cap, counted while reading,
+// from an event stream and from a plain JSON answer (whose cut breaks the
+// SDK's connection: the next call must still work).
 func TestCall_ByteCap(t *testing.T) {
+	t.Run("event stream", func(t *testing.T) { testByteCap(t, &fixture{}) })
+	t.Run("JSON", func(t *testing.T) { testByteCap(t, &fixture{jsonResponse: true}) })
+}
+
+func testByteCap(t *testing.T, f *fixture) {
 	noLeaks(t)
-	f := &fixture{}
 	ts := f.serve(t)
 	p := newPool(t, Options{})
 	target := Target{URL: ts.URL}
@@ -202,6 +208,19 @@ func TestSession_Reused(t *testing.T) {
 	}
 	if n := f.inits.Load(); n != 2 {
 		t.Errorf("sessions initialized = %d after a second key, want 2 (keys never share)", n)
+	}
+	// A new credential for the same key is a new session: the old one was
+	// opened with the old headers.
+	rotated := Target{URL: ts.URL, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer rotated"}}
+	mustCall(t, p, rotated, CallRequest{Tool: "count", Arguments: json.RawMessage(`{}`)})
+	if n := f.inits.Load(); n != 3 {
+		t.Errorf("sessions initialized = %d after the credential changed, want 3", n)
+	}
+	if got := f.received()[len(f.received())-1].Get("Authorization"); got != "Bearer rotated" {
+		t.Errorf("Authorization = %q, want the new credential", got)
+	}
+	if p.Sessions() != 2 {
+		t.Errorf("Sessions() = %d, want 2 (the old session of the key retired)", p.Sessions())
 	}
 }
 

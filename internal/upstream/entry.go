@@ -85,6 +85,9 @@ func (p *Pool[K]) open(ctx context.Context, key K, e *entry, target Target) {
 	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if err != nil && ctx.Err() != nil {
+		err = ctx.Err() // the opener gave up; its waiters try again
+	}
 	e.s, e.err = s, err
 	if err != nil {
 		e.abandoned = ctx.Err() != nil
@@ -108,8 +111,9 @@ func (p *Pool[K]) watch(e *entry, s *session) {
 	p.mu.Unlock()
 }
 
-// release counts the caller out; expired marks the session as forgotten
-// by the upstream, so it is closed at once.
+// release counts the caller out; expired marks the session as not to be
+// used again (forgotten by the upstream, or possibly broken), so it is
+// closed once no call uses it.
 func (p *Pool[K]) release(key K, e *entry, expired bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -54,12 +54,13 @@ var pngPixel, _ = base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAA
 // with tools of every annotation kind and result kind, prompts, resources
 // and a template, plus counters the tests read.
 type fixture struct {
-	calls     atomic.Int64 // tools/call of "count"
-	mu        sync.Mutex
-	headers   []http.Header // every request's headers, as received
-	inits     atomic.Int64  // sessions initialized (notifications/initialized)
-	handler   atomic.Pointer[http.Handler]
-	stateless bool
+	calls        atomic.Int64 // tools/call of "count"
+	mu           sync.Mutex
+	headers      []http.Header // every request's headers, as received
+	inits        atomic.Int64  // sessions initialized (notifications/initialized)
+	handler      atomic.Pointer[http.Handler]
+	stateless    bool
+	jsonResponse bool
 }
 
 func (f *fixture) mcpServer() *mcp.Server {
@@ -158,7 +159,7 @@ func (f *fixture) serve(t *testing.T) *httptest.Server {
 func (f *fixture) reset() {
 	s := f.mcpServer()
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: f.stateless})
+		&mcp.StreamableHTTPOptions{Stateless: f.stateless, JSONResponse: f.jsonResponse})
 	f.handler.Store(&h)
 }
 

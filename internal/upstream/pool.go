@@ -240,6 +240,7 @@ var errSessionMissing = errors.New("upstream session expired")
 // callState is one call in flight, found by the progress token the
 // gateway sent in its place.
 type callState struct {
+	session  *mcp.ClientSession // progress counts only from the session the call went on
 	idle     *time.Timer
 	idleFor  time.Duration
 	relay    func(Progress)
@@ -264,8 +265,8 @@ func (p *Pool[K]) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 		return
 	}
 	c := v.(*callState)
-	if c.finished.Load() {
-		return
+	if c.finished.Load() || req.Session != c.session {
+		return // another scope's session naming this call's token: not its progress
 	}
 	c.idle.Reset(c.idleFor)
 	if c.relay != nil {
