@@ -26,9 +26,14 @@
 //     one ends the call. The gateway sends its own progress token and
 //     relays progress to the caller, so tokens of different callers never
 //     meet on one upstream session.
-//   - Sessions: reused per caller-chosen key, closed after SessionIdle,
+//   - Sessions: reused per caller-chosen key (and per URL and credential:
+//     a rotated credential opens a new one), closed after SessionIdle,
 //     opened again when the upstream answers 404 for a forgotten session
-//     (the call repeated only if marked safe). The 2026-07-28 protocol has
+//     (the call repeated only if marked safe). A call that fails in any
+//     other way than the upstream's JSON-RPC answer retires its session,
+//     since go-sdk breaks a connection whose JSON answer was cut short
+//     without telling the caller. The client declares no capabilities
+//     (roots, sampling, elicitation are the second stage). The 2026-07-28 protocol has
 //     no sessions: go-sdk v1.8.0 probes server/discover first, and against
 //     a stateless server there is no Mcp-Session-Id and never a 404 to
 //     handle; the pooled ClientSession then only saves the probe.
