@@ -42,11 +42,6 @@ type Network struct {
 // ErrAddrRefused is returned (wrapped) for a dial the policy refuses.
 var ErrAddrRefused = errors.New("address refused by the upstream network policy")
 
-// ErrRedirect is returned (wrapped) when an upstream answers with a
-// redirect, which the gateway never follows: the next address would be
-// checked by nobody who registered the server.
-var ErrRedirect = errors.New("upstream redirected")
-
 // CheckURL parses an upstream's URL and refuses what the hop never allows:
 // a scheme other than https or http, http when no private network is
 // listed, user information (a credential that would travel in logs), a
