@@ -1,0 +1,124 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// CallRequest is one tools/call to relay.
+type CallRequest struct {
+	// Tool is the tool's name as the upstream gave it (the route's Tool).
+	Tool string
+	// Arguments is the JSON object of arguments, relayed as it is.
+	Arguments json.RawMessage
+	// Meta is the caller's _meta. It is relayed except for the keys the
+	// hop sets itself: the progress token (the gateway sends one of its
+	// own and relays progress to OnProgress) and the 2026-07-28 protocol
+	// keys, which describe the gateway's session, not the caller's.
+	Meta map[string]any
+	// OnProgress receives the upstream's progress notifications.
+	OnProgress func(Progress)
+	// SafeToRepeat lets the call be sent again once, on a new session,
+	// when the upstream answered that the session had expired.
+	SafeToRepeat bool
+	// Limits override the pool's for this call (per-server guardrails).
+	Limits Limits
+}
+
+// CallResult is the upstream's tools/call result, exactly as it came.
+type CallResult struct {
+	Raw     json.RawMessage
+	IsError bool
+}
+
+// hopMetaKeys are the _meta keys of the hop itself.
+// (The log level's key is spelled out: go-sdk marks its constant
+// deprecated with the logging feature.)
+var hopMetaKeys = []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo,
+	mcp.MetaKeyClientCapabilities, "io.modelcontextprotocol/logLevel", mcp.MetaKeySubscriptionID}
+
+func relayMeta(caller map[string]any, token string) map[string]any {
+	m := make(map[string]any, len(caller)+1)
+	for k, v := range caller {
+		m[k] = v
+	}
+	for _, k := range hopMetaKeys {
+		delete(m, k)
+	}
+	m["progressToken"] = token
+	return m
+}
+
+// Call calls one tool of target on the session of key, opening one when
+// the key has none (or has one for another URL or credential). The result
+// is the upstream's, raw; a JSON-RPC error comes back as *RPCError, any
+// other failure as *Error, and the caller's own cancellation as its
+// context's error. When the upstream has forgotten the session (404), the
+// session is initialised again and the call repeated once if req says it
+// is safe to repeat; otherwise the call fails with KindSessionExpired and
+// the next call finds the new session.
+func (p *Pool[K]) Call(ctx context.Context, key K, target Target, req CallRequest) (*CallResult, error) {
+	for attempt := 0; ; attempt++ {
+		e, s, err := p.acquire(ctx, key, target)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := p.callOn(ctx, s, req)
+		// Any failure but the upstream's own JSON-RPC answer may have
+		// broken the SDK's connection (a JSON answer cut short fails it,
+		// and the SDK tells no one), so the session is retired and the
+		// next call opens a new one rather than fail on a dead one.
+		var rpcErr *RPCError
+		p.release(key, e, err != nil && !errors.As(err, &rpcErr))
+		if !errors.Is(err, errSessionMissing) {
+			if err != nil {
+				return nil, err
+			}
+			return &CallResult{Raw: raw, IsError: isErrorResult(raw)}, nil
+		}
+		if attempt == 0 && req.SafeToRepeat {
+			continue
+		}
+		if attempt == 0 {
+			if e, _, err := p.acquire(ctx, key, target); err == nil {
+				p.release(key, e, false)
+			}
+		}
+		return nil, &Error{Kind: KindSessionExpired, Status: 404,
+			Message: "the server had ended the session; the gateway opened a new one but did not repeat the call, which is not marked safe to repeat"}
+	}
+}
+
+func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json.RawMessage, error) {
+	lim := req.Limits.or(p.limits)
+	callCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	token := newToken()
+	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress}
+	st.idle = time.AfterFunc(lim.IdleTimeout, func() { cancel(errIdle) })
+	defer st.idle.Stop()
+	p.progress.Store(token, st)
+	defer p.progress.Delete(token)
+	defer st.finished.Store(true)
+	args := req.Arguments
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	params := &mcp.CallToolParams{Name: req.Tool, Arguments: args, Meta: relayMeta(req.Meta, token)}
+	return s.request(callCtx, "tools/call", lim, func(ctx context.Context) error {
+		_, err := s.cs.CallTool(ctx, params)
+		return err
+	})
+}
+
+func isErrorResult(raw json.RawMessage) bool {
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(raw, &r)
+	return r.IsError
+}

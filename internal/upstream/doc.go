@@ -1,0 +1,65 @@
+// Package upstream is the gateway's client side towards remote MCP servers
+// (streamable HTTP) that a workspace adds as connectors (design.md §13).
+// It is self-contained and not wired in yet: the service, API, store and
+// dashboard use it in a later stage.
+//
+// What it provides, and why it is built the way it is:
+//
+//   - Discovery (Pool.Discover): initialize, then tools, prompts,
+//     resources and resource templates where the server declares the
+//     capability, every page. Each definition is kept as the upstream gave
+//     it (raw JSON): go-sdk's typed results cannot tell a missing
+//     readOnlyHint from false, and drop members they do not model. Tool
+//     annotations keep declared apart from unset (nil); the spec's
+//     defaults (destructive and open-world true, read-only and idempotent
+//     false) come from the methods.
+//   - Pinning (Pin, DiffCatalogs): a SHA-256 of a definition's RFC 8785
+//     canonical form, so an admin approves a definition once and a
+//     changed one is noticed; the diff lists new, removed and changed
+//     tools and, apart, every hint that now claims less risk.
+//   - Exposed names (ExposeNames): "<server>_<tool>" within NameBudget,
+//     routed by the table it returns; a name that is too long, invalid or
+//     taken needs an admin alias, never a truncation.
+//   - Calls (Pool.Call): the result is relayed byte for byte; a JSON-RPC
+//     error becomes *RPCError; the answer is capped while it is read, an
+//     idle timeout restarts on each progress notification, and an absolute
+//     one ends the call. The gateway sends its own progress token and
+//     relays progress to the caller, so tokens of different callers never
+//     meet on one upstream session.
+//   - Sessions: reused per caller-chosen key (and per URL and credential:
+//     a rotated credential opens a new one), closed after SessionIdle,
+//     opened again when the upstream answers 404 for a forgotten session
+//     (the call repeated only if marked safe). A call that fails in any
+//     other way than the upstream's JSON-RPC answer retires its session,
+//     since go-sdk breaks a connection whose JSON answer was cut short
+//     without telling the caller. The client declares no capabilities
+//     (roots, sampling, elicitation are the second stage). The 2026-07-28 protocol has
+//     no sessions: go-sdk v1.8.0 probes server/discover first, and against
+//     a stateless server there is no Mcp-Session-Id and never a 404 to
+//     handle; the pooled ClientSession then only saves the probe.
+//   - The hop (Network): https only, except to the private networks an
+//     operator lists; every dial resolves the host itself, keeps the
+//     allowed addresses, connects by address, checks the connected address
+//     again in the socket's Control hook and pins it for the session; no
+//     redirect is followed, no proxy used. What counts as a public address
+//     is the AddrAllowed the wiring passes: the gateway's one table of
+//     special-use ranges lives with the OAuth metadata fetcher.
+//
+// How the raw answers are read: go-sdk's client does the protocol
+// (version negotiation, sessions, SSE), and this package wraps its
+// connection to copy each JSON-RPC answer's raw result to the request that
+// asked, matched by JSON-RPC id through the request's context (the SDK
+// passes the caller's context to Write and to the HTTP request). The
+// wrapper hides the SDK's unexported session-update hook, whose only use
+// with the standalone GET stream off is the MCP-Protocol-Version header,
+// which hopTransport therefore sets. The standalone stream stays off:
+// server-initiated messages are the second stage. TestGoSDKVersion fails
+// when the SDK's version moves, so this reliance is re-checked then.
+//
+// Credential headers are the only headers sent besides the protocol's
+// own (hopTransport drops every other one); their values are
+// mcpgate.Secret and are replaced in every error's text, since an upstream
+// may echo them back.
+//
+// Imports from this module: mcpgate.
+package upstream

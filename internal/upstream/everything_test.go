@@ -1,0 +1,167 @@
+package upstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// startEverything installs the official MCP reference server
+// (@modelcontextprotocol/server-everything, pinned with integrity by
+// testdata/everything/package-lock.json; npm ci checks every hash) and runs
+// it with Node over streamable HTTP on a free loopback port. Node and npm
+// are prerequisites of the project's tests (scripts/ensure-node.sh).
+func startEverything(t *testing.T) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		t.Fatal("npm not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node not found: run scripts/ensure-node.sh")
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "everything", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+	install.Dir = dir
+	install.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(home, ".npm"))
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm ci: %v\n%s", err, out)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(node, filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	listening := make(chan struct{})
+	var once sync.Once
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				once.Do(func() { close(listening) })
+			}
+		}
+	}()
+	select {
+	case <-listening:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the everything server did not start listening within 30 s")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
+
+// TestEverythingServer discovers the official reference server and calls
+// its tools through the pool: declared annotations, every capability's
+// list, text, image, embedded resource and structured results relayed
+// raw, progress relayed, and the server's validation error as isError.
+func TestEverythingServer(t *testing.T) {
+	url := startEverything(t)
+	p := newPool(t, Options{})
+	target := Target{URL: url}
+	c, err := p.Discover(context.Background(), target)
+	if err != nil {
+		t.Fatalf("Discover() err = %v", err)
+	}
+	tools := map[string]Tool{}
+	for _, tool := range c.Tools {
+		tools[tool.Name] = tool
+	}
+	echo, ok := tools["echo"]
+	if !ok {
+		t.Fatalf("no echo tool among %d tools", len(c.Tools))
+	}
+	if a := echo.Annotations; a.ReadOnly == nil || !*a.ReadOnly || a.Destructive == nil || *a.Destructive || a.OpenWorld == nil || *a.OpenWorld {
+		t.Errorf("echo annotations = %s, want all declared (read-only, not destructive, closed world)", a.Raw)
+	}
+	if echo.Title != "Echo Tool" {
+		t.Errorf("echo title = %q", echo.Title)
+	}
+	if len(c.Prompts) == 0 || len(c.Resources) == 0 || len(c.ResourceTemplates) == 0 {
+		t.Errorf("prompts %d, resources %d, templates %d; want some of each", len(c.Prompts), len(c.Resources), len(c.ResourceTemplates))
+	}
+	if _, err := Pin(echo); err != nil {
+		t.Errorf("Pin(echo) err = %v", err)
+	}
+
+	call := func(tool, args string, extra ...func(*CallRequest)) map[string]json.RawMessage {
+		t.Helper()
+		req := CallRequest{Tool: tool, Arguments: json.RawMessage(args)}
+		for _, f := range extra {
+			f(&req)
+		}
+		res, err := p.Call(context.Background(), "ws/everything", target, req)
+		if err != nil {
+			t.Fatalf("Call(%s) err = %v", tool, err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(res.Raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := call("echo", `{"message":"hi"}`); !strings.Contains(string(m["content"]), "hi") {
+		t.Errorf("echo content = %s", m["content"])
+	}
+	if m := call("get-tiny-image", `{}`); !strings.Contains(string(m["content"]), `"type":"image"`) || !strings.Contains(string(m["content"]), "iVBORw0KGgo") {
+		t.Errorf("image content = %.200s", m["content"])
+	}
+	if m := call("get-resource-reference", `{"resourceType":"Text","resourceId":1}`); !strings.Contains(string(m["content"]), `"type":"resource"`) {
+		t.Errorf("resource content = %.300s", m["content"])
+	}
+	if m := call("get-structured-content", `{"location":"Chicago"}`); m["structuredContent"] == nil || !strings.Contains(string(m["structuredContent"]), "temperature") {
+		t.Errorf("structured result = %v", m)
+	}
+	if m := call("echo", `{"message":42}`); string(m["isError"]) != "true" {
+		t.Errorf("invalid arguments = %v, want an isError result", m)
+	}
+	var mu sync.Mutex
+	var progress []Progress
+	call("trigger-long-running-operation", `{"duration":1,"steps":3}`, func(r *CallRequest) {
+		r.OnProgress = func(pr Progress) {
+			mu.Lock()
+			progress = append(progress, pr)
+			mu.Unlock()
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) < 2 {
+		t.Errorf("progress relayed = %v, want the server's steps", progress)
+	}
+}

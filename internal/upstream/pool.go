@@ -1,0 +1,295 @@
+package upstream
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The defaults of Options.
+const (
+	DefaultMaxAnswerBytes = 10 << 20
+	DefaultIdleTimeout    = 60 * time.Second
+	DefaultCallTimeout    = 5 * time.Minute
+	DefaultSessionIdle    = 5 * time.Minute
+	DefaultConnectTimeout = 30 * time.Second
+)
+
+// Options configures a Pool. Zero values take the defaults above.
+type Options struct {
+	Network Network
+	// ClientName and ClientVersion are what the gateway calls itself in
+	// initialize.
+	ClientName, ClientVersion string
+	// Limits are the per-call defaults; a CallRequest may set its own
+	// (per-server guardrails).
+	Limits Limits
+	// SessionIdle closes an upstream session unused this long.
+	SessionIdle time.Duration
+	// ConnectTimeout bounds initialize, and each discovery as a whole.
+	ConnectTimeout time.Duration
+	// ProtocolVersion, when set, skips the 2026-07-28 server/discover probe
+	// and initializes at this version (for servers that mishandle it).
+	ProtocolVersion string
+	Logger          *slog.Logger
+}
+
+// Limits bound one call (or one discovery request).
+type Limits struct {
+	// MaxAnswerBytes caps the bytes read for the answer, progress and log
+	// notifications on its stream included, counted while reading.
+	MaxAnswerBytes int64
+	// IdleTimeout ends a call that shows no progress for this long; each
+	// progress notification starts it again.
+	IdleTimeout time.Duration
+	// CallTimeout ends a call after this long, whatever its progress.
+	CallTimeout time.Duration
+}
+
+func (l Limits) or(def Limits) Limits {
+	if l.MaxAnswerBytes <= 0 {
+		l.MaxAnswerBytes = def.MaxAnswerBytes
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = def.IdleTimeout
+	}
+	if l.CallTimeout <= 0 {
+		l.CallTimeout = def.CallTimeout
+	}
+	return l
+}
+
+// Pool holds the gateway's client sessions with upstreams, one per scope
+// key K that the caller chooses (workspace, server and, where no state may
+// cross people, person): a session is reused across calls of one key and
+// never shared between keys.
+type Pool[K comparable] struct {
+	opts     Options
+	limits   Limits
+	progress sync.Map // upstream progress token -> *callState
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[K]*entry
+	closing  sync.WaitGroup
+}
+
+// New returns a Pool.
+func New[K comparable](opts Options) *Pool[K] {
+	if opts.SessionIdle <= 0 {
+		opts.SessionIdle = DefaultSessionIdle
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.ClientName == "" {
+		opts.ClientName, opts.ClientVersion = "mcpgate", "v1"
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Pool[K]{opts: opts, sessions: map[K]*entry{},
+		limits: opts.Limits.or(Limits{MaxAnswerBytes: DefaultMaxAnswerBytes, IdleTimeout: DefaultIdleTimeout, CallTimeout: DefaultCallTimeout})}
+}
+
+// session is one live upstream client session.
+type session struct {
+	cs        *mcp.ClientSession
+	conn      *rawConn
+	closeIdle func()
+	redact    redactor
+	init      json.RawMessage // the raw initialize (or server/discover) result
+}
+
+func (s *session) close() {
+	_ = s.cs.Close()
+	s.closeIdle()
+}
+
+// connect opens a session to target, under ctx (bounded by the caller).
+func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) {
+	r := newRedactor(target)
+	u, err := p.opts.Network.CheckURL(target.URL)
+	if err != nil {
+		return nil, &Error{Kind: KindRefused, Message: err.Error()}
+	}
+	if err := ValidateHeaders(target.Headers); err != nil {
+		return nil, &Error{Kind: KindRefused, Message: err.Error()}
+	}
+	client, closeIdle := p.opts.Network.httpClient()
+	state := &sessionState{}
+	client.Transport = &hopTransport{base: client.Transport, headers: target.Headers, state: state}
+	rt := &rawTransport{state: state, inner: &mcp.StreamableClientTransport{
+		Endpoint: u.String(), HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true,
+		MaxEventSize: int(p.limits.MaxAnswerBytes) + 1,
+	}}
+	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
+		// No capabilities: roots, sampling and elicitation are relayed from
+		// the calling client in the second stage, not answered here.
+		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{}})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
+	vals.budget.remaining.Store(p.limits.MaxAnswerBytes)
+	var opts *mcp.ClientSessionOptions
+	if p.opts.ProtocolVersion != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: p.opts.ProtocolVersion}
+	}
+	cs, err := mc.Connect(withRequestValues(ctx, vals), rt, opts)
+	if err != nil {
+		closeIdle()
+		if context.Cause(ctx) == errTooLarge {
+			return nil, r.newError(KindTooLarge, nil, "the server's initialize answer is larger than %d bytes", p.limits.MaxAnswerBytes)
+		}
+		if e := versionMismatch(vals.slot, r); e != nil {
+			return nil, e
+		}
+		return nil, classify(err, vals.probe, r)
+	}
+	init, _, _ := vals.slot.answer("initialize")
+	if init == nil {
+		init, _, _ = vals.slot.answer("server/discover")
+	}
+	return &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init}, nil
+}
+
+// supportedVersions are the protocol versions go-sdk v1.8.0 speaks (its
+// list is unexported; TestGoSDKVersion fails when the SDK moves).
+var supportedVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// versionMismatch reports a server that answered initialize with a version
+// the gateway does not speak, or refused the client's with a JSON-RPC
+// error listing the versions it supports.
+func versionMismatch(slot *rawSlot, r redactor) *Error {
+	raw, rpcErr, ok := slot.answer("initialize")
+	if !ok {
+		return nil
+	}
+	if rpcErr != nil {
+		var data struct {
+			Supported []string `json:"supported"`
+		}
+		if json.Unmarshal(rpcErr.Data, &data) == nil && len(data.Supported) > 0 {
+			return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
+				"the server speaks MCP versions %s; the gateway speaks %s", r.text(fmt.Sprint(data.Supported)), fmt.Sprint(supportedVersions))}
+		}
+		return nil
+	}
+	var init struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(raw, &init) == nil && !slices.Contains(supportedVersions, init.ProtocolVersion) {
+		return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
+			"the server speaks MCP version %q, which the gateway does not (it speaks %s)", r.text(init.ProtocolVersion), fmt.Sprint(supportedVersions))}
+	}
+	return nil
+}
+
+// request sends one request through send under the limits, and returns the
+// upstream's raw answer to method: the bytes as they came, even when the
+// SDK's typed decoding of them failed.
+func (s *session) request(ctx context.Context, method string, lim Limits, send func(context.Context) error) (json.RawMessage, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctx, stop := context.WithTimeoutCause(ctx, lim.CallTimeout, errAbsolute)
+	defer stop()
+	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
+	vals.budget.remaining.Store(lim.MaxAnswerBytes)
+	err := send(withRequestValues(ctx, vals))
+	vals.slot.mu.Lock()
+	ids := vals.slot.ids
+	vals.slot.mu.Unlock()
+	s.conn.forget(ids...)
+	if raw, rpcErr, ok := vals.slot.answer(method); ok {
+		if rpcErr != nil {
+			return nil, s.redact.rpc(rpcErr)
+		}
+		return raw, nil
+	}
+	if ctx.Err() != nil {
+		switch cause := context.Cause(ctx); cause {
+		case errTooLarge:
+			return nil, s.redact.newError(KindTooLarge, nil, "the server's answer is larger than %d bytes", lim.MaxAnswerBytes)
+		case errIdle:
+			return nil, s.redact.newError(KindIdle, nil, "the server showed no progress for %s", lim.IdleTimeout)
+		case errAbsolute:
+			return nil, s.redact.newError(KindTimeout, nil, "the server did not answer within %s", lim.CallTimeout)
+		default:
+			return nil, cause // the caller's own context ended
+		}
+	}
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		return nil, errSessionMissing
+	}
+	return nil, classify(err, vals.probe, s.redact)
+}
+
+var errSessionMissing = errors.New("upstream session expired")
+
+// callState is one call in flight, found by the progress token the
+// gateway sent in its place.
+type callState struct {
+	session  *mcp.ClientSession // progress counts only from the session the call went on
+	idle     *time.Timer
+	idleFor  time.Duration
+	relay    func(Progress)
+	finished atomic.Bool
+}
+
+// Progress is a progress notification of a call, for the caller to relay
+// under the token its own client gave.
+type Progress struct {
+	Progress float64
+	Total    float64
+	Message  string
+}
+
+func (p *Pool[K]) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	v, ok := p.progress.Load(token)
+	if !ok {
+		return
+	}
+	c := v.(*callState)
+	if c.finished.Load() || req.Session != c.session {
+		return // another scope's session naming this call's token: not its progress
+	}
+	c.idle.Reset(c.idleFor)
+	if c.relay != nil {
+		c.relay(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "mcpgate-" + hex.EncodeToString(b)
+}
+
+func fingerprint(t Target) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%q\n", t.URL)
+	names := make([]string, 0, len(t.Headers))
+	for n := range t.Headers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(h, "%q=%q\n", n, t.Headers[n].Reveal())
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,340 @@
+package upstream
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Tool is one tool as an upstream declared it. Raw is the definition exactly
+// as the upstream gave it (members the gateway does not know included), and
+// is what the gateway publishes; the other fields are read from it.
+type Tool struct {
+	Name         string
+	Title        string
+	Description  string
+	InputSchema  json.RawMessage
+	OutputSchema json.RawMessage // nil when the tool declares none
+	Annotations  Annotations
+	Raw          json.RawMessage
+}
+
+// Annotations are a tool's declared hints. Each hint is nil when the
+// upstream did not declare it (or declared something other than a JSON
+// boolean), which is not the same as false: an unset destructiveHint means
+// destructive. The methods give the value the MCP specification defaults
+// to. They are hints from a server the gateway does not trust: they may set
+// defaults, never loosen a policy.
+type Annotations struct {
+	Title       string
+	ReadOnly    *bool
+	Destructive *bool
+	Idempotent  *bool
+	OpenWorld   *bool
+	// Raw is the annotations object as given, nil when there was none.
+	Raw json.RawMessage
+}
+
+// ReadOnlyHint is readOnlyHint, false unless declared.
+func (a Annotations) ReadOnlyHint() bool { return hintOr(a.ReadOnly, false) }
+
+// DestructiveHint is destructiveHint, true unless declared.
+func (a Annotations) DestructiveHint() bool { return hintOr(a.Destructive, true) }
+
+// IdempotentHint is idempotentHint, false unless declared.
+func (a Annotations) IdempotentHint() bool { return hintOr(a.Idempotent, false) }
+
+// OpenWorldHint is openWorldHint, true unless declared.
+func (a Annotations) OpenWorldHint() bool { return hintOr(a.OpenWorld, true) }
+
+func hintOr(h *bool, def bool) bool {
+	if h == nil {
+		return def
+	}
+	return *h
+}
+
+// ParseTool reads one tool definition from a tools/list answer. It refuses
+// a definition that is not a JSON object, holds a member twice (parsers
+// disagree on which one wins, so a reviewer and a client could see two
+// different tools) or has no string name.
+func ParseTool(raw json.RawMessage) (Tool, error) {
+	members, err := objectMembers(raw)
+	if err != nil {
+		return Tool{}, err
+	}
+	t := Tool{Raw: slices.Clone(raw)}
+	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
+		return Tool{}, errors.New("tool has no name")
+	}
+	_ = json.Unmarshal(members["title"], &t.Title)
+	_ = json.Unmarshal(members["description"], &t.Description)
+	t.InputSchema = present(members["inputSchema"])
+	t.OutputSchema = present(members["outputSchema"])
+	if a := present(members["annotations"]); a != nil {
+		t.Annotations, err = parseAnnotations(a)
+		if err != nil {
+			return Tool{}, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+	}
+	return t, nil
+}
+
+func parseAnnotations(raw json.RawMessage) (Annotations, error) {
+	members, err := objectMembers(raw)
+	if err != nil {
+		return Annotations{}, fmt.Errorf("annotations: %w", err)
+	}
+	a := Annotations{Raw: slices.Clone(raw)}
+	_ = json.Unmarshal(members["title"], &a.Title)
+	a.ReadOnly = boolHint(members["readOnlyHint"])
+	a.Destructive = boolHint(members["destructiveHint"])
+	a.Idempotent = boolHint(members["idempotentHint"])
+	a.OpenWorld = boolHint(members["openWorldHint"])
+	return a, nil
+}
+
+// boolHint is a declared JSON boolean, or nil: a hint given as "true" (a
+// string) or 1 is not a declaration the gateway believes.
+func boolHint(raw json.RawMessage) *bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "true":
+		v := true
+		return &v
+	case "false":
+		v := false
+		return &v
+	}
+	return nil
+}
+
+// present returns raw, or nil when it is absent or JSON null.
+func present(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return nil
+	}
+	return slices.Clone(raw)
+}
+
+// objectMembers splits a JSON object into its members, refusing anything
+// else and any name given twice.
+func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	// Canonicalize refuses invalid JSON, invalid UTF-8 and a name given
+	// twice in any object (RFC 7493), which json.Unmarshal would accept.
+	if check := jsontext.Value(slices.Clone(raw)); check.Canonicalize() != nil {
+		return nil, errors.New("not valid JSON, or a member is given twice")
+	}
+	if k := jsontext.Value(bytes.TrimSpace(raw)).Kind(); k != '{' {
+		return nil, errors.New("not a JSON object")
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return nil, err
+	}
+	return members, nil
+}
+
+// PinVersion names the canonical form Pin hashes. A change to the form is
+// a new version, so stored pins of the old one are recognised as such.
+const PinVersion = "v1"
+
+// pinnedMembers are the members of a definition a pin covers.
+var pinnedMembers = []string{"annotations", "description", "inputSchema", "name", "outputSchema", "title"}
+
+// Pin returns the pin of t's definition: "v1:" and the hex SHA-256 of its
+// canonical form. The canonical form (version 1) is the JSON object of the
+// definition's name, title, description, inputSchema, outputSchema and
+// annotations members as the upstream gave them (one that is absent or
+// null left out; other members, such as _meta or icons, not covered),
+// written as RFC 8785 (JSON Canonicalization Scheme): members sorted by
+// their UTF-16 code units at every depth, no whitespace, numbers in their
+// shortest ECMAScript form and strings minimally escaped. So key order,
+// whitespace and number spelling change no pin; any change to a covered
+// value does.
+func Pin(t Tool) (string, error) {
+	canon, err := canonicalDefinition(t.Raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return PinVersion + ":" + hex.EncodeToString(sum[:]), nil
+}
+
+// canonicalDefinition writes the canonical form Pin documents.
+func canonicalDefinition(raw json.RawMessage) ([]byte, error) {
+	members, err := objectMembers(raw)
+	if err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for _, name := range pinnedMembers {
+		v := present(members[name])
+		if v == nil {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(name))
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	canon := jsontext.Value(b.Bytes())
+	if err := canon.Canonicalize(); err != nil {
+		return nil, err
+	}
+	return canon, nil
+}
+
+// CatalogDiff is what changed between two tool catalogs of one server.
+type CatalogDiff struct {
+	Added   []string     // tools only in the new catalog
+	Removed []string     // tools only in the old catalog
+	Changed []ToolChange // tools in both whose pinned definition differs
+	// Loosened lists every hint of a changed tool that now claims less
+	// risk than before; each always needs an admin, whatever else changed.
+	Loosened []HintChange
+}
+
+// Empty reports whether nothing changed.
+func (d CatalogDiff) Empty() bool {
+	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0
+}
+
+// ToolChange names the pinned members of one tool whose value changed.
+type ToolChange struct {
+	Tool   string
+	Fields []string // among title, description, inputSchema, outputSchema, annotations
+}
+
+// HintChange is one hint of a tool that became less restrictive, with the
+// declared values before and after (nil: not declared).
+type HintChange struct {
+	Tool   string
+	Hint   string // readOnlyHint, destructiveHint, idempotentHint or openWorldHint
+	Before *bool
+	After  *bool
+}
+
+// hintRule is a hint with the value that restricts most once the spec's
+// default is applied: a change away from it is a loosening.
+type hintRule struct {
+	name     string
+	get      func(Annotations) *bool
+	value    func(Annotations) bool
+	cautious bool
+}
+
+var hintRules = []hintRule{
+	{"readOnlyHint", func(a Annotations) *bool { return a.ReadOnly }, Annotations.ReadOnlyHint, false},
+	{"destructiveHint", func(a Annotations) *bool { return a.Destructive }, Annotations.DestructiveHint, true},
+	{"idempotentHint", func(a Annotations) *bool { return a.Idempotent }, Annotations.IdempotentHint, false},
+	{"openWorldHint", func(a Annotations) *bool { return a.OpenWorld }, Annotations.OpenWorldHint, true},
+}
+
+// DiffCatalogs compares an old catalog with a new one, tool by tool (by
+// name), member by member of what Pin covers. Names are sorted in the
+// answer.
+func DiffCatalogs(old, new []Tool) (CatalogDiff, error) {
+	before := map[string]Tool{}
+	for _, t := range old {
+		before[t.Name] = t
+	}
+	after := map[string]Tool{}
+	for _, t := range new {
+		after[t.Name] = t
+	}
+	var d CatalogDiff
+	for name := range before {
+		if _, ok := after[name]; !ok {
+			d.Removed = append(d.Removed, name)
+		}
+	}
+	for name, t := range after {
+		prev, ok := before[name]
+		if !ok {
+			d.Added = append(d.Added, name)
+			continue
+		}
+		fields, err := changedMembers(prev.Raw, t.Raw)
+		if err != nil {
+			return CatalogDiff{}, fmt.Errorf("tool %q: %w", name, err)
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		d.Changed = append(d.Changed, ToolChange{Tool: name, Fields: fields})
+		d.Loosened = append(d.Loosened, loosenedHints(name, prev.Annotations, t.Annotations)...)
+	}
+	slices.Sort(d.Added)
+	slices.Sort(d.Removed)
+	slices.SortFunc(d.Changed, func(a, b ToolChange) int { return compareStrings(a.Tool, b.Tool) })
+	slices.SortStableFunc(d.Loosened, func(a, b HintChange) int { return compareStrings(a.Tool, b.Tool) })
+	return d, nil
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// changedMembers lists the pinned members whose canonical values differ.
+func changedMembers(oldRaw, newRaw json.RawMessage) ([]string, error) {
+	a, err := objectMembers(oldRaw)
+	if err != nil {
+		return nil, err
+	}
+	b, err := objectMembers(newRaw)
+	if err != nil {
+		return nil, err
+	}
+	var fields []string
+	for _, name := range []string{"title", "description", "inputSchema", "outputSchema", "annotations"} {
+		same, err := sameJSON(present(a[name]), present(b[name]))
+		if err != nil {
+			return nil, err
+		}
+		if !same {
+			fields = append(fields, name)
+		}
+	}
+	return fields, nil
+}
+
+func sameJSON(a, b json.RawMessage) (bool, error) {
+	if a == nil || b == nil {
+		return a == nil && b == nil, nil
+	}
+	ca, cb := jsontext.Value(slices.Clone(a)), jsontext.Value(slices.Clone(b))
+	if err := ca.Canonicalize(); err != nil {
+		return false, err
+	}
+	if err := cb.Canonicalize(); err != nil {
+		return false, err
+	}
+	return bytes.Equal(ca, cb), nil
+}
+
+func loosenedHints(tool string, before, after Annotations) []HintChange {
+	var out []HintChange
+	for _, r := range hintRules {
+		if r.value(before) == r.cautious && r.value(after) != r.cautious {
+			out = append(out, HintChange{Tool: tool, Hint: r.name, Before: r.get(before), After: r.get(after)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func mustTool(t *testing.T, raw string) Tool {
+	t.Helper()
+	tool, err := ParseTool(json.RawMessage(raw))
+	if err != nil {
+		t.Fatalf("ParseTool(%s) err = %v", raw, err)
+	}
+	return tool
+}
+
+func mustPin(t *testing.T, tool Tool) string {
+	t.Helper()
+	p, err := Pin(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestParseTool_DeclaredVersusUnset(t *testing.T) {
+	tool := mustTool(t, `{"name":"x","annotations":{"readOnlyHint":true,"destructiveHint":"false","openWorldHint":null},"icons":[{"src":"a"}]}`)
+	a := tool.Annotations
+	if a.ReadOnly == nil || !*a.ReadOnly {
+		t.Errorf("readOnlyHint = %v, want declared true", a.ReadOnly)
+	}
+	if a.Destructive != nil || !a.DestructiveHint() {
+		t.Errorf("destructiveHint given as a string = %v, want unset (destructive)", a.Destructive)
+	}
+	if a.OpenWorld != nil || !a.OpenWorldHint() || a.Idempotent != nil || a.IdempotentHint() {
+		t.Errorf("openWorld %v idempotent %v, want unset with the spec's defaults", a.OpenWorld, a.Idempotent)
+	}
+	if !strings.Contains(string(tool.Raw), `"icons"`) {
+		t.Errorf("Raw = %s, want members the gateway does not model kept", tool.Raw)
+	}
+	none := mustTool(t, `{"name":"y"}`)
+	if none.Annotations.ReadOnlyHint() || !none.Annotations.DestructiveHint() || none.Annotations.Raw != nil {
+		t.Errorf("no annotations = %+v, want unset: not read-only, destructive", none.Annotations)
+	}
+}
+
+func TestParseTool_Refuses(t *testing.T) {
+	for _, raw := range []string{
+		`{"name":"x","name":"y"}`, // a member twice: parsers disagree on which wins
+		`{"name":"x","annotations":{"readOnlyHint":false,"readOnlyHint":true}}`,
+		`{"description":"no name"}`,
+		`["name"]`,
+		`{"name":""}`,
+		`{"name":"x"`,
+	} {
+		if _, err := ParseTool(json.RawMessage(raw)); err == nil {
+			t.Errorf("ParseTool(%s) accepted", raw)
+		}
+	}
+}
+
+func TestPin_Canonical(t *testing.T) {
+	a := mustTool(t, `{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1.0}}},"annotations":{"readOnlyHint":true}}`)
+	b := mustTool(t, "{ \"annotations\" : {\"readOnlyHint\":true},\n \"inputSchema\":{\"properties\":{\"n\":{\"maximum\":1,\"type\":\"number\"}},\"type\":\"object\"}, \"description\":\"\\u0064\",\"name\":\"t\", \"outputSchema\": null, \"_meta\":{\"x\":1}}")
+	if pa, pb := mustPin(t, a), mustPin(t, b); pa != pb {
+		t.Errorf("Pin differs for the same definition in another order, spacing and number spelling:\n%s\n%s", pa, pb)
+	}
+	if p := mustPin(t, a); !strings.HasPrefix(p, "v1:") || len(p) != len("v1:")+64 {
+		t.Errorf("Pin = %q, want v1: and a hex SHA-256", p)
+	}
+	// The documented canonical form, byte for byte.
+	canon, err := canonicalDefinition(b.Raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"properties":{"n":{"maximum":1,"type":"number"}},"type":"object"},"name":"t"}`
+	if string(canon) != want {
+		t.Errorf("canonical form = %s, want %s", canon, want)
+	}
+	for _, changed := range []string{
+		`{"name":"t","description":"d2","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":2}}},"annotations":{"readOnlyHint":true}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":false}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}}}`,
+		`{"name":"t","title":"T","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`,
+	} {
+		if mustPin(t, mustTool(t, changed)) == mustPin(t, a) {
+			t.Errorf("Pin unchanged for %s", changed)
+		}
+	}
+}
+
+func TestDiffCatalogs(t *testing.T) {
+	old := []Tool{
+		mustTool(t, `{"name":"keep","description":"same"}`),
+		mustTool(t, `{"name":"gone"}`),
+		mustTool(t, `{"name":"desc","description":"a","inputSchema":{"type":"object"}}`),
+		mustTool(t, `{"name":"ro","annotations":{"readOnlyHint":false}}`),
+		mustTool(t, `{"name":"destr"}`),
+		mustTool(t, `{"name":"world","annotations":{"openWorldHint":true,"destructiveHint":false}}`),
+		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":true}}`),
+	}
+	new := []Tool{
+		mustTool(t, `{"description":"same","name":"keep"}`),
+		mustTool(t, `{"name":"desc","description":"b","inputSchema":{"type":"object","required":["x"]}}`),
+		mustTool(t, `{"name":"ro","annotations":{"readOnlyHint":true}}`),
+		mustTool(t, `{"name":"destr","annotations":{"destructiveHint":false}}`),
+		mustTool(t, `{"name":"world","annotations":{"openWorldHint":false,"destructiveHint":false}}`),
+		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":false}}`),
+		mustTool(t, `{"name":"fresh"}`),
+	}
+	d, err := DiffCatalogs(old, new)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes, no := true, false
+	want := CatalogDiff{
+		Added:   []string{"fresh"},
+		Removed: []string{"gone"},
+		Changed: []ToolChange{
+			{Tool: "desc", Fields: []string{"description", "inputSchema"}},
+			{Tool: "destr", Fields: []string{"annotations"}},
+			{Tool: "ro", Fields: []string{"annotations"}},
+			{Tool: "tighter", Fields: []string{"annotations"}},
+			{Tool: "world", Fields: []string{"annotations"}},
+		},
+		Loosened: []HintChange{
+			{Tool: "destr", Hint: "destructiveHint", Before: nil, After: &no},
+			{Tool: "ro", Hint: "readOnlyHint", Before: &no, After: &yes},
+			{Tool: "world", Hint: "openWorldHint", Before: &yes, After: &no},
+		},
+	}
+	if diff := cmp.Diff(want, d); diff != "" {
+		t.Errorf("DiffCatalogs (-want +got):\n%s", diff)
+	}
+	if same, _ := DiffCatalogs(old, old); !same.Empty() {
+		t.Errorf("DiffCatalogs(old, old) = %+v, want empty", same)
+	}
+}

@@ -1,0 +1,9 @@
+package upstream
+
+import "slices"
+
+func sortStrings(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
