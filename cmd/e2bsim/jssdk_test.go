@@ -12,41 +12,26 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // jsSDK is the official E2B JS SDK the test runs, pinned exactly (the newest
-// npm serves as of issue 25). It needs Node.js 20.18.1 or later (its
+// npm serves as of issue 25) with every dependency's integrity hash in
+// testdata/jssdk/package-lock.json. It needs Node.js 20.18.1 or later (its
 // package.json "engines"); scripts/ensure-node.sh installs Node.js and npm.
 const jsSDK = "e2b@2.51.0"
 
-// installJSSDK installs jsSDK from the npm registry into a directory kept
-// between runs (under the user's cache), like the mcp-remote test's npx
-// cache, and returns the path of its ESM entry point.
+// installJSSDK installs the pinned SDK and returns the path of its ESM entry
+// point.
 func installJSSDK(t *testing.T) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "mcpgate-test", strings.ReplaceAll(jsSDK, "@", "-"))
-	entry := filepath.Join(dir, "node_modules", "e2b", "dist", "index.mjs")
+	dir := npmtest.Install(t, filepath.Join("testdata", "jssdk"))
 	var pkg struct{ Version string }
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", "e2b", "package.json")); err == nil && json.Unmarshal(b, &pkg) == nil &&
-		"e2b@"+pkg.Version == jsSDK {
-		return entry
+	b, err := os.ReadFile(filepath.Join(dir, "node_modules", "e2b", "package.json"))
+	if err != nil || json.Unmarshal(b, &pkg) != nil || "e2b@"+pkg.Version != jsSDK {
+		t.Fatalf("installed e2b %q (%v), want %s: update testdata/jssdk with the constant", pkg.Version, err, jsSDK)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "install", "--prefix", dir, "--no-audit", "--no-fund", "--ignore-scripts",
-		"--save-exact", jsSDK)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s: %v\n%s", jsSDK, err, out)
-	}
-	return entry
+	return filepath.Join(dir, "node_modules", "e2b", "dist", "index.mjs")
 }
 
 // TestOfficialJSSDK runs E2B's own JS SDK against e2bsim for every
@@ -58,10 +43,7 @@ func installJSSDK(t *testing.T) string {
 // false.
 func TestOfficialJSSDK(t *testing.T) {
 	entry := installJSSDK(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not found: run scripts/ensure-node.sh")
-	}
+	node := npmtest.Tool(t, "node")
 	const key = "e2b_0123456789abcdef0123456789abcdef"
 	srv := httptest.NewServer(e2bsim.New(e2bsim.Options{TeamKeys: []string{key}, MaxRunning: 6}))
 	defer srv.Close()

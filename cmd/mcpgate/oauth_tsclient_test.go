@@ -9,115 +9,33 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // tsClientSource is the client script and its npm package, pinned with
 // integrity hashes in package-lock.json (@modelcontextprotocol/sdk 1.32.2).
 const tsClientSource = "testdata/tsclient"
 
-var npmInstalled struct {
-	sync.Mutex
-	dirs map[string]string
-}
-
 // tsClientDir returns a directory with the script and the SDK installed.
 func tsClientDir(t *testing.T) string {
 	t.Helper()
-	dir := npmPackageDir(t, tsClientSource)
+	dir := npmtest.Install(t, tsClientSource)
 	// The script is copied on every run: it is ours, and may change
 	// without the lockfile changing.
-	copyFile(t, filepath.Join(tsClientSource, "client.mjs"), filepath.Join(dir, "client.mjs"))
+	npmtest.CopyFile(t, filepath.Join(tsClientSource, "client.mjs"), filepath.Join(dir, "client.mjs"))
 	return dir
-}
-
-// npmPackageDir returns a directory where the npm package in src (its
-// package.json and package-lock.json) is installed by "npm ci": once per
-// lockfile, in the user's cache, so the source tree stays clean and later
-// runs need no network.
-func npmPackageDir(t *testing.T, src string) string {
-	t.Helper()
-	npmInstalled.Lock()
-	defer npmInstalled.Unlock()
-	if dir := npmInstalled.dirs[src]; dir != "" {
-		return dir
-	}
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
-	}
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "mcpgate-test", filepath.Base(src)+"-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".installed")); err != nil {
-		// Installed beside the final place and renamed into it, so that
-		// an interrupted install is never taken for a finished one.
-		if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		tmp, err := os.MkdirTemp(filepath.Dir(dir), "install-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			copyFile(t, filepath.Join(src, f), filepath.Join(tmp, f))
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		home, _ := os.UserHomeDir()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-		cmd.Dir = tmp
-		cmd.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(home, ".npm"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci of %s: %v\n%s", src, err, out)
-		}
-		if err := os.WriteFile(filepath.Join(tmp, "node_modules", ".installed"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.RemoveAll(dir)
-		if err := os.Rename(tmp, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if npmInstalled.dirs == nil {
-		npmInstalled.dirs = map[string]string{}
-	}
-	npmInstalled.dirs[src] = dir
-	return dir
-}
-
-func copyFile(t *testing.T, from, to string) {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // tsClient is one run of client.mjs.

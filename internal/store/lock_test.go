@@ -132,28 +132,14 @@ func TestLocker_WaitOutlastsQueryTimeout(t *testing.T) {
 	db := storetest.Open(t)
 	db.SetQueryTimeout(100 * time.Millisecond)
 	l := db.NewLocker(20 * time.Second)
-	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- l.Do(ctx, "ana", func(ctx context.Context, h *store.Held) error {
-			if err := h.Lock(ctx, "sandbox a"); err != nil {
-				return err
-			}
-			close(held)
-			<-release
-			return nil
-		})
-	}()
-	<-held
+	letGo := hold(t, l, 1, func(int) string { return "ana" }) // holds "held a"
 	waited := make(chan error, 1)
 	go func() {
-		waited <- l.Do(ctx, "bo", func(ctx context.Context, h *store.Held) error { return h.Lock(ctx, "sandbox a") })
+		waited <- l.Do(ctx, "bo", func(ctx context.Context, h *store.Held) error { return h.Lock(ctx, "held a") })
 	}()
 	storetest.Until(t, "the second change to wait for the lock", func() bool { return storetest.WaitingLocks(t, db) > 0 })
 	time.Sleep(300 * time.Millisecond) // three query timeouts: the wait must outlast them
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	letGo()
 	if err := <-waited; err != nil {
 		t.Fatalf("a wait longer than the query timeout: err = %v, want the lock", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // startEverything installs the official MCP reference server
@@ -22,33 +24,8 @@ import (
 // are prerequisites of the project's tests (scripts/ensure-node.sh).
 func startEverything(t *testing.T) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		t.Fatal("npm not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node not found: run scripts/ensure-node.sh")
-	}
-	dir := t.TempDir()
-	for _, name := range []string{"package.json", "package-lock.json"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "everything", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	home, _ := os.UserHomeDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	install.Dir = dir
-	install.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(home, ".npm"))
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm ci: %v\n%s", err, out)
-	}
+	node := npmtest.Tool(t, "node")
+	dir := npmtest.Install(t, filepath.Join("testdata", "everything"))
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
