@@ -253,6 +253,9 @@ func checkGatewayPod(t *testing.T, d appsv1.Deployment) {
 	if env["PUBLIC_URL"] == "" {
 		t.Error("PUBLIC_URL is not set")
 	}
+	if env["DATABASE_MAX_CONNS"] == "" {
+		t.Error("DATABASE_MAX_CONNS is not set; the pool would follow the node's CPUs, not the pod's share")
+	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources = %+v, want cpu and memory requests and a memory limit", c.Resources)
 	}
