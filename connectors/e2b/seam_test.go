@@ -3,6 +3,7 @@ package e2b_test
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -30,6 +31,44 @@ func TestSeam_noToolNamesOutsideTheConnector(t *testing.T) {
 			for _, n := range names {
 				if strings.Contains(string(b), n) {
 					t.Errorf("%s names the E2B tool %s", path, n)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// upstreamWord is how a generic layer would name E2B: the name, its key
+// prefix, its connection route, its simulator.
+var upstreamWord = regexp.MustCompile(`(?i)e2b`)
+
+// TestSeam_genericLayersNameNoUpstream: the dashboard (code, templates and
+// script), the API and the MCP endpoint never name E2B, not even its
+// connection route (/connections/e2b) or its key's shape; what the
+// dashboard says of a connector it reads from the connector's description
+// at run time (connectors.Info), so a second connector changes none of
+// their lines. Tests may name it.
+func TestSeam_genericLayersNameNoUpstream(t *testing.T) {
+	for _, s := range []string{"Connect your E2B team", `data-api-path="/connections/e2b"`, "e2b_…", "X-E2B-Simulator"} {
+		if !upstreamWord.MatchString(s) {
+			t.Fatalf("the fence lets %q through", s)
+		}
+	}
+	for _, dir := range []string{"../../web", "../../api", "../../mcp"} {
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata") {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for i, line := range strings.Split(string(b), "\n") {
+				if upstreamWord.MatchString(line) {
+					t.Errorf("%s:%d names E2B: %s", path, i+1, strings.TrimSpace(line))
 				}
 			}
 			return nil
