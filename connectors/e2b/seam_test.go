@@ -19,26 +19,13 @@ func TestSeam_noToolNamesOutsideTheConnector(t *testing.T) {
 	for _, tl := range e2b.New(e2b.Options{}).Tools() {
 		names = append(names, tl.Name)
 	}
-	for _, dir := range []string{"../../mcp", "../../web", "../../api", "../../internal/service"} {
-		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata") {
-				return err
+	eachSource(t, []string{"../../mcp", "../../web", "../../api", "../../internal/service"}, func(path, text string) {
+		for _, n := range names {
+			if strings.Contains(text, n) {
+				t.Errorf("%s names the E2B tool %s", path, n)
 			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			for _, n := range names {
-				if strings.Contains(string(b), n) {
-					t.Errorf("%s names the E2B tool %s", path, n)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
-	}
+	})
 }
 
 // upstreamWord is how a generic layer would name E2B: the name, its key
@@ -57,7 +44,20 @@ func TestSeam_genericLayersNameNoUpstream(t *testing.T) {
 			t.Fatalf("the fence lets %q through", s)
 		}
 	}
-	for _, dir := range []string{"../../web", "../../api", "../../mcp"} {
+	eachSource(t, []string{"../../web", "../../api", "../../mcp"}, func(path, text string) {
+		for i, line := range strings.Split(text, "\n") {
+			if upstreamWord.MatchString(line) {
+				t.Errorf("%s:%d names E2B: %s", path, i+1, strings.TrimSpace(line))
+			}
+		}
+	})
+}
+
+// eachSource calls check with every file under dirs but tests and test
+// data: code, templates and scripts.
+func eachSource(t *testing.T, dirs []string, check func(path, text string)) {
+	t.Helper()
+	for _, dir := range dirs {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || strings.HasSuffix(path, "_test.go") || strings.Contains(path, "testdata") {
 				return err
@@ -66,11 +66,7 @@ func TestSeam_genericLayersNameNoUpstream(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			for i, line := range strings.Split(string(b), "\n") {
-				if upstreamWord.MatchString(line) {
-					t.Errorf("%s:%d names E2B: %s", path, i+1, strings.TrimSpace(line))
-				}
-			}
+			check(path, string(b))
 			return nil
 		})
 		if err != nil {
