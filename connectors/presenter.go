@@ -50,19 +50,36 @@ func Info(c Connector) mcpgate.ConnectorInfo {
 // DemoProbe finds out, off the call path, whether a connector's upstream is
 // its simulator; pages ask it with On, which never waits.
 type DemoProbe struct {
-	on atomic.Bool
+	detector DemoDetector
+	on       atomic.Bool
+}
+
+// NewDemoProbe returns a probe that asks d when it runs.
+func NewDemoProbe(d DemoDetector) *DemoProbe { return &DemoProbe{detector: d} }
+
+// DemoProbes has a probe for each connector of r that can tell its simulator
+// from its upstream, by connector name.
+func DemoProbes(r *Registry) map[string]*DemoProbe {
+	probes := map[string]*DemoProbe{}
+	for _, name := range r.Names() {
+		c, _ := r.Connector(name)
+		if d, ok := c.(DemoDetector); ok {
+			probes[name] = NewDemoProbe(d)
+		}
+	}
+	return probes
 }
 
 // On reports whether the upstream answered as the simulator.
 func (p *DemoProbe) On() bool { return p != nil && p.on.Load() }
 
-// Run asks d once. Until something answers (the simulator may start a moment
+// Run asks the connector once. Until something answers (the simulator may start a moment
 // after the gateway, as in make demo), it asks again after a growing pause,
 // a few times; it returns then or when ctx ends.
-func (p *DemoProbe) Run(ctx context.Context, d DemoDetector) {
+func (p *DemoProbe) Run(ctx context.Context) {
 	wait := 500 * time.Millisecond
 	for range 12 {
-		if on, answered := d.DetectDemo(ctx); answered {
+		if on, answered := p.detector.DetectDemo(ctx); answered {
 			p.on.Store(on)
 			return
 		}

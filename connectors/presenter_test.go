@@ -45,20 +45,20 @@ func TestDemoProbe(t *testing.T) {
 	if nilProbe.On() {
 		t.Errorf("nil probe On() = true")
 	}
-	var p connectors.DemoProbe
-	p.Run(context.Background(), &detector{answerAt: 1, demo: true})
+	p := connectors.NewDemoProbe(&detector{answerAt: 1, demo: true})
+	p.Run(context.Background())
 	if !p.On() {
 		t.Errorf("probe of a simulator: On() = false")
 	}
-	var q connectors.DemoProbe
-	q.Run(context.Background(), &detector{answerAt: 1})
+	q := connectors.NewDemoProbe(&detector{answerAt: 1})
+	q.Run(context.Background())
 	if q.On() {
 		t.Errorf("probe of a real upstream: On() = true")
 	}
 	// A simulator that starts after the gateway is found on a retry.
 	late := &detector{answerAt: 2, demo: true}
-	var r connectors.DemoProbe
-	r.Run(context.Background(), late)
+	r := connectors.NewDemoProbe(late)
+	r.Run(context.Background())
 	if !r.On() || late.asked != 2 {
 		t.Errorf("probe of a simulator that answers late: On() = %v after %d questions", r.On(), late.asked)
 	}
@@ -66,9 +66,19 @@ func TestDemoProbe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	never := &detector{answerAt: 100, demo: true}
-	var s connectors.DemoProbe
-	s.Run(ctx, never)
+	s := connectors.NewDemoProbe(never)
+	s.Run(ctx)
 	if s.On() || never.asked != 1 {
 		t.Errorf("cancelled probe: On() = %v after %d questions", s.On(), never.asked)
+	}
+}
+
+func TestDemoProbes_OnlyConnectorsThatDetect(t *testing.T) {
+	probes := connectors.DemoProbes(connectors.NewRegistry(bare{}))
+	if len(probes) != 0 {
+		t.Errorf("a connector without DemoDetector got a probe: %v", probes)
+	}
+	if probes["acme"].On() {
+		t.Errorf("a missing probe says demo")
 	}
 }

@@ -18,8 +18,10 @@ func TestDetectDemo_SimulatorsHeader(t *testing.T) {
 	}
 	sim := httptest.NewServer(e2bsim.New(e2bsim.Options{}))
 	defer sim.Close()
-	if demo, answered := e2b.New(e2b.Options{BaseURL: sim.URL}).DetectDemo(context.Background()); !demo || !answered {
-		t.Errorf("DetectDemo of the real simulator = %v, %v, want true, true", demo, answered)
+	probe := connectors.DemoProbes(connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: sim.URL})))["e2b"]
+	probe.Run(context.Background())
+	if !probe.On() {
+		t.Errorf("the probe of the real simulator says no demo")
 	}
 }
 

@@ -176,7 +176,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	// the cache for the moment the notification takes.
 	services.Grants = grantsRevokedHere{GrantService: services.Grants,
 		drop: func(ws string) { gw.Tokens.Invalidate(store.InvalidateGrants, ws) }}
-	demos := demoProbes(registry)
+	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo:     func(connector string) bool { return demos[connector].On() },
 		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
@@ -210,9 +210,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	// Is a connector's upstream its bundled simulator? Asked once in the
 	// background, so that no call waits for it; the dashboard says "demo
 	// mode" when it is.
-	for name, probe := range demos {
-		c, _ := registry.Connector(name)
-		gw.goBackground(func() { probe.Run(ctx, c.(connectors.DemoDetector)) })
+	for _, probe := range demos {
+		gw.goBackground(func() { probe.Run(ctx) })
 	}
 	listening := make(chan struct{})
 	gw.goBackground(func() {
@@ -381,18 +380,4 @@ func (g grantsRevokedHere) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id
 	}
 	g.drop(a.WorkspaceID)
 	return nil
-}
-
-// demoProbes has a probe for each connector that can tell its simulator
-// from its upstream.
-func demoProbes(registry *connectors.Registry) map[string]*connectors.DemoProbe {
-	probes := map[string]*connectors.DemoProbe{}
-	for _, name := range registry.Names() {
-		if c, _ := registry.Connector(name); c != nil {
-			if _, ok := c.(connectors.DemoDetector); ok {
-				probes[name] = &connectors.DemoProbe{}
-			}
-		}
-	}
-	return probes
 }
