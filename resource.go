@@ -21,6 +21,49 @@ type ConnectorInfo struct {
 	// when the dashboard cannot browse them.
 	Singular string `json:"singular,omitempty"`
 	Plural   string `json:"plural,omitempty"`
+	// Connect tells a person how to connect it; its zero value gets a
+	// generic form.
+	Connect ConnectGuide `json:"connect"`
+	// Guardrails names the workspace's guardrail settings in the
+	// connector's terms; zero when it enforces none.
+	Guardrails GuardrailLabels `json:"guardrails"`
+}
+
+// ConnectGuide is how a connector asks for its one credential, in its own
+// words, so that the dashboard's connection page names no upstream.
+type ConnectGuide struct {
+	// Title is the call to action ("Connect your E2B team"), Summary the
+	// line under it, Action the label of a link to the form.
+	Title   string `json:"title"`
+	Summary string `json:"summary"`
+	Action  string `json:"action"`
+	// Label, Placeholder and Hint are the credential field's.
+	Label       string `json:"label"`
+	Placeholder string `json:"placeholder,omitempty"`
+	Hint        string `json:"hint,omitempty"`
+	// Steps say where to find the credential, Link is the page that makes
+	// it, Tip one more line of advice.
+	Steps []string `json:"steps,omitempty"`
+	Link  string   `json:"link,omitempty"`
+	Tip   string   `json:"tip,omitempty"`
+	// Demo says what differs when the upstream is a simulator (the
+	// connector's DemoProbe found one); DemoCredential is a credential the
+	// simulator accepts.
+	Demo           string `json:"demo,omitempty"`
+	DemoCredential string `json:"demo_credential,omitempty"`
+}
+
+// GuardrailLabels are the labels and hints of the Guardrails fields in a
+// connector's words; an empty label hides its field.
+type GuardrailLabels struct {
+	// Intro says what the guardrails limit and when they are checked.
+	Intro                string `json:"intro,omitempty"`
+	MaxTimeout           string `json:"max_timeout,omitempty"`
+	MaxTimeoutHint       string `json:"max_timeout_hint,omitempty"`
+	MaxRunning           string `json:"max_running,omitempty"`
+	MaxRunningHint       string `json:"max_running_hint,omitempty"`
+	AllowedTemplates     string `json:"allowed_templates,omitempty"`
+	AllowedTemplatesHint string `json:"allowed_templates_hint,omitempty"`
 }
 
 // Resource is one thing a connector manages, as a list row and a page

@@ -7,7 +7,11 @@
 // call asks for, and whether it does another tool's job), its Changes (the
 // one resource a call changes, so that such calls are serialised), Describer (a
 // summary for the person approving a call), RunningCounter (for the
-// guardrail on how many run at once).
+// guardrail on how many run at once), Browser (the dashboard's view of its
+// resources), Presenter (how a person connects it and what its guardrail
+// settings mean, in its words) and DemoDetector (whether its upstream is a
+// bundled simulator, asked by a DemoProbe). Info gathers what the dashboard
+// shows of a connector, so that the dashboard names none.
 //
 // A connector lives in its own sub-package (connectors/e2b) and imports only
 // this package, mcpgate and the standard library. This package imports

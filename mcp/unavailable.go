@@ -66,7 +66,7 @@ func (s *stopper) init() {
 // running after grace are ended and answered with a tool error saying so
 // (and audited as such), so that a stop answers every call in flight within
 // grace and their own short wind-down, whatever they wait on (a database
-// that hangs, E2B, a human approval). Calls that finish within grace are
+// that hangs, an upstream, a human approval). Calls that finish within grace are
 // answered as usual.
 func (g *Gateway) BeginStop(grace time.Duration) {
 	s := &g.stopper

@@ -4,7 +4,10 @@
 // Pages only read, through the services (mcpgate.Services), as the signed-in
 // person's actor: what each person sees is decided there. The sandbox pages
 // show the connector's own view of its resources (mcpgate.ResourceService),
-// so nothing here names a connector's tool. Every write goes from the page's
+// so nothing here names a connector's tool; what the pages say of a
+// connector (its name, how to connect it, its demo mode, its guardrail
+// settings) is the connector's own description (mcpgate.ConnectorInfo), so
+// nothing here names an upstream either. Every write goes from the page's
 // script to the JSON API under /api/v1 with the session cookie and the
 // X-CSRF-Token header.
 //

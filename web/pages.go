@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -13,7 +14,7 @@ import (
 )
 
 func (h *handler) handleLanding(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "landing", h.newView(r, "MCP gateway for E2B sandboxes", "", nil))
+	h.render(w, r, http.StatusOK, "landing", h.newView(r, "MCP gateway for "+h.upstreamThings(), "", nil))
 }
 
 type authPage struct {
@@ -110,19 +111,47 @@ func homeWorkspace(wss []mcpgate.Workspace) mcpgate.Workspace {
 	return wss[0]
 }
 
-// connection returns the workspace's connection to the gateway's first
-// connector (the one the connection page manages), or nil when there is
-// none.
-func (h *handler) connection(ctx context.Context) (*mcpgate.Connection, error) {
-	cs := h.svc.Resources.Connectors()
-	if len(cs) == 0 {
-		return nil, nil
+// connectorState is a registered connector as it describes itself
+// (connectors.Info), with the workspace's connection to it.
+type connectorState struct {
+	mcpgate.ConnectorInfo
+	// Connection is nil when the workspace has none.
+	Connection *mcpgate.Connection
+	// AuthFailed is set when the upstream rejected the stored credential
+	// since it was last verified.
+	AuthFailed bool
+}
+
+// connectorStates returns every registered connector with the workspace's
+// connection to it, in the registry's order.
+func (h *handler) connectorStates(ctx context.Context) ([]connectorState, error) {
+	var out []connectorState
+	for _, info := range h.svc.Resources.Connectors() {
+		conn, err := h.connectionOf(ctx, info.Name)
+		if err != nil {
+			return nil, err
+		}
+		st := connectorState{ConnectorInfo: info, Connection: conn}
+		st.AuthFailed = conn != nil && conn.LastAuthFail != nil && conn.LastAuthFail.After(conn.VerifiedAt)
+		out = append(out, st)
 	}
-	return h.connectionOf(ctx, cs[0].Name)
+	return out, nil
+}
+
+// unconnected names the connectors the workspace has no connection to
+// ("" when it has one to each).
+func unconnected(states []connectorState) string {
+	var titles []string
+	for _, c := range states {
+		if c.Connection == nil {
+			titles = append(titles, c.Title)
+		}
+	}
+	return strings.Join(titles, " and ")
 }
 
 type overviewPage struct {
-	Connection *mcpgate.Connection
+	Connectors []connectorState
 	ActiveKeys int
 	Recent     []mcpgate.AuditEvent
 	Steps      []step
@@ -142,7 +171,7 @@ type step struct {
 func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ws := workspaceFrom(ctx)
-	conn, err := h.connection(ctx)
+	states, err := h.connectorStates(ctx)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -152,7 +181,7 @@ func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	p := overviewPage{Connection: conn}
+	p := overviewPage{Connectors: states}
 	now := h.opts.Now()
 	for i := range keys {
 		if keys[i].Active(now) {
@@ -171,14 +200,17 @@ func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	base := "/app/w/" + ws.ID
-	p.Steps = []step{
-		{Done: conn != nil, Title: "Connect your E2B team", Text: "Paste your E2B team API key; it is checked with E2B and stored encrypted.",
-			Link: base + "/connections", Label: "Connect E2B"},
+	p.Steps = nil
+	for _, c := range states {
+		p.Steps = append(p.Steps, step{Done: c.Connection != nil, Title: c.Connect.Title, Text: c.Connect.Summary,
+			Link: base + "/connections#connect-" + c.Name, Label: c.Connect.Action})
+	}
+	p.Steps = append(p.Steps, []step{
 		{Done: p.ActiveKeys > 0, Title: "Create an MCP key", Text: "Each AI client gets its own key; you can revoke it at any time.",
 			Link: base + "/keys", Label: "Create a key"},
 		{Done: len(calls) > 0, Title: "Connect your AI client", Text: "Copy the ready-made setup for Claude, Cursor, VS Code and others, then ask “List all my active sandboxes”.",
 			Link: base + "/keys#setup", Label: "See client setup"},
-	}
+	}...)
 	if ws.Role.CanAdmin() {
 		members, err := h.svc.Workspaces.Members(ctx, actorFrom(ctx))
 		if err != nil {
@@ -199,26 +231,20 @@ func (h *handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 }
 
 type connectionsPage struct {
-	Connection *mcpgate.Connection
-	// AuthFailed is set when E2B rejected the stored key since it was
-	// last verified.
-	AuthFailed bool
+	Connectors []connectorState
 	// HasKey: the viewer has an active MCP key, so the next step after
 	// connecting is a client's setup rather than a key.
 	HasKey bool
 }
 
 func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
-	conn, err := h.connection(r.Context())
+	states, err := h.connectorStates(r.Context())
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
-	p := connectionsPage{Connection: conn}
-	if conn != nil && conn.LastAuthFail != nil && conn.LastAuthFail.After(conn.VerifiedAt) {
-		p.AuthFailed = true
-	}
-	if conn != nil {
+	p := connectionsPage{Connectors: states}
+	if slices.ContainsFunc(states, func(c connectorState) bool { return c.Connection != nil }) {
 		a := actorFrom(r.Context())
 		keys, err := h.svc.Keys.Keys(r.Context(), a)
 		if err != nil {
@@ -228,16 +254,17 @@ func (h *handler) handleConnections(w http.ResponseWriter, r *http.Request) {
 		now := h.opts.Now()
 		p.HasKey = slices.ContainsFunc(keys, func(k mcpgate.APIKey) bool { return k.UserID == a.UserID && k.Active(now) })
 	}
-	h.render(w, r, http.StatusOK, "connections", h.newView(r, "E2B connection", "connections", p))
+	h.render(w, r, http.StatusOK, "connections", h.newView(r, h.connectionsTitle(), "connections", p))
 }
 
 type keysPage struct {
-	Keys       []mcpgate.APIKey
-	Active     int
-	Clients    []setupClient
-	Prompts    []string
-	MCPURL     string
-	Connection *mcpgate.Connection
+	Keys    []mcpgate.APIKey
+	Active  int
+	Clients []setupClient
+	Prompts []string
+	MCPURL  string
+	// Unconnected names the connectors the workspace has not connected.
+	Unconnected string
 	// Grants are the OAuth apps connected to the workspace (connected_apps.html).
 	Grants []mcpgate.Grant
 }
@@ -249,7 +276,7 @@ func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	conn, err := h.connection(ctx)
+	states, err := h.connectorStates(ctx)
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -271,7 +298,7 @@ func (h *handler) handleKeys(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := keysPage{Keys: keys, Clients: withOAuthSetup(setupClients(h.opts.PublicURL), h.opts.PublicURL), Prompts: examplePrompts,
-		MCPURL: h.opts.PublicURL + "/mcp", Connection: conn, Grants: grants}
+		MCPURL: h.opts.PublicURL + "/mcp", Unconnected: unconnected(states), Grants: grants}
 	for i := range keys {
 		if keys[i].Active(now) {
 			p.Active++
@@ -359,8 +386,8 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	// The destructive tool a new workspace keeps off gets the guarded
-	// switch (E2B's kill).
+	// The destructive tool a new workspace keeps off (a kill) gets the
+	// guarded switch.
 	for i := range p.Tools {
 		if p.Tools[i].Destructive && p.Tools[i].OffByDefault && p.Kill == nil {
 			p.Kill = &p.Tools[i]

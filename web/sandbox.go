@@ -14,7 +14,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// The resource pages (E2B's sandboxes) show what the connector's own view
+// The resource pages (a connector's sandboxes) show what the connector's own view
 // of them returns: the connector reads them through its tools, under the
 // workspace's policy and audit, so a person sees exactly what the AI sees.
 // Nothing here names a connector's tool or reads its output.

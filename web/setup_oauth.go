@@ -34,7 +34,7 @@ func withOAuthSetup(clients []setupClient, publicURL string) []setupClient {
 			c.Intro = "Add a custom connector and sign in: no key goes into Claude. It works in Claude Desktop, on claude.ai and (once added on the web) in the mobile apps."
 			c.Steps = []string{
 				"Open Settings → Connectors → Add custom connector.",
-				"Enter a name (for example “E2B sandboxes”), paste the server URL below, and click Add, then Connect.",
+				"Enter a name (for example “mcpgate”), paste the server URL below, and click Add, then Connect.",
 				signIn,
 				"Claude connects from Anthropic’s cloud, so this gateway’s URL must be reachable from the internet.",
 			}

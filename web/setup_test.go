@@ -146,7 +146,7 @@ func TestConnections_NextStep(t *testing.T) {
 	f.keys = []mcpgate.APIKey{{ID: "k2", UserID: "u2", Name: "someone else's", CreatedAt: testNow}}
 	h := mustHandler(t, f)
 	_, body := get(t, h, "/app/w/ws1/connections", testUser)
-	if !strings.Contains(body, `id="next-step"`) || !strings.Contains(body, `href="/app/w/ws1/keys#create-key"`) {
+	if !strings.Contains(body, `id="next-step-e2b"`) || !strings.Contains(body, `href="/app/w/ws1/keys#create-key"`) {
 		t.Errorf("connected, without a key of one's own: the page does not point at creating one")
 	}
 	f.keys = append(f.keys, mcpgate.APIKey{ID: "k1", UserID: "u1", Name: "mine", CreatedAt: testNow})
@@ -155,7 +155,7 @@ func TestConnections_NextStep(t *testing.T) {
 		t.Errorf("connected, with a key: the page does not point at a client's setup")
 	}
 	f.conn = nil
-	if _, body = get(t, h, "/app/w/ws1/connections", testUser); strings.Contains(body, `id="next-step"`) {
+	if _, body = get(t, h, "/app/w/ws1/connections", testUser); strings.Contains(body, `id="next-step-e2b"`) {
 		t.Errorf("not connected, yet the page points past connecting")
 	}
 }

@@ -32,9 +32,10 @@ type Options struct {
 	Version   string
 	// Now returns the current time; tests fix it. Defaults to time.Now.
 	Now func() time.Time
-	// Demo reports whether E2B is the bundled simulator (DemoProbe.On);
-	// the E2B connection page then says so. Nil means no.
-	Demo func() bool
+	// Demo reports whether a connector's upstream is its bundled simulator
+	// (connectors.DemoProbe); its connection page then says so. Nil means
+	// no.
+	Demo func(connector string) bool
 	// OAuthApp names the app of an OAuth client id for the login page an
 	// authorization request starts with ("" when unknown); nil: none.
 	OAuthApp func(ctx context.Context, clientID string) string
@@ -125,23 +126,26 @@ func (h *handler) parseTemplates() error {
 			}
 			return u, nil
 		},
-		"time":     fmtTime,
-		"timeAgo":  func(t time.Time) string { return timeAgo(h.opts.Now(), t) },
-		"timePtr":  func(t *time.Time) string { return fmtTimePtr(t) },
-		"agoPtr":   func(t *time.Time) string { return agoPtr(h.opts.Now(), t) },
-		"rfc3339":  fmtRFC3339,
-		"bytes":    fmtBytes,
-		"pct":      func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
-		"json":     compactJSON,
-		"initial":  initial,
-		"eq2":      func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
-		"add":      func(a, b int) int { return a + b },
-		"dict":     dict,
-		"sub":      func(a, b float64) float64 { return a - b },
-		"canAdmin": func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
-		"demo":     func() bool { return h.opts.Demo != nil && h.opts.Demo() },
-		"browser":  browserName,
-		"hostOf":   hostOf,
+		"time":             fmtTime,
+		"timeAgo":          func(t time.Time) string { return timeAgo(h.opts.Now(), t) },
+		"timePtr":          func(t *time.Time) string { return fmtTimePtr(t) },
+		"agoPtr":           func(t *time.Time) string { return agoPtr(h.opts.Now(), t) },
+		"rfc3339":          fmtRFC3339,
+		"bytes":            fmtBytes,
+		"pct":              func(f float64) string { return fmt.Sprintf("%.1f%%", f) },
+		"json":             compactJSON,
+		"initial":          initial,
+		"eq2":              func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
+		"add":              func(a, b int) int { return a + b },
+		"dict":             dict,
+		"sub":              func(a, b float64) float64 { return a - b },
+		"canAdmin":         func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
+		"demo":             func(connector string) bool { return h.opts.Demo != nil && h.opts.Demo(connector) },
+		"browser":          browserName,
+		"upstream":         h.upstream,
+		"guardrailLabels":  h.guardrailLabels,
+		"connectionsTitle": h.connectionsTitle,
+		"hostOf":           hostOf,
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {

@@ -43,6 +43,8 @@ func (f *fakeData) Sessions(context.Context, *mcpgate.User, string) ([]mcpgate.S
 // workspace, "ws1". The embedded interfaces stand for the methods the pages
 // never call (a call would panic).
 type fakeData struct {
+	// more are connectors registered after E2B.
+	more []mcpgate.ConnectorInfo
 	mcpgate.AccountService
 	mcpgate.WorkspaceService
 	mcpgate.KeyService
@@ -116,7 +118,7 @@ func (f *fakeData) services() mcpgate.Services {
 var e2bView = e2b.New(e2b.Options{})
 
 func (f *fakeData) Connectors() []mcpgate.ConnectorInfo {
-	return []mcpgate.ConnectorInfo{{Name: "e2b", Title: "E2B", Singular: "sandbox", Plural: "sandboxes"}}
+	return append([]mcpgate.ConnectorInfo{connectors.Info(e2bView)}, f.more...)
 }
 
 func (f *fakeData) caller(a *mcpgate.Actor) connectors.Caller {

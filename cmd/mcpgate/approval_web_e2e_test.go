@@ -29,8 +29,8 @@ func TestApprovalWebPage(t *testing.T) {
 	}
 	wsBase := base + m
 	webRun(t, ctx, "connect E2B",
-		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#api_key")),
-		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_0123abcd"),
+		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#key-e2b")),
+		chromedp.SendKeys(chromedp.ID("#key-e2b"), "e2b_0123abcd"),
 		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=key-hint]`)))
 	webRun(t, ctx, "enable kill",

@@ -86,29 +86,29 @@ func TestWebJourney(t *testing.T) {
 
 	// Connect E2B: a key E2B refuses first, then a good one.
 	webRun(t, ctx, "bad E2B key",
-		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#api_key")),
-		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_nothex"),
+		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#key-e2b")),
+		chromedp.SendKeys(chromedp.ID("#key-e2b"), "e2b_nothex"),
 		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-form-error]:not([hidden])`)))
 	webShot(t, ctx, "04-connections-error")
 	// The gateway talks to the simulator: the page says so.
-	if s := webText(t, ctx, "#demo-notice"); !strings.Contains(s, "simulator") || !strings.Contains(s, "e2b_") {
+	if s := webText(t, ctx, "#demo-e2b"); !strings.Contains(s, "simulator") || !strings.Contains(s, "e2b_") {
 		t.Errorf("demo notice = %q, want it to say the simulator takes any e2b_<hex> key", s)
 	}
 	webCheckPage(t, ctx, "connections")
 	webRun(t, ctx, "good E2B key",
-		webClear("#api_key"),
-		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_0123abcd"),
+		webClear("#key-e2b"),
+		chromedp.SendKeys(chromedp.ID("#key-e2b"), "e2b_0123abcd"),
 		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=key-hint]`)))
 	if hint := webText(t, ctx, `[data-testid=key-hint]`); !strings.HasPrefix(hint, "e2b_") || strings.Contains(hint, "0123abcd") {
 		t.Errorf("key hint = %q, want a hint, not the key", hint)
 	}
 	// Connected: the page points at the next step, a key, then a client.
-	if s := webText(t, ctx, "#next-step"); !strings.Contains(s, "create an MCP key") || !strings.Contains(s, "client") {
+	if s := webText(t, ctx, "#next-step-e2b"); !strings.Contains(s, "create an MCP key") || !strings.Contains(s, "client") {
 		t.Errorf("next step after connecting E2B = %q, want a key, then a client", s)
 	}
-	if n := webCount(t, ctx, `#next-step a[href$="/keys#create-key"]`); n != 1 {
+	if n := webCount(t, ctx, `#next-step-e2b a[href$="/keys#create-key"]`); n != 1 {
 		t.Errorf("the next step has %d links to creating a key, want 1", n)
 	}
 	webShot(t, ctx, "05-connections")
@@ -334,7 +334,7 @@ func TestWebJourney(t *testing.T) {
 	// The member's view of the other pages.
 	for _, p := range []struct{ url, wait, name string }{
 		{wsBase + "/keys", "#setup", "keys-member"},
-		{wsBase + "/connections", "#status", "connections-member"},
+		{wsBase + "/connections", "#status-e2b", "connections-member"},
 		{wsBase + "/sandboxes", ".summary-row", "sandboxes-member"},
 		{wsBase + "/audit", "#chart-title", "audit-member"}, // (no long filter options for a member)
 		{base + "/app/account", "#password", "account-member"},

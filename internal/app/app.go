@@ -176,8 +176,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	// the cache for the moment the notification takes.
 	services.Grants = grantsRevokedHere{GrantService: services.Grants,
 		drop: func(ws string) { gw.Tokens.Invalidate(store.InvalidateGrants, ws) }}
-	demo := &web.DemoProbe{}
-	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version, Demo: demo.On,
+	demos := connectors.DemoProbes(registry)
+	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version,
+		Demo:     func(connector string) bool { return demos[connector].On() },
 		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
 		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
@@ -206,9 +207,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
 	})
-	// Is E2B the bundled simulator? Asked once in the background, so that no
-	// call waits for it; the dashboard says "demo mode" when it is.
-	gw.goBackground(func() { demo.Run(ctx, o.E2BHTTPClient, o.E2BAPIURL) })
+	// Is a connector's upstream its bundled simulator? Asked once in the
+	// background, so that no call waits for it; the dashboard says "demo
+	// mode" when it is.
+	for _, probe := range demos {
+		gw.goBackground(func() { probe.Run(ctx) })
+	}
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {

@@ -13,11 +13,7 @@ func (s *Service) Connectors() []mcpgate.ConnectorInfo {
 	var out []mcpgate.ConnectorInfo
 	for _, name := range s.opts.Registry.Names() {
 		c, _ := s.opts.Registry.Connector(name)
-		info := mcpgate.ConnectorInfo{Name: name, Title: name}
-		if b, ok := c.(connectors.Browser); ok {
-			info.Singular, info.Plural, info.Title = b.ResourceNames()
-		}
-		out = append(out, info)
+		out = append(out, connectors.Info(c))
 	}
 	return out
 }
