@@ -77,7 +77,7 @@ func TestPublicAddr(t *testing.T) {
 		"127.0.0.1": false, "::1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
 		"169.254.169.254": false, "fe80::1": false, "fc00::1": false, "100.64.0.1": false, "0.0.0.0": false,
 		"::ffff:127.0.0.1": false, "224.0.0.1": false,
-		// Issue 24: embedded IPv4 forms and the rest of the IANA registries.
+		// Embedded IPv4 forms and the rest of the IANA registries.
 		"64:ff9b::7f00:1": false, "64:ff9b::a00:1": false, "64:ff9b::5db8:d822": true, "64:ff9b:1::1": false,
 		"2002:7f00:1::1": false, "2002:5db8:d822::1": false, "::7f00:1": false, "::5db8:d822": false,
 		"::ffff:10.0.0.1": false, "::ffff:93.184.216.34": true,
@@ -297,7 +297,7 @@ func TestRotateRefreshToken(t *testing.T) {
 }
 
 // Clients that never got a grant expire, registered or known by a metadata
-// document (issue 24: documents were kept for ever); used ones stay.
+// document (before the fix, documents were kept for ever); used ones stay.
 func TestPruneOAuth(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
 	ctx := context.Background()
@@ -397,7 +397,7 @@ func TestCIMDCached(t *testing.T) {
 	if n := hits.Load(); n != 1 {
 		t.Errorf("document fetched %d times for 3 uses, want 1", n)
 	}
-	// Not stored before a person consents (issue 24: every fetch was).
+	// Not stored before a person consents (before the fix, every fetch was).
 	if _, _, err := f.db.FindOAuthClient(context.Background(), id); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Errorf("an unconsented document's client is stored (err %v)", err)
 	}
@@ -407,7 +407,7 @@ func TestCIMDCached(t *testing.T) {
 	}
 }
 
-// Fetches of metadata documents are limited per client address (issue 24:
+// Fetches of metadata documents are limited per client address (once
 // one address made the gateway fetch and store 200), and the limit of one
 // address leaves another's alone.
 func TestCIMDFetchRateLimited(t *testing.T) {
