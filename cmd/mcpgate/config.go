@@ -185,182 +185,225 @@ type setting struct {
 // the same numbers. A setting's parse may read the settings above it
 // (MAIL_FROM reads SMTP_URL, the secrets DATABASE_URL), and problems are
 // reported in the table's order. needSecrets is false for commands that
-// never seal, open or sign anything (migrate).
+// never seal, open or sign anything (migrate). A table is parsed once: its
+// parse functions record what they saw (SMTP_URL given, the origins).
 func (c *Config) settings(needSecrets bool) []setting {
-	smtp := false // SMTP_URL was given, even if it did not parse
+	p := &parser{c: c, needSecrets: needSecrets}
 	return []setting{
-		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, func(v string) error {
-			c.HTTP.ListenAddr = v
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				return fmt.Errorf("LISTEN_ADDR %q is not host:port", v)
-			}
-			return nil
-		}},
-		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, func(v string) error {
-			c.HTTP.PublicURL = strings.TrimRight(v, "/")
-			return checkURL("PUBLIC_URL", v)
-		}},
-		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, func(v string) error {
-			c.E2B.APIURL = v
-			return checkURL("E2B_API_URL", v)
-		}},
-		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, func(v string) error {
-			c.E2B.DashboardAPIURL = v
-			return checkURL("E2B_DASHBOARD_API_URL", v)
-		}},
-		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, func(v string) error {
-			c.DB.URL = v
-			// A keyword/value string (host=... dbname=...) is not a URL.
-			if _, err := url.Parse(v); v != "" && err != nil && !strings.Contains(v, "=") {
-				return errors.New("DATABASE_URL is not a valid PostgreSQL URL")
-			}
-			return nil
-		}},
-		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, func(v string) error {
-			c.DB.DataDir = v
-			if v == "" && c.Embedded() {
-				return errors.New("DATA_DIR must be set when DATABASE_URL is not")
-			}
-			return nil
-		}},
-		{"database-max-conns", "DATABASE_MAX_CONNS", "", "database pool size; empty sizes it from the machine (4 per CPU, 16 to 64)", false, func(v string) error {
-			if v == "" {
-				return nil
-			}
-			n, err := strconv.Atoi(v)
-			if err != nil || n < store.MinMaxConns || n > 1000 {
-				return fmt.Errorf("DATABASE_MAX_CONNS must be a whole number from %d to 1000, or empty to size the pool from the machine, not %q",
-					store.MinMaxConns, v)
-			}
-			c.DB.MaxConns = int32(n)
-			return nil
-		}},
-		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, func(v string) error {
-			c.Session.Signup = v
-			if v != "open" && v != "invite" {
-				return fmt.Errorf("SIGNUP must be open or invite, not %q", v)
-			}
-			return nil
-		}},
-		// No message about the mail settings repeats SMTP_URL, which holds a
-		// password.
-		{"smtp-url", "SMTP_URL", "", "outgoing mail server: smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465; empty: no email", true, func(v string) error {
-			if smtp = v != ""; !smtp {
-				return nil
-			}
-			srv, err := mail.ParseURL(v)
-			c.Mail.Server = srv
-			return err
-		}},
-		{"mail-from", "MAIL_FROM", "", "sender of the gateway's email, e.g. mcpgate <noreply@example.com> (required with SMTP_URL)", false, func(v string) error {
-			c.Mail.From = v
-			if !smtp {
-				return nil
-			}
-			if v == "" {
-				return errors.New("MAIL_FROM is required with SMTP_URL, e.g. mcpgate <noreply@example.com>")
-			}
-			if _, err := netmail.ParseAddress(v); err != nil {
-				return fmt.Errorf("MAIL_FROM %q is not an email address", v)
-			}
-			return nil
-		}},
-		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, func(v string) error {
-			switch v {
-			case "":
-				c.Mail.Verify = "off"
-				if smtp {
-					c.Mail.Verify = "required"
-				}
-			case "off":
-				c.Mail.Verify = v
-			case "required":
-				c.Mail.Verify = v
-				if !smtp {
-					return errors.New("SIGNUP_VERIFY=required needs SMTP_URL: verification links are sent by email")
-				}
-			default:
-				return fmt.Errorf("SIGNUP_VERIFY must be required or off, not %q", v)
-			}
-			return nil
-		}},
-		{"log-format", "LOG_FORMAT", "json", "json or text", false, func(v string) error {
-			c.LogFormat = v
-			if v != "json" && v != "text" {
-				return fmt.Errorf("LOG_FORMAT must be json or text, not %q", v)
-			}
-			return nil
-		}},
+		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, p.listenAddr},
+		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, p.publicURL},
+		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, httpURL("E2B_API_URL", &c.E2B.APIURL)},
+		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, httpURL("E2B_DASHBOARD_API_URL", &c.E2B.DashboardAPIURL)},
+		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, p.databaseURL},
+		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, p.dataDir},
+		{"database-max-conns", "DATABASE_MAX_CONNS", "", "database pool size; empty sizes it from the machine (4 per CPU, 16 to 64)", false, p.maxConns},
+		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, oneOf("SIGNUP", &c.Session.Signup, "open", "invite")},
+		{"smtp-url", "SMTP_URL", "", "outgoing mail server: smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465; empty: no email", true, p.smtpURL},
+		{"mail-from", "MAIL_FROM", "", "sender of the gateway's email, e.g. mcpgate <noreply@example.com> (required with SMTP_URL)", false, p.mailFrom},
+		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, p.signupVerify},
+		{"log-format", "LOG_FORMAT", "json", "json or text", false, oneOf("LOG_FORMAT", &c.LogFormat, "json", "text")},
 		{"mcp-key-rate", "MCP_KEY_RATE", formatRate(mcp.DefaultKeyRate), "MCP tool calls per second allowed per key", false, parseRate("MCP_KEY", &c.MCP.Key)},
 		{"mcp-key-burst", "MCP_KEY_BURST", strconv.Itoa(mcp.DefaultKeyBurst), "MCP tool calls per key allowed in a burst", false, parseBurst("MCP_KEY", &c.MCP.Key)},
 		{"mcp-user-rate", "MCP_USER_RATE", formatRate(mcp.DefaultUserRate), "MCP tool calls per second allowed per person, all their keys and apps together", false, parseRate("MCP_USER", &c.MCP.User)},
 		{"mcp-user-burst", "MCP_USER_BURST", strconv.Itoa(mcp.DefaultUserBurst), "MCP tool calls per person allowed in a burst", false, parseBurst("MCP_USER", &c.MCP.User)},
 		{"mcp-workspace-rate", "MCP_WORKSPACE_RATE", formatRate(mcp.DefaultWorkspaceRate), "MCP tool calls per second allowed per workspace, all its people together", false, parseRate("MCP_WORKSPACE", &c.MCP.Workspace)},
 		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", strconv.Itoa(mcp.DefaultWorkspaceBurst), "MCP tool calls per workspace allowed in a burst", false, parseBurst("MCP_WORKSPACE", &c.MCP.Workspace)},
-		{"outage-grace", "OUTAGE_GRACE", formatDuration(service.DefaultOutageGrace), "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, func(v string) error {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 || d > 24*time.Hour {
-				return fmt.Errorf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", v)
-			}
-			c.MCP.OutageGrace = cmp.Or(d, -1)
-			return nil
-		}},
-		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, func(v string) error {
-			p, err := httpx.ParseProxies(v)
-			if err != nil {
-				return errors.New("TRUSTED_PROXIES: " + err.Error() + " (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
-			}
-			c.Proxy.Trusted = p
-			return nil
-		}},
+		{"outage-grace", "OUTAGE_GRACE", formatDuration(service.DefaultOutageGrace), "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, p.outageGrace},
+		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, p.trustedProxies},
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", strconv.Itoa(service.DefaultMaxKeysPerUser), "working MCP keys one person may hold", false, parseCap("MAX_KEYS_PER_USER", &c.Caps.KeysPerUser)},
 		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", strconv.Itoa(service.DefaultMaxWorkspacesPerUser), "shared workspaces one person may own", false, parseCap("MAX_WORKSPACES_PER_USER", &c.Caps.WorkspacesPerUser)},
-		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, func(v string) error {
-			var bad []error
-			for _, o := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
-				if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-					bad = append(bad, fmt.Errorf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
-				}
-				c.Proxy.AllowedOrigins = append(c.Proxy.AllowedOrigins, o)
-			}
-			return errors.Join(bad...)
-		}},
-		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, func(v string) error {
-			d, err := parseRetention(v)
-			if err != nil {
-				return fmt.Errorf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", v, err)
-			}
-			c.Audit.Retention = d
-			return nil
-		}},
-		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, func(v string) error {
-			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-				return fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, not %q", v)
-			}
-			return nil
-		}},
-		// The secrets are checked only when given, since embedded mode may
-		// still generate them (ensureGeneratedSecrets).
-		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, func(v string) error {
-			c.Vault.EncryptionKey = mcpgate.Secret(v)
-			if v != "" {
-				return checkRootKey("ENCRYPTION_KEY", v)
-			}
-			if needSecrets && !c.Embedded() {
-				return errors.New("ENCRYPTION_KEY is required with DATABASE_URL (generate one: openssl rand -base64 32)")
-			}
-			return nil
-		}},
-		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, func(v string) error {
-			c.Session.JWTSecret = mcpgate.Secret(v)
-			if v != "" {
-				return checkJWTSecret(v)
-			}
-			if needSecrets && !c.Embedded() {
-				return errors.New("JWT_SECRET is required with DATABASE_URL (generate one: openssl rand -base64 32)")
-			}
-			return nil
-		}},
+		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, p.allowedOrigins},
+		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, p.auditRetention},
+		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, p.logLevel},
+		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, p.encryptionKey},
+		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, p.jwtSecret},
+	}
+}
+
+// parser holds what the settings' parse functions share: the Config they
+// fill, whether the command needs the secrets, and whether SMTP_URL was
+// given (even if it did not parse), which MAIL_FROM and SIGNUP_VERIFY read.
+type parser struct {
+	c           *Config
+	needSecrets bool
+	smtp        bool
+}
+
+func (p *parser) listenAddr(v string) error {
+	p.c.HTTP.ListenAddr = v
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("LISTEN_ADDR %q is not host:port", v)
+	}
+	return nil
+}
+
+func (p *parser) publicURL(v string) error {
+	p.c.HTTP.PublicURL = strings.TrimRight(v, "/")
+	return checkURL("PUBLIC_URL", v)
+}
+
+func (p *parser) databaseURL(v string) error {
+	p.c.DB.URL = v
+	// A keyword/value string (host=... dbname=...) is not a URL.
+	if _, err := url.Parse(v); v != "" && err != nil && !strings.Contains(v, "=") {
+		return errors.New("DATABASE_URL is not a valid PostgreSQL URL")
+	}
+	return nil
+}
+
+func (p *parser) dataDir(v string) error {
+	p.c.DB.DataDir = v
+	if v == "" && p.c.Embedded() {
+		return errors.New("DATA_DIR must be set when DATABASE_URL is not")
+	}
+	return nil
+}
+
+func (p *parser) maxConns(v string) error {
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < store.MinMaxConns || n > 1000 {
+		return fmt.Errorf("DATABASE_MAX_CONNS must be a whole number from %d to 1000, or empty to size the pool from the machine, not %q",
+			store.MinMaxConns, v)
+	}
+	p.c.DB.MaxConns = int32(n)
+	return nil
+}
+
+// smtpURL reads SMTP_URL. No message about the mail settings repeats it: it
+// holds a password.
+func (p *parser) smtpURL(v string) error {
+	if p.smtp = v != ""; !p.smtp {
+		return nil
+	}
+	srv, err := mail.ParseURL(v)
+	p.c.Mail.Server = srv
+	return err
+}
+
+func (p *parser) mailFrom(v string) error {
+	p.c.Mail.From = v
+	if !p.smtp {
+		return nil
+	}
+	if v == "" {
+		return errors.New("MAIL_FROM is required with SMTP_URL, e.g. mcpgate <noreply@example.com>")
+	}
+	if _, err := netmail.ParseAddress(v); err != nil {
+		return fmt.Errorf("MAIL_FROM %q is not an email address", v)
+	}
+	return nil
+}
+
+// signupVerify settles SIGNUP_VERIFY: unset, addresses are verified where
+// mail can be sent.
+func (p *parser) signupVerify(v string) error {
+	switch v {
+	case "":
+		p.c.Mail.Verify = "off"
+		if p.smtp {
+			p.c.Mail.Verify = "required"
+		}
+	case "off", "required":
+		p.c.Mail.Verify = v
+		if v == "required" && !p.smtp {
+			return errors.New("SIGNUP_VERIFY=required needs SMTP_URL: verification links are sent by email")
+		}
+	default:
+		return fmt.Errorf("SIGNUP_VERIFY must be required or off, not %q", v)
+	}
+	return nil
+}
+
+func (p *parser) outageGrace(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return fmt.Errorf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", v)
+	}
+	p.c.MCP.OutageGrace = cmp.Or(d, -1)
+	return nil
+}
+
+func (p *parser) trustedProxies(v string) error {
+	proxies, err := httpx.ParseProxies(v)
+	if err != nil {
+		return errors.New("TRUSTED_PROXIES: " + err.Error() + " (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	p.c.Proxy.Trusted = proxies
+	return nil
+}
+
+// allowedOrigins reads ALLOWED_ORIGINS, one problem per value that is not
+// an origin.
+func (p *parser) allowedOrigins(v string) error {
+	var bad []error
+	for _, o := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			bad = append(bad, fmt.Errorf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
+		}
+		p.c.Proxy.AllowedOrigins = append(p.c.Proxy.AllowedOrigins, o)
+	}
+	return errors.Join(bad...)
+}
+
+func (p *parser) auditRetention(v string) error {
+	d, err := parseRetention(v)
+	if err != nil {
+		return fmt.Errorf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", v, err)
+	}
+	p.c.Audit.Retention = d
+	return nil
+}
+
+func (p *parser) logLevel(v string) error {
+	if err := p.c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+		return fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, not %q", v)
+	}
+	return nil
+}
+
+// encryptionKey and jwtSecret check a secret only when it is given: without
+// DATABASE_URL, serve generates the missing ones (ensureGeneratedSecrets).
+func (p *parser) encryptionKey(v string) error {
+	p.c.Vault.EncryptionKey = mcpgate.Secret(v)
+	if v != "" {
+		return checkRootKey("ENCRYPTION_KEY", v)
+	}
+	if p.needSecrets && !p.c.Embedded() {
+		return errors.New("ENCRYPTION_KEY is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	return nil
+}
+
+func (p *parser) jwtSecret(v string) error {
+	p.c.Session.JWTSecret = mcpgate.Secret(v)
+	if v != "" {
+		return checkJWTSecret(v)
+	}
+	if p.needSecrets && !p.c.Embedded() {
+		return errors.New("JWT_SECRET is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	return nil
+}
+
+// httpURL reads a URL that must be http or https.
+func httpURL(env string, dst *string) func(string) error {
+	return func(v string) error {
+		*dst = v
+		return checkURL(env, v)
+	}
+}
+
+// oneOf reads a setting that takes one of two words.
+func oneOf(env string, dst *string, a, b string) func(string) error {
+	return func(v string) error {
+		*dst = v
+		if v != a && v != b {
+			return fmt.Errorf("%s must be %s or %s, not %q", env, a, b, v)
+		}
+		return nil
 	}
 }
 
