@@ -77,7 +77,7 @@ func TestPublicAddr(t *testing.T) {
 		"127.0.0.1": false, "::1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
 		"169.254.169.254": false, "fe80::1": false, "fc00::1": false, "100.64.0.1": false, "0.0.0.0": false,
 		"::ffff:127.0.0.1": false, "224.0.0.1": false,
-		// Embedded IPv4 forms and the rest of the IANA registries.
+		// Issue 24: embedded IPv4 forms and the rest of the IANA registries.
 		"64:ff9b::7f00:1": false, "64:ff9b::a00:1": false, "64:ff9b::5db8:d822": true, "64:ff9b:1::1": false,
 		"2002:7f00:1::1": false, "2002:5db8:d822::1": false, "::7f00:1": false, "::5db8:d822": false,
 		"::ffff:10.0.0.1": false, "::ffff:93.184.216.34": true,
