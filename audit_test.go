@@ -48,7 +48,7 @@ func TestRedactArguments(t *testing.T) {
 		{name: "confirmation token dropped", in: map[string]any{"confirmation_token": "x", "a": "b"}, want: map[string]any{"a": "b"}},
 		{name: "long string cut at depth", in: map[string]any{"m": map[string]any{"s": strings.Repeat("a b ", 100)}},
 			want: map[string]any{"m": map[string]any{"s": strings.Repeat("a b ", 64) + "…"}}},
-		// Issue 24, item 3: names are cut like values, at every depth, at a
+		// Names are cut like values, at every depth, at a
 		// character boundary.
 		{name: "long name cut", in: map[string]any{strings.Repeat("n", 5000): "v"},
 			want: map[string]any{strings.Repeat("n", 128) + "…": "v"}},
@@ -56,7 +56,7 @@ func TestRedactArguments(t *testing.T) {
 			want: map[string]any{"m": []any{map[string]any{strings.Repeat("é", 64) + "…": 1.0}}}},
 		{name: "long name under a sensitive name cut", in: map[string]any{"env_vars": map[string]any{strings.Repeat("K", 300): "v"}},
 			want: map[string]any{"env_vars": map[string]any{strings.Repeat("K", 128) + "…": mcpgate.Redacted}}},
-		// Issue 24, item 8: a URL's password, at any depth, in any string.
+		// A URL's password, at any depth, in any string.
 		{name: "url password", in: map[string]any{"dsn": "postgres://u:pw@h/db"}, want: map[string]any{"dsn": "postgres://u:" + mcpgate.Redacted + "@h/db"}},
 		{name: "url password in a command, nested", in: map[string]any{"a": []any{map[string]any{"cmd": "psql 'postgresql://app:s3cr3t@db.internal:5432/prod?sslmode=require' -c 'select 1'"}}},
 			want: map[string]any{"a": []any{map[string]any{"cmd": "psql 'postgresql://app:" + mcpgate.Redacted + "@db.internal:5432/prod?sslmode=require' -c 'select 1'"}}}},
@@ -74,7 +74,7 @@ func TestRedactArguments(t *testing.T) {
 	}
 }
 
-// TestRedactArguments_RowCap (issue 24, item 3): a call's arguments, as
+// TestRedactArguments_RowCap: a call's arguments, as
 // stored, stay within MaxArgumentsBytes however many there are; the largest
 // are left out first, and a marker says how many and how big. Before, one
 // refused call with many long names wrote a 480 KB row.

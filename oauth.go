@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// OAuth 2.1 for MCP clients (design §12): the gateway is the authorization
-// server of its own MCP endpoint. A person's consent is a Grant: one client,
-// one workspace, one access level; the client's tokens hang off it.
+// OAuth 2.1 for MCP clients: the gateway is the authorization server of its
+// own MCP endpoint, so that clients which take only a URL, or start OAuth by
+// themselves, connect without a key being pasted. A person's consent is a
+// Grant: one client, one workspace, one access level; the client's tokens
+// hang off it.
 
 // The OAuth scopes the MCP endpoint understands. A grant is full or
 // read-only, exactly like a key's Scope; these are its names on the wire.

@@ -242,7 +242,7 @@ func TestVerifyEmail_API(t *testing.T) {
 	c.do("POST", "/api/v1/me/email-verification", nil).wantStatus(t, http.StatusConflict)
 }
 
-// TestSignup_Uniform_API (issue 24): where addresses are confirmed first, a
+// TestSignup_Uniform_API: where addresses are confirmed first, a
 // sign-up with a known address gets exactly the answer of a new one (before:
 // 409 "an account with this email already exists").
 func TestSignup_Uniform_API(t *testing.T) {

@@ -107,7 +107,7 @@ func wantTooMany(t *testing.T, r *response) {
 	}
 }
 
-// TestAuditExport_Limits (issue 24, item 3): a person runs at most two
+// TestAuditExport_Limits: a person runs at most two
 // exports at once, and the instance no more than the pool's long-read slots
 // (a quarter of the pool); beyond either, 429 with Retry-After in the API's
 // error shape, at once rather than queued. Before, every export took a pool
@@ -167,7 +167,7 @@ func TestAuditExport_Limits(t *testing.T) {
 	a.do("GET", "/api/v1/workspaces/"+wsA+"/audit/export", nil).wantStatus(t, http.StatusOK)
 }
 
-// TestAuditExport_ClientGoneCancelsQuery (issue 24, item 3): a client that
+// TestAuditExport_ClientGoneCancelsQuery: a client that
 // goes away while its export waits in the database ends the export's query
 // and gives its connection back to the pool, at once. Before, the export
 // ran detached from the request (context.WithoutCancel, for up to an hour).

@@ -47,7 +47,7 @@ func errorCode(t *testing.T, body []byte) mcpgate.Code {
 	return e.Error.Code
 }
 
-// TestDecisionRules_API is the reviewer's reproduction (issue 24): with
+// TestDecisionRules_API is the reviewer's reproduction: with
 // "require two-factor" on, an admin without it killed a sandbox with one
 // confirmed dashboard call and demoted themselves to member (200 both).
 // Then the four-eyes setting: PATCH, shown, owners only, enforced.

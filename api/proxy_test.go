@@ -21,7 +21,7 @@ func (ts *testServer) loginFrom(t *testing.T, addr, email, pw string) *response 
 	return c.send(req)
 }
 
-// TestLogin_BehindTrustedProxy (issue 15, item 2): behind a trusted proxy
+// TestLogin_BehindTrustedProxy: behind a trusted proxy
 // the per-address limit counts the client the proxy names, so one client's
 // failures do not lock out everyone; from an untrusted peer the header is
 // not believed, so it cannot be used to dodge the limit.
@@ -62,7 +62,7 @@ func TestLogin_BehindTrustedProxy(t *testing.T) {
 	plain.loginFrom(t, "192.0.2.200", "user6@example.com", testPassword).wantStatus(t, http.StatusTooManyRequests)
 }
 
-// TestAccessLog_ClientAddress (issue 15, item 2): the access log records the
+// TestAccessLog_ClientAddress: the access log records the
 // client address the limits count, from a trusted proxy's header only.
 func TestAccessLog_ClientAddress(t *testing.T) {
 	px, _ := httpx.ParseProxies("127.0.0.0/8,::1")

@@ -11,7 +11,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
-// TestRedactPath (issue 15, item 4): secrets are redacted by what they look
+// TestRedactPath: secrets are redacted by what they look
 // like, in any spelling of the path.
 func TestRedactPath(t *testing.T) {
 	key, _, _ := mcpgate.NewMCPKey()
@@ -46,7 +46,7 @@ func TestRedactPath(t *testing.T) {
 	}
 }
 
-// TestConnectorPath_NonCanonical (issue 15, item 4): spellings of a
+// TestConnectorPath_NonCanonical: spellings of a
 // connector URL that reach it only after cleaning are refused with 404, not
 // served, and the access log holds no key for any of them.
 func TestConnectorPath_NonCanonical(t *testing.T) {
@@ -79,7 +79,7 @@ func TestConnectorPath_NonCanonical(t *testing.T) {
 	}
 }
 
-// TestMCP_SecurityHeaders (issue 15, item 5): /mcp and the connector URL
+// TestMCP_SecurityHeaders: /mcp and the connector URL
 // answer with the API's security headers.
 func TestMCP_SecurityHeaders(t *testing.T) {
 	ts := newTestServer(t, api.Options{MCP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("{}")) })})

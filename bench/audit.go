@@ -230,7 +230,7 @@ type auditScale struct {
 // measureAuditScale builds a log of n rows in a fresh database and times
 // each view: the median of 7 runs after one warm-up.
 func measureAuditScale(ctx context.Context, admin string, n int, logf func(string, ...any)) (auditScale, error) {
-	// About 5 million rows a day (58 calls/s), as in issue 17, and at least
+	// About 5 million rows a day (58 calls/s, a busy instance), and at least
 	// three days, so that the views cross partitions.
 	res := auditScale{Rows: n, Days: min(max(3, n/5_000_000), 60), MedianMS: map[string]float64{}}
 	dsn, drop, err := freshDatabase(ctx, admin)

@@ -1,11 +1,11 @@
 package main
 
-// The comparison of design.md §10: the gateway against a bare go-sdk server
-// (bench/sdkserver), a plain one-hop handler (bench/onehop) and e2bsim
-// itself, all making the same E2B GET, driven by the same raw HTTP load
-// generator (no MCP client library, whose own cost would hide the servers'),
-// in interleaved rounds so that what else the machine runs weighs on every
-// target alike. Figures on a shared machine are noise; the ratios within
+// The comparison that tells what the gateway costs: the gateway against a
+// bare go-sdk server (bench/sdkserver), a plain one-hop handler
+// (bench/onehop) and e2bsim itself, all making the same E2B GET, driven by
+// the same raw HTTP load generator (no MCP client library, whose own cost
+// would hide the servers'), in interleaved rounds so that what else the
+// machine runs weighs on every target alike. Figures on a shared machine are noise; the ratios within
 // one run are the result.
 
 import (

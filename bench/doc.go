@@ -1,4 +1,4 @@
-// Command bench is mcpgate's load benchmark (design.md §10), run as
+// Command bench is mcpgate's load benchmark, run as
 // `make bench` or `go run ./bench [flags]`.
 //
 // It starts an E2B simulator (cmd/e2bsim) and the gateway (`mcpgate serve`)

@@ -40,7 +40,7 @@ type config struct {
 	gogc         string
 	gatewayBin   string
 	e2bsimBin    string
-	// The comparison of design.md §10 (compare.go).
+	// The comparison with bare servers doing the same E2B call (compare.go).
 	compare       bool
 	compareRounds int
 	compareDur    time.Duration

@@ -159,7 +159,7 @@ type portableRow struct {
 	Extra *int   `json:"extra"`
 }
 
-// Issue 31: schemas use one type per member, never ["null", X] (the MCP
+// Schemas use one type per member, never ["null", X] (the MCP
 // Inspector's --strict mode warned 33 times), and what could be null is
 // left out: of results by MarshalOutput, of arguments by Decode.
 func TestPortableNulls(t *testing.T) {

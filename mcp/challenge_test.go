@@ -58,7 +58,7 @@ func TestCredentialID(t *testing.T) {
 	}
 }
 
-// Issue 31: a 401 gives no OAuth hint where a sign-in cannot succeed: on a
+// A 401 gives no OAuth hint where a sign-in cannot succeed: on a
 // connector URL (not an OAuth resource), and under a loopback name other
 // than the PUBLIC_URL's, where the body says which address to use.
 func TestChallengeWithoutOAuthHint(t *testing.T) {

@@ -8,9 +8,8 @@ package mcp
 // the body it read, unchanged. The differential test (fastpath_test.go)
 // holds both paths to the same answers.
 //
-// Why: go-sdk v1.8 costs ~12x an HTTP round trip per stateless call
-// (guides/mcp-go-sdk.md §9): a new session per request, its JSON decoder
-// allocating 32 KiB about nine times per request, and log lines per session.
+// Why: go-sdk v1.8 costs ~12x an HTTP round trip per stateless call: a new
+// session per request, its JSON decoder allocating 32 KiB about nine times per request, and log lines per session.
 
 import (
 	"bytes"

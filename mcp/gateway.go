@@ -66,15 +66,12 @@ type Options struct {
 	// ConfirmationSecret keys the HMAC of confirmation tokens and request
 	// states; at least 32 bytes.
 	ConfirmationSecret []byte
-	// KeyRate and KeyBurst limit calls per credential (default 20/s, burst
-	// 40).
-	KeyRate  rate.Limit
-	KeyBurst int
-	// UserRate and UserBurst limit calls per person, all their keys
-	// together (default 40/s, burst 200); WorkspaceRate and WorkspaceBurst
-	// per workspace, all its people together (default 100/s, burst 400).
-	// The bursts are five times a key's, so that one busy client meets its
-	// key's limit first and a person's other clients keep working.
+	// KeyRate and KeyBurst limit calls per credential; UserRate and
+	// UserBurst per person, all their keys together; WorkspaceRate and
+	// WorkspaceBurst per workspace, all its people together. A zero rate
+	// takes the default below.
+	KeyRate        rate.Limit
+	KeyBurst       int
 	UserRate       rate.Limit
 	UserBurst      int
 	WorkspaceRate  rate.Limit
@@ -90,6 +87,19 @@ type Options struct {
 	// Now is the clock (tests).
 	Now func() time.Time
 }
+
+// The default tool-call limits (serve's MCP_KEY_RATE, MCP_KEY_BURST and the
+// rest take them as their defaults). A person's and a workspace's bursts
+// are five times a key's and more, so that one busy client meets its key's
+// limit first and the person's (or the team's) other clients keep working.
+const (
+	DefaultKeyRate        rate.Limit = 20
+	DefaultKeyBurst                  = 40
+	DefaultUserRate       rate.Limit = 40
+	DefaultUserBurst                 = 200
+	DefaultWorkspaceRate  rate.Limit = 100
+	DefaultWorkspaceBurst            = 400
+)
 
 // Gateway serves MCP for workspaces.
 type Gateway struct {
@@ -124,13 +134,13 @@ func New(opts Options) *Gateway {
 	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
 	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
 	if opts.KeyRate == 0 {
-		opts.KeyRate, opts.KeyBurst = 20, 40
+		opts.KeyRate, opts.KeyBurst = DefaultKeyRate, DefaultKeyBurst
 	}
 	if opts.UserRate == 0 {
-		opts.UserRate, opts.UserBurst = 40, 200
+		opts.UserRate, opts.UserBurst = DefaultUserRate, DefaultUserBurst
 	}
 	if opts.WorkspaceRate == 0 {
-		opts.WorkspaceRate, opts.WorkspaceBurst = 100, 400
+		opts.WorkspaceRate, opts.WorkspaceBurst = DefaultWorkspaceRate, DefaultWorkspaceBurst
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

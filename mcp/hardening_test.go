@@ -1,6 +1,6 @@
 package mcp_test
 
-// Tests of issue 15's hardening of the MCP endpoint, over real HTTP on the
+// Tests of the hardening of the MCP endpoint, over real HTTP on the
 // real services: bodies, origins, limits, and a database outage.
 
 import (
@@ -43,7 +43,7 @@ func postMCP(t *testing.T, url, key, body string, header map[string]string) (int
 
 const listBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`
 
-// TestMCP_InvalidUTF8 (issue 15, item 10): a body with invalid UTF-8 is
+// TestMCP_InvalidUTF8: a body with invalid UTF-8 is
 // refused with 400 and the JSON API's error shape, not run with U+FFFD in
 // its arguments.
 func TestMCP_InvalidUTF8(t *testing.T) {
@@ -68,7 +68,7 @@ func TestMCP_InvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestMCP_Origin (issue 15, item 5): a browser origin other than the
+// TestMCP_Origin: a browser origin other than the
 // gateway's own is refused with 403 before anything else; requests without
 // Origin (native clients) and from the gateway's origin are served.
 func TestMCP_Origin(t *testing.T) {
@@ -107,9 +107,9 @@ func TestMCP_Origin(t *testing.T) {
 	}
 }
 
-// TestMCP_PersonAndWorkspaceLimits (issue 15, item 6): many keys of one
+// TestMCP_PersonAndWorkspaceLimits: many keys of one
 // person share the person's limit, and all of a workspace's callers share
-// its limit. Like the per-key limit (issue 14) they count tool calls only,
+// its limit. Like the per-key limit they count tool calls only,
 // and a refusal is a tool error saying when to retry.
 func TestMCP_PersonAndWorkspaceLimits(t *testing.T) {
 	const call = `{"jsonrpc":"2.0","id":"req-7","method":"tools/call","params":{"name":"demo_list","arguments":{}}}`

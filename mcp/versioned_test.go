@@ -74,7 +74,7 @@ func keysOf(raw json.RawMessage) []string {
 
 // TestAnswersPerVersion_golden pins, per negotiated protocol version, the
 // fields of list results and the error of a read of an unknown resource:
-// a session of an older version sees nothing of a newer one (issue 31:
+// a session of an older version sees nothing of a newer one (once
 // ttlMs and cacheScope, of 2026-07-28, reached 2025-06-18 and 2025-11-25
 // sessions) and the error code its version lists (-32002 before
 // 2026-07-28, -32602 since, SEP-2164). Rewrite with -update and review.

@@ -74,7 +74,7 @@ func TestRenderConsent(t *testing.T) {
 	}
 	for _, want := range []string{`id="consent-warning"`, "127.0.0.1:5555", `value="ws1"`, `name="csrf_token" value="tok"`,
 		`value="read_only" id="access-read" checked`, `&#34;&gt;&lt;script&gt;`, `method="post" action="/oauth/authorize"`,
-		// Issue 31: which gateway, what is asked in words, the resource,
+		// Which gateway, what is asked in words, the resource,
 		// how the app is known, the cap, and no way out of the flow.
 		`mcpgate at <strong>gw.example.com</strong>`, "Read-only access: to list and inspect", "https://gw.example.com/mcp",
 		"registered itself with this gateway", `id="access-capped"`, `class="flow-origin">gw.example.com<`} {
@@ -111,7 +111,7 @@ func TestRenderConsent(t *testing.T) {
 }
 
 // The login page an authorization request leads through says which app
-// asks and which gateway this is (issue 31: it said only "Log in").
+// asks and which gateway this is (before the fix, it said only "Log in").
 func TestLoginDuringOAuth(t *testing.T) {
 	h, err := newHandler(Options{Services: newFake(mcpgate.RoleOwner).services(), PublicURL: "https://gw.example.com",
 		Now: func() time.Time { return testNow },

@@ -9,8 +9,8 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// Client setup snippets, following guides/mcp-clients.md field for field.
-// They are rendered with keyPlaceholder where the key goes; when a key is
+// Client setup snippets, following each client's own documentation field
+// for field. They are rendered with keyPlaceholder where the key goes; when a key is
 // created, the page's script swaps in the real key (it exists only in the
 // API's one-time response, never on the server after that).
 
@@ -213,8 +213,8 @@ var examplePrompts = []string{
 }
 
 // mcpRemoteJSON is the claude_desktop_config.json entry that runs the pinned
-// mcp-remote bridge against url with the Authorization header
-// (guides/mcp-clients.md, Claude Desktop: JSON file). The header value is in
+// mcp-remote bridge against url with the Authorization header (Claude
+// Desktop's JSON configuration file). The header value is in
 // env because some clients split args at spaces. mcp-remote refuses plain
 // http except on loopback, so a plain-http gateway elsewhere gets
 // --allow-http.

@@ -2,9 +2,8 @@ package web
 
 import "strings"
 
-// OAuth comes first in the setup of the clients that sign in by themselves
-// (guides/mcp-clients.md): claude.ai and Claude Desktop connectors and
-// ChatGPT take a URL and then OAuth; Claude Code, Cursor, VS Code and
+// OAuth comes first in the setup of the clients that sign in by themselves:
+// claude.ai and Claude Desktop connectors and ChatGPT take a URL and then OAuth; Claude Code, Cursor, VS Code and
 // Windsurf start OAuth when the server advertises it and no header is
 // configured. The key snippets of setup.go stay, after it, as the fallback.
 

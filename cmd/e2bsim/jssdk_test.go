@@ -16,7 +16,7 @@ import (
 )
 
 // jsSDK is the official E2B JS SDK the test runs, pinned exactly (the newest
-// npm serves as of issue 25) with every dependency's integrity hash in
+// npm served when it was pinned) with every dependency's integrity hash in
 // testdata/jssdk/package-lock.json. It needs Node.js 20.18.1 or later (its
 // package.json "engines"); scripts/ensure-node.sh installs Node.js and npm.
 const jsSDK = "e2b@2.51.0"
@@ -39,7 +39,7 @@ func installJSSDK(t *testing.T) string {
 // templates' aliases and tags, create and connect on the SDK's v2 routes,
 // list with metadata and paging, info, timeout, pause, metrics, snapshots,
 // kill, and the SDK's error classes (not found, authentication, rate limit).
-// Found missing by issue 25: create was 405, connect 404, Template.exists
+// What it found missing in e2bsim: create was 405, connect 404, Template.exists
 // false.
 func TestOfficialJSSDK(t *testing.T) {
 	entry := installJSSDK(t)

@@ -284,7 +284,7 @@ func TestWebAccountVerifyAndReset(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#require-2fa-form .pill-ok")))
 	webShot(t, ctx, "47-settings-require-two-factor")
 	webCheckPage(t, ctx, "settings-security")
-	// And four eyes (issue 24): nobody decides their own request.
+	// And four eyes: nobody decides their own request.
 	webRun(t, ctx, "four eyes: turn it on",
 		chromedp.Click(chromedp.ID("#four-eyes")),
 		chromedp.WaitVisible(chromedp.CSS("#four-eyes-form .pill-ok")))

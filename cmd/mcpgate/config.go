@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
@@ -24,23 +25,29 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
-// Config is everything `mcpgate serve` reads from flags and the environment.
-// Secrets are mcpgate.Secret, so printing a Config never shows them.
+// Config is everything `mcpgate serve` reads from flags and the environment,
+// parsed: LoadConfig reads each setting's text once, turns it into the typed
+// value the rest of the program takes, and refuses the whole configuration
+// if any setting is wrong, so nothing later parses it again or meets a bad
+// value. Secrets are mcpgate.Secret, so printing a Config never shows them.
 type Config struct {
 	HTTP struct {
 		ListenAddr string
-		PublicURL  string
+		// PublicURL has no trailing slash.
+		PublicURL string
 	}
 	DB struct {
 		URL     string
 		DataDir string
-		// MaxConns is DATABASE_MAX_CONNS as given; see DBMaxConns.
-		MaxConns string
+		// MaxConns is the pool's size; 0 lets the store size it from the
+		// machine.
+		MaxConns int32
 	}
 	Vault struct {
 		EncryptionKey mcpgate.Secret
@@ -49,11 +56,14 @@ type Config struct {
 		JWTSecret mcpgate.Secret
 		Signup    string
 	}
-	// Mail is outgoing email; SMTPURL holds the SMTP password.
+	// Mail is outgoing email.
 	Mail struct {
-		SMTPURL mcpgate.Secret
-		From    string
-		// Verify is SIGNUP_VERIFY: required (the default with SMTP_URL) or off.
+		// Server is SMTP_URL parsed (it holds the password, as a Secret);
+		// nil without SMTP_URL.
+		Server *mail.Server
+		From   string
+		// Verify is SIGNUP_VERIFY settled: required (the default with
+		// SMTP_URL) or off.
 		Verify string
 	}
 	E2B struct {
@@ -63,93 +73,41 @@ type Config struct {
 	MCP struct {
 		// The tool-call limits per key, per person (all their keys and
 		// grants) and per workspace (all its people), shared out among the
-		// replicas; see RateLimits.
-		KeyRate, KeyBurst             string
-		UserRate, UserBurst           string
-		WorkspaceRate, WorkspaceBurst string
+		// replicas.
+		Key, User, Workspace Limit
 		// OutageGrace is how long cached keys, policies and credentials
-		// stand in while the database cannot be reached.
-		OutageGrace string
+		// stand in while the database cannot be reached, as the services
+		// take it: negative when OUTAGE_GRACE is 0 (their zero means their
+		// default).
+		OutageGrace time.Duration
 	}
 	Proxy struct {
-		// Trusted is TRUSTED_PROXIES; see TrustedProxies.
-		Trusted string
-		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
-		AllowedOrigins string
+		// Trusted are the proxies whose forwarding headers give the client
+		// address (TRUSTED_PROXIES).
+		Trusted *httpx.Proxies
+		// AllowedOrigins are the browser origins allowed on /mcp besides
+		// PUBLIC_URL's (ALLOWED_ORIGINS); nil when none.
+		AllowedOrigins []string
 	}
-	// Caps are MAX_KEYS_PER_USER and MAX_WORKSPACES_PER_USER; see UserCaps.
+	// Caps are what one person may hold: working MCP keys and shared
+	// workspaces.
 	Caps struct {
-		KeysPerUser       string
-		WorkspacesPerUser string
+		KeysPerUser       int
+		WorkspacesPerUser int
 	}
 	Audit struct {
-		// Retention is AUDIT_RETENTION as given ("90d", "720h"); empty keeps
-		// everything.
-		Retention string
+		// Retention is how long audit rows are kept; 0 keeps everything.
+		Retention time.Duration
 	}
 	LogFormat string
-	LogLevel  string
+	LogLevel  slog.Level
 }
 
-// OutageGrace returns OUTAGE_GRACE as the services take it: negative when
-// it is 0, which turns serving through an outage off. Valid after
-// LoadConfig.
-func (c *Config) OutageGrace() time.Duration {
-	d, _ := time.ParseDuration(c.MCP.OutageGrace)
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// rateLimit is one tool-call limit as configured: calls per second and
-// burst, and the prefix of their variables.
-type rateLimit struct {
-	env         string // MCP_KEY: MCP_KEY_RATE and MCP_KEY_BURST
-	rate, burst *string
-}
-
-func (c *Config) rateLimits() []rateLimit {
-	return []rateLimit{{"MCP_KEY", &c.MCP.KeyRate, &c.MCP.KeyBurst}, {"MCP_USER", &c.MCP.UserRate, &c.MCP.UserBurst},
-		{"MCP_WORKSPACE", &c.MCP.WorkspaceRate, &c.MCP.WorkspaceBurst}}
-}
-
-// RateLimits returns the per-key, per-person and per-workspace tool-call
-// limits: calls per second and bursts. Valid after LoadConfig.
-func (c *Config) RateLimits() (rates [3]rate.Limit, bursts [3]int) {
-	for i, l := range c.rateLimits() {
-		r, _ := strconv.ParseFloat(*l.rate, 64)
-		rates[i] = rate.Limit(r)
-		bursts[i], _ = strconv.Atoi(*l.burst)
-	}
-	return rates, bursts
-}
-
-// TrustedProxies returns the proxies whose forwarding headers give the
-// client address. Valid after LoadConfig.
-func (c *Config) TrustedProxies() *httpx.Proxies {
-	p, _ := httpx.ParseProxies(c.Proxy.Trusted)
-	return p
-}
-
-// UserCaps returns the caps on keys and workspaces per person. Valid after
-// LoadConfig.
-func (c *Config) UserCaps() (keys, workspaces int) {
-	keys, _ = strconv.Atoi(c.Caps.KeysPerUser)
-	workspaces, _ = strconv.Atoi(c.Caps.WorkspacesPerUser)
-	return keys, workspaces
-}
-
-// Origins returns ALLOWED_ORIGINS as a list.
-func (c *Config) Origins() []string {
-	return strings.FieldsFunc(c.Proxy.AllowedOrigins, func(r rune) bool { return r == ',' || r == ' ' })
-}
-
-// AuditRetention returns how long audit rows are kept, 0 for ever. Valid
-// after LoadConfig.
-func (c *Config) AuditRetention() time.Duration {
-	d, _ := parseRetention(c.Audit.Retention)
-	return d
+// Limit is one tool-call limit: calls per second, and how many may come at
+// once.
+type Limit struct {
+	Rate  rate.Limit
+	Burst int
 }
 
 // parseRetention reads a retention: whole days ("90d") or a Go duration
@@ -178,13 +136,6 @@ func parseRetention(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// DBMaxConns returns DATABASE_MAX_CONNS, 0 when unset (the store then
-// sizes the pool from the machine). Valid after LoadConfig.
-func (c *Config) DBMaxConns() int32 {
-	n, _ := strconv.Atoi(c.DB.MaxConns)
-	return int32(n)
-}
-
 // Embedded reports whether serve runs its own PostgreSQL.
 func (c *Config) Embedded() bool { return c.DB.URL == "" }
 
@@ -194,9 +145,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("listen_addr", c.HTTP.ListenAddr), slog.String("public_url", c.HTTP.PublicURL),
 		slog.Bool("embedded_db", c.Embedded()), slog.String("data_dir", c.DB.DataDir),
 		slog.String("signup", c.Session.Signup), slog.String("e2b_api_url", c.E2B.APIURL),
-		slog.Bool("smtp", c.Mail.SMTPURL.Reveal() != ""), slog.String("signup_verify", c.Mail.Verify),
-		slog.String("trusted_proxies", c.Proxy.Trusted),
-		slog.String("audit_retention", c.Audit.Retention))
+		slog.Bool("smtp", c.Mail.Server != nil), slog.String("signup_verify", c.Mail.Verify),
+		slog.String("trusted_proxies", c.Proxy.Trusted.String()),
+		slog.String("audit_retention", c.Audit.Retention.String()))
 }
 
 // Format prints the configuration with its secrets hidden: the Secret fields
@@ -219,50 +170,299 @@ func redactDSN(dsn string) string {
 }
 
 // setting is one configuration value: its flag, its environment variable, its
-// default, and whether it is a secret (which also accepts NAME_FILE).
+// default as text, and whether it is a secret (which also accepts NAME_FILE).
+// parse turns the text into the Config's typed field, or says what is wrong
+// with it; the default goes through it like any given value.
 type setting struct {
 	flag, env, def, usage string
 	secret                bool
-	dst                   *string
+	parse                 func(v string) error
 }
 
-func (c *Config) settings() []setting {
+// settings is the one table of serve's configuration: every flag, variable
+// and default. The defaults of the limits are the constants of the packages
+// that enforce them, so that a test building those packages directly gets
+// the same numbers. A setting's parse may read the settings above it
+// (MAIL_FROM reads SMTP_URL, the secrets DATABASE_URL), and problems are
+// reported in the table's order. needSecrets is false for commands that
+// never seal, open or sign anything (migrate). A table is parsed once: its
+// parse functions record what they saw (SMTP_URL given, the origins).
+func (c *Config) settings(needSecrets bool) []setting {
+	p := &parser{c: c, needSecrets: needSecrets}
 	return []setting{
-		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, &c.HTTP.ListenAddr},
-		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, &c.HTTP.PublicURL},
-		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, &c.DB.URL},
-		{"database-max-conns", "DATABASE_MAX_CONNS", "", "database pool size; empty sizes it from the machine (4 per CPU, 16 to 64)", false, &c.DB.MaxConns},
-		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, &c.DB.DataDir},
-		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, (*string)(&c.Vault.EncryptionKey)},
-		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, (*string)(&c.Session.JWTSecret)},
-		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, &c.Session.Signup},
-		{"smtp-url", "SMTP_URL", "", "outgoing mail server: smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465; empty: no email", true, (*string)(&c.Mail.SMTPURL)},
-		{"mail-from", "MAIL_FROM", "", "sender of the gateway's email, e.g. mcpgate <noreply@example.com> (required with SMTP_URL)", false, &c.Mail.From},
-		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, &c.Mail.Verify},
-		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, &c.E2B.APIURL},
-		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, &c.E2B.DashboardAPIURL},
-		{"mcp-key-rate", "MCP_KEY_RATE", "20", "MCP tool calls per second allowed per key", false, &c.MCP.KeyRate},
-		{"mcp-key-burst", "MCP_KEY_BURST", "40", "MCP tool calls per key allowed in a burst", false, &c.MCP.KeyBurst},
-		// A person's and a workspace's bursts are five times a key's and
-		// more, so that one busy client meets its key's limit first and the
-		// person's (or the team's) other clients keep working.
-		{"mcp-user-rate", "MCP_USER_RATE", "40", "MCP tool calls per second allowed per person, all their keys and apps together", false, &c.MCP.UserRate},
-		{"mcp-user-burst", "MCP_USER_BURST", "200", "MCP tool calls per person allowed in a burst", false, &c.MCP.UserBurst},
-		{"mcp-workspace-rate", "MCP_WORKSPACE_RATE", "100", "MCP tool calls per second allowed per workspace, all its people together", false, &c.MCP.WorkspaceRate},
-		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", "400", "MCP tool calls per workspace allowed in a burst", false, &c.MCP.WorkspaceBurst},
-		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
-		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
-		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
-		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
-		{"outage-grace", "OUTAGE_GRACE", "10m", "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, &c.MCP.OutageGrace},
-		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, &c.Audit.Retention},
-		{"log-format", "LOG_FORMAT", "json", "json or text", false, &c.LogFormat},
-		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, &c.LogLevel},
+		{"listen", "LISTEN_ADDR", ":8080", "address to listen on", false, p.listenAddr},
+		{"public-url", "PUBLIC_URL", "http://localhost:8080", "URL users reach the gateway at (connector URLs, cookies)", false, p.publicURL},
+		{"e2b-api-url", "E2B_API_URL", "https://api.e2b.app", "E2B control-plane API", false, httpURL("E2B_API_URL", &c.E2B.APIURL)},
+		{"e2b-dashboard-api-url", "E2B_DASHBOARD_API_URL", "https://dashboard-api.e2b.app", "E2B dashboard API (default templates)", false, httpURL("E2B_DASHBOARD_API_URL", &c.E2B.DashboardAPIURL)},
+		{"database-url", "DATABASE_URL", "", "PostgreSQL URL; empty runs an embedded PostgreSQL under the data dir", true, p.databaseURL},
+		{"data-dir", "DATA_DIR", "./data", "directory for the embedded database and generated secrets", false, p.dataDir},
+		{"database-max-conns", "DATABASE_MAX_CONNS", "", "database pool size; empty sizes it from the machine (4 per CPU, 16 to 64)", false, p.maxConns},
+		{"signup", "SIGNUP", "open", "who may sign up: open or invite", false, oneOf("SIGNUP", &c.Session.Signup, "open", "invite")},
+		{"smtp-url", "SMTP_URL", "", "outgoing mail server: smtp://user:pass@host:587 (STARTTLS) or smtps://user:pass@host:465; empty: no email", true, p.smtpURL},
+		{"mail-from", "MAIL_FROM", "", "sender of the gateway's email, e.g. mcpgate <noreply@example.com> (required with SMTP_URL)", false, p.mailFrom},
+		{"signup-verify", "SIGNUP_VERIFY", "", "required or off: whether a new email must be verified before invitations and keys (default required with SMTP_URL)", false, p.signupVerify},
+		{"log-format", "LOG_FORMAT", "json", "json or text", false, oneOf("LOG_FORMAT", &c.LogFormat, "json", "text")},
+		{"mcp-key-rate", "MCP_KEY_RATE", formatRate(mcp.DefaultKeyRate), "MCP tool calls per second allowed per key", false, parseRate("MCP_KEY", &c.MCP.Key)},
+		{"mcp-key-burst", "MCP_KEY_BURST", strconv.Itoa(mcp.DefaultKeyBurst), "MCP tool calls per key allowed in a burst", false, parseBurst("MCP_KEY", &c.MCP.Key)},
+		{"mcp-user-rate", "MCP_USER_RATE", formatRate(mcp.DefaultUserRate), "MCP tool calls per second allowed per person, all their keys and apps together", false, parseRate("MCP_USER", &c.MCP.User)},
+		{"mcp-user-burst", "MCP_USER_BURST", strconv.Itoa(mcp.DefaultUserBurst), "MCP tool calls per person allowed in a burst", false, parseBurst("MCP_USER", &c.MCP.User)},
+		{"mcp-workspace-rate", "MCP_WORKSPACE_RATE", formatRate(mcp.DefaultWorkspaceRate), "MCP tool calls per second allowed per workspace, all its people together", false, parseRate("MCP_WORKSPACE", &c.MCP.Workspace)},
+		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", strconv.Itoa(mcp.DefaultWorkspaceBurst), "MCP tool calls per workspace allowed in a burst", false, parseBurst("MCP_WORKSPACE", &c.MCP.Workspace)},
+		{"outage-grace", "OUTAGE_GRACE", formatDuration(service.DefaultOutageGrace), "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, p.outageGrace},
+		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, p.trustedProxies},
+		{"max-keys-per-user", "MAX_KEYS_PER_USER", strconv.Itoa(service.DefaultMaxKeysPerUser), "working MCP keys one person may hold", false, parseCap("MAX_KEYS_PER_USER", &c.Caps.KeysPerUser)},
+		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", strconv.Itoa(service.DefaultMaxWorkspacesPerUser), "shared workspaces one person may own", false, parseCap("MAX_WORKSPACES_PER_USER", &c.Caps.WorkspacesPerUser)},
+		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, p.allowedOrigins},
+		{"audit-retention", "AUDIT_RETENTION", "", "how long audit rows are kept, e.g. 90d; empty keeps everything", false, p.auditRetention},
+		{"log-level", "LOG_LEVEL", "info", "debug, info, warn or error", false, p.logLevel},
+		{"encryption-key", "ENCRYPTION_KEY", "", "vault root key: 32 random bytes, base64", true, p.encryptionKey},
+		{"jwt-secret", "JWT_SECRET", "", "dashboard session signing secret, at least 32 bytes", true, p.jwtSecret},
 	}
 }
 
+// parser holds what the settings' parse functions share: the Config they
+// fill, whether the command needs the secrets, and whether SMTP_URL was
+// given (even if it did not parse), which MAIL_FROM and SIGNUP_VERIFY read.
+type parser struct {
+	c           *Config
+	needSecrets bool
+	smtp        bool
+}
+
+func (p *parser) listenAddr(v string) error {
+	p.c.HTTP.ListenAddr = v
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		return fmt.Errorf("LISTEN_ADDR %q is not host:port", v)
+	}
+	return nil
+}
+
+func (p *parser) publicURL(v string) error {
+	p.c.HTTP.PublicURL = strings.TrimRight(v, "/")
+	return checkURL("PUBLIC_URL", v)
+}
+
+func (p *parser) databaseURL(v string) error {
+	p.c.DB.URL = v
+	// A keyword/value string (host=... dbname=...) is not a URL.
+	if _, err := url.Parse(v); v != "" && err != nil && !strings.Contains(v, "=") {
+		return errors.New("DATABASE_URL is not a valid PostgreSQL URL")
+	}
+	return nil
+}
+
+func (p *parser) dataDir(v string) error {
+	p.c.DB.DataDir = v
+	if v == "" && p.c.Embedded() {
+		return errors.New("DATA_DIR must be set when DATABASE_URL is not")
+	}
+	return nil
+}
+
+func (p *parser) maxConns(v string) error {
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < store.MinMaxConns || n > 1000 {
+		return fmt.Errorf("DATABASE_MAX_CONNS must be a whole number from %d to 1000, or empty to size the pool from the machine, not %q",
+			store.MinMaxConns, v)
+	}
+	p.c.DB.MaxConns = int32(n)
+	return nil
+}
+
+// smtpURL reads SMTP_URL. No message about the mail settings repeats it: it
+// holds a password.
+func (p *parser) smtpURL(v string) error {
+	if p.smtp = v != ""; !p.smtp {
+		return nil
+	}
+	srv, err := mail.ParseURL(v)
+	p.c.Mail.Server = srv
+	return err
+}
+
+func (p *parser) mailFrom(v string) error {
+	p.c.Mail.From = v
+	if !p.smtp {
+		return nil
+	}
+	if v == "" {
+		return errors.New("MAIL_FROM is required with SMTP_URL, e.g. mcpgate <noreply@example.com>")
+	}
+	if _, err := netmail.ParseAddress(v); err != nil {
+		return fmt.Errorf("MAIL_FROM %q is not an email address", v)
+	}
+	return nil
+}
+
+// signupVerify settles SIGNUP_VERIFY: unset, addresses are verified where
+// mail can be sent.
+func (p *parser) signupVerify(v string) error {
+	switch v {
+	case "":
+		p.c.Mail.Verify = "off"
+		if p.smtp {
+			p.c.Mail.Verify = "required"
+		}
+	case "off", "required":
+		p.c.Mail.Verify = v
+		if v == "required" && !p.smtp {
+			return errors.New("SIGNUP_VERIFY=required needs SMTP_URL: verification links are sent by email")
+		}
+	default:
+		return fmt.Errorf("SIGNUP_VERIFY must be required or off, not %q", v)
+	}
+	return nil
+}
+
+func (p *parser) outageGrace(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || d > 24*time.Hour {
+		return fmt.Errorf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", v)
+	}
+	p.c.MCP.OutageGrace = cmp.Or(d, -1)
+	return nil
+}
+
+func (p *parser) trustedProxies(v string) error {
+	proxies, err := httpx.ParseProxies(v)
+	if err != nil {
+		return errors.New("TRUSTED_PROXIES: " + err.Error() + " (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	p.c.Proxy.Trusted = proxies
+	return nil
+}
+
+// allowedOrigins reads ALLOWED_ORIGINS, one problem per value that is not
+// an origin.
+func (p *parser) allowedOrigins(v string) error {
+	var bad []error
+	for _, o := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			bad = append(bad, fmt.Errorf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
+		}
+		p.c.Proxy.AllowedOrigins = append(p.c.Proxy.AllowedOrigins, o)
+	}
+	return errors.Join(bad...)
+}
+
+func (p *parser) auditRetention(v string) error {
+	d, err := parseRetention(v)
+	if err != nil {
+		return fmt.Errorf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", v, err)
+	}
+	p.c.Audit.Retention = d
+	return nil
+}
+
+func (p *parser) logLevel(v string) error {
+	if err := p.c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+		return fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, not %q", v)
+	}
+	return nil
+}
+
+// encryptionKey and jwtSecret check a secret only when it is given: without
+// DATABASE_URL, serve generates the missing ones (ensureGeneratedSecrets).
+func (p *parser) encryptionKey(v string) error {
+	p.c.Vault.EncryptionKey = mcpgate.Secret(v)
+	if v != "" {
+		return checkRootKey("ENCRYPTION_KEY", v)
+	}
+	if p.needSecrets && !p.c.Embedded() {
+		return errors.New("ENCRYPTION_KEY is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	return nil
+}
+
+func (p *parser) jwtSecret(v string) error {
+	p.c.Session.JWTSecret = mcpgate.Secret(v)
+	if v != "" {
+		return checkJWTSecret(v)
+	}
+	if p.needSecrets && !p.c.Embedded() {
+		return errors.New("JWT_SECRET is required with DATABASE_URL (generate one: openssl rand -base64 32)")
+	}
+	return nil
+}
+
+// httpURL reads a URL that must be http or https.
+func httpURL(env string, dst *string) func(string) error {
+	return func(v string) error {
+		*dst = v
+		return checkURL(env, v)
+	}
+}
+
+// oneOf reads a setting that takes one of two words.
+func oneOf(env string, dst *string, a, b string) func(string) error {
+	return func(v string) error {
+		*dst = v
+		if v != a && v != b {
+			return fmt.Errorf("%s must be %s or %s, not %q", env, a, b, v)
+		}
+		return nil
+	}
+}
+
+// parseRate reads the calls per second of the limit whose variables start
+// with env (MCP_KEY: MCP_KEY_RATE) into l.
+func parseRate(env string, l *Limit) func(string) error {
+	return func(v string) error {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r > 0) || r > 1e9 {
+			return fmt.Errorf("%s_RATE must be a positive number of calls per second, not %q", env, v)
+		}
+		l.Rate = rate.Limit(r)
+		return nil
+	}
+}
+
+// parseBurst reads the burst of the limit whose variables start with env.
+func parseBurst(env string, l *Limit) func(string) error {
+	return func(v string) error {
+		b, err := strconv.Atoi(v)
+		if err != nil || b < 1 || b > 1e9 {
+			return fmt.Errorf("%s_BURST must be a whole number of at least 1, not %q", env, v)
+		}
+		l.Burst = b
+		return nil
+	}
+}
+
+// parseCap reads a cap on what one person may hold.
+func parseCap(env string, dst *int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1e6 {
+			return fmt.Errorf("%s must be a whole number of at least 1, not %q", env, v)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// formatRate writes a default rate as an operator would ("20", "0.5").
+func formatRate(r rate.Limit) string { return strconv.FormatFloat(float64(r), 'g', -1, 64) }
+
+// formatDuration writes a default duration as an operator would: "10m",
+// not time.Duration's "10m0s".
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // LoadConfig reads serve's flags, then the environment for every flag not
-// given, then NAME_FILE for secrets. It reports every problem at once.
+// given, then NAME_FILE for secrets, and parses the result. It reports every
+// problem at once.
 func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 	return loadConfig("serve", args, getenv, true)
 }
@@ -271,11 +471,12 @@ func LoadConfig(args []string, getenv func(string) string) (*Config, error) {
 // that never seal, open or sign anything (migrate).
 func loadConfig(command string, args []string, getenv func(string) string, needSecrets bool) (*Config, error) {
 	c := &Config{}
+	settings := c.settings(needSecrets)
 	fs := flag.NewFlagSet(command, flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
-	set := map[string]bool{}
-	for _, s := range c.settings() {
-		fs.StringVar(s.dst, s.flag, s.def, s.usage+" (env "+s.env+")")
+	values := make([]*string, len(settings))
+	for i, s := range settings {
+		values[i] = fs.String(s.flag, s.def, s.usage+" (env "+s.env+")")
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, usage(fs))
@@ -283,34 +484,61 @@ func loadConfig(command string, args []string, getenv func(string) string, needS
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var problems []string
-	for _, s := range c.settings() {
+	for i, s := range settings {
 		if set[s.flag] {
 			continue
 		}
-		v := getenv(s.env)
-		if s.secret {
-			if path := getenv(s.env + "_FILE"); path != "" {
-				if v != "" {
-					problems = append(problems, fmt.Sprintf("%s and %s_FILE are both set; set one", s.env, s.env))
-				}
-				b, err := os.ReadFile(path)
-				if err != nil {
-					problems = append(problems, fmt.Sprintf("%s_FILE: cannot read %s: %v", s.env, path, errors.Unwrap(err)))
-				}
-				v = strings.TrimSpace(string(b))
-			}
-		}
+		v, p := fromEnv(s, getenv)
+		problems = append(problems, p...)
 		if v != "" {
-			*s.dst = v
+			*values[i] = v
 		}
 	}
-	problems = append(problems, c.validate(needSecrets)...)
+	for i, s := range settings {
+		problems = append(problems, problemsOf(s.parse(*values[i]))...)
+	}
 	if len(problems) > 0 {
 		return nil, &ConfigError{Problems: problems}
 	}
 	return c, nil
+}
+
+// fromEnv reads a setting from the environment: NAME, or for a secret the
+// file NAME_FILE names. Empty means not set.
+func fromEnv(s setting, getenv func(string) string) (string, []string) {
+	v := getenv(s.env)
+	path := getenv(s.env + "_FILE")
+	if !s.secret || path == "" {
+		return v, nil
+	}
+	var p []string
+	if v != "" {
+		p = append(p, fmt.Sprintf("%s and %s_FILE are both set; set one", s.env, s.env))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		p = append(p, fmt.Sprintf("%s_FILE: cannot read %s: %v", s.env, path, errors.Unwrap(err)))
+	}
+	return strings.TrimSpace(string(b)), p
+}
+
+// problemsOf lists the problems in a setting's error: one, or each of those
+// joined by errors.Join.
+func problemsOf(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var p []string
+		for _, e := range j.Unwrap() {
+			p = append(p, problemsOf(e)...)
+		}
+		return p
+	}
+	return []string{err.Error()}
 }
 
 func usage(fs *flag.FlagSet) string {
@@ -358,107 +586,32 @@ func isPlaceholder(v string) bool {
 	return len(distinct) < 8
 }
 
-// validate checks values; the secrets are checked here only when present,
-// since embedded mode may still generate them.
-func (c *Config) validate(needSecrets bool) []string {
-	var p []string
-	if _, _, err := net.SplitHostPort(c.HTTP.ListenAddr); err != nil {
-		p = append(p, fmt.Sprintf("LISTEN_ADDR %q is not host:port", c.HTTP.ListenAddr))
-	}
-	p = append(p, checkURL("PUBLIC_URL", c.HTTP.PublicURL)...)
-	p = append(p, checkURL("E2B_API_URL", c.E2B.APIURL)...)
-	p = append(p, checkURL("E2B_DASHBOARD_API_URL", c.E2B.DashboardAPIURL)...)
-	c.HTTP.PublicURL = strings.TrimRight(c.HTTP.PublicURL, "/")
-	if c.DB.URL != "" {
-		if _, err := url.Parse(c.DB.URL); err != nil && !strings.Contains(c.DB.URL, "=") {
-			p = append(p, "DATABASE_URL is not a valid PostgreSQL URL")
-		}
-	} else if c.DB.DataDir == "" {
-		p = append(p, "DATA_DIR must be set when DATABASE_URL is not")
-	}
-	if n, err := strconv.Atoi(c.DB.MaxConns); c.DB.MaxConns != "" && (err != nil || n < store.MinMaxConns || n > 1000) {
-		p = append(p, fmt.Sprintf("DATABASE_MAX_CONNS must be a whole number from %d to 1000, or empty to size the pool from the machine, not %q",
-			store.MinMaxConns, c.DB.MaxConns))
-	}
-	if c.Session.Signup != "open" && c.Session.Signup != "invite" {
-		p = append(p, fmt.Sprintf("SIGNUP must be open or invite, not %q", c.Session.Signup))
-	}
-	p = append(p, c.validateMail()...)
-	if c.LogFormat != "json" && c.LogFormat != "text" {
-		p = append(p, fmt.Sprintf("LOG_FORMAT must be json or text, not %q", c.LogFormat))
-	}
-	for _, l := range c.rateLimits() {
-		if r, err := strconv.ParseFloat(*l.rate, 64); err != nil || !(r > 0) || r > 1e9 {
-			p = append(p, fmt.Sprintf("%s_RATE must be a positive number of calls per second, not %q", l.env, *l.rate))
-		}
-		if b, err := strconv.Atoi(*l.burst); err != nil || b < 1 || b > 1e9 {
-			p = append(p, fmt.Sprintf("%s_BURST must be a whole number of at least 1, not %q", l.env, *l.burst))
-		}
-	}
-	if d, err := time.ParseDuration(c.MCP.OutageGrace); err != nil || d < 0 || d > 24*time.Hour {
-		p = append(p, fmt.Sprintf("OUTAGE_GRACE must be a duration from 0 to 24h such as 10m, not %q", c.MCP.OutageGrace))
-	}
-	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
-		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
-	}
-	for _, cp := range []struct{ name, v string }{{"MAX_KEYS_PER_USER", c.Caps.KeysPerUser},
-		{"MAX_WORKSPACES_PER_USER", c.Caps.WorkspacesPerUser}} {
-		if n, err := strconv.Atoi(cp.v); err != nil || n < 1 || n > 1e6 {
-			p = append(p, fmt.Sprintf("%s must be a whole number of at least 1, not %q", cp.name, cp.v))
-		}
-	}
-	for _, o := range c.Origins() {
-		if u, err := url.Parse(o); err != nil || mcp.OriginOf(o) == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
-			p = append(p, fmt.Sprintf("ALLOWED_ORIGINS: %q is not an origin such as https://app.example.com", o))
-		}
-	}
-	if _, err := parseRetention(c.Audit.Retention); err != nil {
-		p = append(p, fmt.Sprintf("AUDIT_RETENTION must be a number of days such as 90d (at least 1d), or empty to keep everything, not %q: %v", c.Audit.Retention, err))
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
-		p = append(p, err.Error())
-	}
-	if k := c.Vault.EncryptionKey.Reveal(); k != "" {
-		p = append(p, checkRootKey("ENCRYPTION_KEY", k)...)
-	} else if needSecrets && !c.Embedded() {
-		p = append(p, "ENCRYPTION_KEY is required with DATABASE_URL (generate one: openssl rand -base64 32)")
-	}
-	if s := c.Session.JWTSecret.Reveal(); s != "" {
-		if len(s) < 32 {
-			p = append(p, "JWT_SECRET must be at least 32 bytes (generate one: openssl rand -base64 32)")
-		} else if isPlaceholder(s) {
-			p = append(p, "JWT_SECRET looks like a placeholder; generate one: openssl rand -base64 32")
-		}
-	} else if needSecrets && !c.Embedded() {
-		p = append(p, "JWT_SECRET is required with DATABASE_URL (generate one: openssl rand -base64 32)")
-	}
-	return p
-}
-
-func checkRootKey(name, v string) []string {
+func checkRootKey(name, v string) error {
 	if isPlaceholder(v) {
-		return []string{name + " looks like a placeholder; generate one: openssl rand -base64 32"}
+		return errors.New(name + " looks like a placeholder; generate one: openssl rand -base64 32")
 	}
 	if _, err := vault.ParseRootKey(v); err != nil {
-		return []string{name + " must be 32 random bytes, base64-encoded (generate one: openssl rand -base64 32)"}
+		return errors.New(name + " must be 32 random bytes, base64-encoded (generate one: openssl rand -base64 32)")
 	}
 	return nil
 }
 
-func checkURL(name, v string) []string {
+func checkJWTSecret(v string) error {
+	if len(v) < 32 {
+		return errors.New("JWT_SECRET must be at least 32 bytes (generate one: openssl rand -base64 32)")
+	}
+	if isPlaceholder(v) {
+		return errors.New("JWT_SECRET looks like a placeholder; generate one: openssl rand -base64 32")
+	}
+	return nil
+}
+
+func checkURL(name, v string) error {
 	u, err := url.Parse(v)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return []string{fmt.Sprintf("%s %q must be an http or https URL", name, v)}
+		return fmt.Errorf("%s %q must be an http or https URL", name, v)
 	}
 	return nil
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(s)); err != nil {
-		return 0, fmt.Errorf("LOG_LEVEL must be debug, info, warn or error, not %q", s)
-	}
-	return l, nil
 }
 
 // ensureGeneratedSecrets fills missing secrets in embedded mode from files in
@@ -507,7 +660,7 @@ func (c *Config) ensureGeneratedSecrets() ([]string, error) {
 		*s.dst = mcpgate.Secret(strings.TrimSpace(string(b)))
 	}
 	// The stored files may have been edited, or left empty by a crash.
-	p := checkRootKey("generated encryption_key", c.Vault.EncryptionKey.Reveal())
+	p := problemsOf(checkRootKey("generated encryption_key", c.Vault.EncryptionKey.Reveal()))
 	if s := c.Session.JWTSecret.Reveal(); len(s) < 32 || isPlaceholder(s) {
 		p = append(p, "generated jwt_secret in DATA_DIR is shorter than 32 bytes or not random; "+
 			"delete it to generate a new one (this ends every session)")
@@ -518,45 +671,10 @@ func (c *Config) ensureGeneratedSecrets() ([]string, error) {
 	return generated, nil
 }
 
-// validateMail checks SMTP_URL, MAIL_FROM and SIGNUP_VERIFY and settles
-// SIGNUP_VERIFY's default. No message repeats SMTP_URL, which holds a
-// password.
-func (c *Config) validateMail() []string {
-	var p []string
-	raw := c.Mail.SMTPURL.Reveal()
-	if raw != "" {
-		if _, err := mail.ParseURL(raw); err != nil {
-			p = append(p, err.Error())
-		}
-		if c.Mail.From == "" {
-			p = append(p, "MAIL_FROM is required with SMTP_URL, e.g. mcpgate <noreply@example.com>")
-		} else if _, err := netmail.ParseAddress(c.Mail.From); err != nil {
-			p = append(p, fmt.Sprintf("MAIL_FROM %q is not an email address", c.Mail.From))
-		}
-	}
-	switch c.Mail.Verify {
-	case "":
-		c.Mail.Verify = "off"
-		if raw != "" {
-			c.Mail.Verify = "required"
-		}
-	case "off":
-	case "required":
-		if raw == "" {
-			p = append(p, "SIGNUP_VERIFY=required needs SMTP_URL: verification links are sent by email")
-		}
-	default:
-		p = append(p, fmt.Sprintf("SIGNUP_VERIFY must be required or off, not %q", c.Mail.Verify))
-	}
-	return p
-}
-
-// mailOptions returns the mailer's options, or nil without SMTP_URL. Valid
-// after LoadConfig.
+// mailOptions returns the mailer's options, or nil without SMTP_URL.
 func (c *Config) mailOptions() *mail.Options {
-	srv, err := mail.ParseURL(c.Mail.SMTPURL.Reveal())
-	if c.Mail.SMTPURL.Reveal() == "" || err != nil {
+	if c.Mail.Server == nil {
 		return nil
 	}
-	return &mail.Options{Server: srv, From: c.Mail.From}
+	return &mail.Options{Server: c.Mail.Server, From: c.Mail.From}
 }

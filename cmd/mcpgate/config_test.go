@@ -20,6 +20,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/httpx"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/mcp"
 )
 
 // envOf returns a getenv over m.
@@ -65,19 +68,22 @@ func wantConfig() *Config {
 	c.Session.Signup = "open"
 	c.E2B.APIURL = "https://api.e2b.app"
 	c.E2B.DashboardAPIURL = "https://dashboard-api.e2b.app"
-	c.MCP.KeyRate, c.MCP.KeyBurst = "20", "40"
-	c.MCP.UserRate, c.MCP.UserBurst, c.MCP.WorkspaceRate, c.MCP.WorkspaceBurst = "40", "200", "100", "400"
-	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = "100", "20"
-	c.MCP.OutageGrace = "10m"
+	c.MCP.Key, c.MCP.User, c.MCP.Workspace = Limit{20, 40}, Limit{40, 200}, Limit{100, 400}
+	c.Caps.KeysPerUser, c.Caps.WorkspacesPerUser = 100, 20
+	c.MCP.OutageGrace = 10 * time.Minute
+	c.Proxy.Trusted = &httpx.Proxies{}
 	c.LogFormat = "json"
-	c.LogLevel = "info"
+	c.LogLevel = slog.LevelInfo
 	c.Mail.Verify = "off" // no SMTP_URL
 	return &c
 }
 
+// cmpConfig compares the trusted proxies by what they list.
+var cmpConfig = cmp.Comparer(func(a, b *httpx.Proxies) bool { return a.String() == b.String() })
+
 func TestLoadConfig_Defaults(t *testing.T) {
 	got := mustLoadConfig(t, nil, nil)
-	if diff := cmp.Diff(wantConfig(), got); diff != "" {
+	if diff := cmp.Diff(wantConfig(), got, cmpConfig); diff != "" {
 		t.Errorf("LoadConfig() defaults (-want +got):\n%s", diff)
 	}
 	if !got.Embedded() {
@@ -100,8 +106,8 @@ func TestLoadConfig_Sources(t *testing.T) {
 		c.Vault.EncryptionKey, c.Session.JWTSecret = mcpgate.Secret(key), mcpgate.Secret(jwtSecret)
 		c.Session.Signup = "invite"
 		c.E2B.APIURL, c.E2B.DashboardAPIURL = "http://127.0.0.1:3000", "http://127.0.0.1:3001"
-		c.LogFormat, c.LogLevel = "text", "debug"
-		c.MCP.OutageGrace = "2m"
+		c.LogFormat, c.LogLevel = "text", slog.LevelDebug
+		c.MCP.OutageGrace = 2 * time.Minute
 		return c
 	}
 	otherKey := newKey(t)
@@ -135,7 +141,7 @@ func TestLoadConfig_Sources(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := mustLoadConfig(t, tt.args, tt.env)
-			if diff := cmp.Diff(tt.want(), got); diff != "" {
+			if diff := cmp.Diff(tt.want(), got, cmpConfig); diff != "" {
 				t.Errorf("LoadConfig() (-want +got):\n%s", diff)
 			}
 		})
@@ -450,12 +456,12 @@ func TestLoadConfig_AuditRetention(t *testing.T) {
 	base := map[string]string{"DATA_DIR": t.TempDir()}
 	for v, want := range map[string]time.Duration{"": 0, "90d": 90 * 24 * time.Hour, "1d": 24 * time.Hour, "720h": 720 * time.Hour} {
 		c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"AUDIT_RETENTION": v}))
-		if got := c.AuditRetention(); got != want {
-			t.Errorf("AuditRetention() with %q = %v, want %v", v, got, want)
+		if got := c.Audit.Retention; got != want {
+			t.Errorf("Audit.Retention with %q = %v, want %v", v, got, want)
 		}
 	}
-	if c := mustLoadConfig(t, []string{"--audit-retention", "7d"}, base); c.AuditRetention() != 7*24*time.Hour {
-		t.Errorf("--audit-retention 7d: AuditRetention() = %v", c.AuditRetention())
+	if c := mustLoadConfig(t, []string{"--audit-retention", "7d"}, base); c.Audit.Retention != 7*24*time.Hour {
+		t.Errorf("--audit-retention 7d: Audit.Retention = %v", c.Audit.Retention)
 	}
 	// Every bad value is reported with the others, not on its own.
 	for _, v := range []string{"90", "90m", "12h", "-3d", "1.5d", "d", "forever"} {
@@ -470,14 +476,14 @@ func TestLoadConfig_AuditRetention(t *testing.T) {
 func TestLoadConfig_RateLimits(t *testing.T) {
 	base := map[string]string{"DATA_DIR": t.TempDir()}
 	c := mustLoadConfig(t, nil, base)
-	if rates, bursts := c.RateLimits(); rates != [3]rate.Limit{20, 40, 100} || bursts != [3]int{40, 200, 400} {
-		t.Fatalf("default RateLimits() = %v, %v; want 20/40/100 per second, bursts 40/200/400", rates, bursts)
+	if got := [3]Limit{c.MCP.Key, c.MCP.User, c.MCP.Workspace}; got != [3]Limit{{20, 40}, {40, 200}, {100, 400}} {
+		t.Fatalf("default limits = %v; want 20/40/100 per second, bursts 40/200/400", got)
 	}
 	c = mustLoadConfig(t, []string{"--mcp-key-rate", "2.5", "--mcp-key-burst", "5"},
 		mergeEnv(base, map[string]string{"MCP_USER_RATE": "7", "MCP_USER_BURST": "9", "MCP_WORKSPACE_RATE": "0.5",
 			"MCP_WORKSPACE_BURST": "11"}))
-	if rates, bursts := c.RateLimits(); rates != [3]rate.Limit{2.5, 7, 0.5} || bursts != [3]int{5, 9, 11} {
-		t.Fatalf("RateLimits() = %v, %v; want 2.5/7/0.5, 5/9/11", rates, bursts)
+	if got := [3]Limit{c.MCP.Key, c.MCP.User, c.MCP.Workspace}; got != [3]Limit{{2.5, 5}, {7, 9}, {0.5, 11}} {
+		t.Fatalf("limits = %v; want 2.5/7/0.5, 5/9/11", got)
 	}
 	for _, args := range [][]string{
 		{"--mcp-key-rate", "0"}, {"--mcp-key-rate", "-1"}, {"--mcp-key-rate", "NaN"}, {"--mcp-key-rate", "fast"},
@@ -553,19 +559,19 @@ func TestLoadConfig_Mail(t *testing.T) {
 	}
 }
 
-// TestLoadConfig_DatabaseMaxConns (issue 24, item 3): the pool's size is a
-// setting; unset, the store sizes it from the machine; a bad value is
-// reported with every other problem.
+// TestLoadConfig_DatabaseMaxConns: the pool's size is a setting; unset, the
+// store sizes it from the machine; a bad value is reported with every other
+// problem.
 func TestLoadConfig_DatabaseMaxConns(t *testing.T) {
 	base := map[string]string{"DATA_DIR": t.TempDir()}
-	if c := mustLoadConfig(t, nil, base); c.DBMaxConns() != 0 {
-		t.Errorf("DBMaxConns() unset = %d, want 0 (sized by the store)", c.DBMaxConns())
+	if c := mustLoadConfig(t, nil, base); c.DB.MaxConns != 0 {
+		t.Errorf("DB.MaxConns unset = %d, want 0 (sized by the store)", c.DB.MaxConns)
 	}
-	if c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"DATABASE_MAX_CONNS": "40"})); c.DBMaxConns() != 40 {
-		t.Errorf("DBMaxConns() = %d, want 40", c.DBMaxConns())
+	if c := mustLoadConfig(t, nil, mergeEnv(base, map[string]string{"DATABASE_MAX_CONNS": "40"})); c.DB.MaxConns != 40 {
+		t.Errorf("DB.MaxConns = %d, want 40", c.DB.MaxConns)
 	}
-	if c := mustLoadConfig(t, []string{"--database-max-conns", "12"}, base); c.DBMaxConns() != 12 {
-		t.Errorf("--database-max-conns 12: DBMaxConns() = %d", c.DBMaxConns())
+	if c := mustLoadConfig(t, []string{"--database-max-conns", "12"}, base); c.DB.MaxConns != 12 {
+		t.Errorf("--database-max-conns 12: DB.MaxConns = %d", c.DB.MaxConns)
 	}
 	for _, v := range []string{"0", "3", "-8", "1001", "many", "8.5"} {
 		_, err := LoadConfig(nil, envOf(mergeEnv(base, map[string]string{"DATABASE_MAX_CONNS": v, "LOG_FORMAT": "xml"})))
@@ -573,5 +579,54 @@ func TestLoadConfig_DatabaseMaxConns(t *testing.T) {
 		if !errors.As(err, &ce) || len(ce.Problems) != 2 || !strings.Contains(ce.Error(), "DATABASE_MAX_CONNS") {
 			t.Errorf("DATABASE_MAX_CONNS=%q: err = %v, want a DATABASE_MAX_CONNS problem beside the LOG_FORMAT one", v, err)
 		}
+	}
+}
+
+// Every default in the settings table parses on its own, and what it parses
+// to is the value the packages that enforce the limits default to, so a
+// test or benchmark that builds them directly sees the same numbers.
+func TestSettings_DefaultsParse(t *testing.T) {
+	var c Config
+	for _, s := range c.settings(false) {
+		if err := s.parse(s.def); err != nil {
+			t.Errorf("%s: default %q does not parse: %v", s.env, s.def, err)
+		}
+	}
+	got := [3]Limit{c.MCP.Key, c.MCP.User, c.MCP.Workspace}
+	want := [3]Limit{{mcp.DefaultKeyRate, mcp.DefaultKeyBurst}, {mcp.DefaultUserRate, mcp.DefaultUserBurst},
+		{mcp.DefaultWorkspaceRate, mcp.DefaultWorkspaceBurst}}
+	if got != want {
+		t.Errorf("default limits = %v, want mcp's %v", got, want)
+	}
+	if c.Caps.KeysPerUser != service.DefaultMaxKeysPerUser || c.Caps.WorkspacesPerUser != service.DefaultMaxWorkspacesPerUser ||
+		c.MCP.OutageGrace != service.DefaultOutageGrace {
+		t.Errorf("default caps %d, %d and grace %v, want the service's %d, %d and %v", c.Caps.KeysPerUser,
+			c.Caps.WorkspacesPerUser, c.MCP.OutageGrace, service.DefaultMaxKeysPerUser, service.DefaultMaxWorkspacesPerUser,
+			service.DefaultOutageGrace)
+	}
+	if diff := cmp.Diff(wantConfig(), &c, cmpConfig); diff != "" {
+		t.Errorf("the defaults parsed one by one differ from LoadConfig's (-want +got):\n%s", diff)
+	}
+}
+
+// LoadConfig hands over every setting already typed: each given value is in
+// its field after the one parse, so nothing later has to read text again.
+func TestLoadConfig_EveryValueTyped(t *testing.T) {
+	key, jwtSecret := newKey(t), newKey(t)
+	c := mustLoadConfig(t, []string{"--mcp-workspace-burst", "12"}, map[string]string{
+		"PUBLIC_URL": "https://gw.example.com/", "DATABASE_URL": "postgres://db/x", "DATABASE_MAX_CONNS": "24",
+		"ENCRYPTION_KEY": key, "JWT_SECRET": jwtSecret, "SMTP_URL": "smtp://u:p@mail.example.com",
+		"MAIL_FROM": "noreply@example.com", "MCP_KEY_RATE": "3", "MCP_USER_BURST": "7", "OUTAGE_GRACE": "0",
+		"TRUSTED_PROXIES": "10.0.0.0/8", "ALLOWED_ORIGINS": "https://a.example.com, https://b.example.com",
+		"MAX_KEYS_PER_USER": "5", "MAX_WORKSPACES_PER_USER": "6", "AUDIT_RETENTION": "30d", "LOG_LEVEL": "warn",
+	})
+	got := []any{c.HTTP.PublicURL, c.DB.MaxConns, c.Mail.Server.Host, c.Mail.Verify, c.MCP.Key.Rate, c.MCP.User.Burst,
+		c.MCP.Workspace.Burst, c.MCP.OutageGrace, c.Proxy.Trusted.String(), c.Proxy.AllowedOrigins, c.Caps.KeysPerUser,
+		c.Caps.WorkspacesPerUser, c.Audit.Retention, c.LogLevel}
+	want := []any{"https://gw.example.com", int32(24), "mail.example.com:587", "required", rate.Limit(3), 7,
+		12, time.Duration(-1), "10.0.0.0/8", []string{"https://a.example.com", "https://b.example.com"}, 5,
+		6, 30 * 24 * time.Hour, slog.LevelWarn}
+	if diff := cmp.Diff(want, got, cmpConfig); diff != "" {
+		t.Errorf("typed fields after LoadConfig (-want +got):\n%s", diff)
 	}
 }

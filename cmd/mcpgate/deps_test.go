@@ -8,7 +8,7 @@ import (
 
 // TestBinaryDeps keeps test-only modules and helpers out of the binary's
 // import graph: every package in it is compiled on a user's first `make run`
-// (issue 18: the first build is most of the time to a first tool call).
+// (the first build is most of the time to a first tool call).
 func TestBinaryDeps(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {

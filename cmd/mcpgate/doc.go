@@ -5,6 +5,6 @@
 // packages together; it holds no business logic.
 //
 // Imports from this module: internal/app, internal/httpx, internal/logctx, internal/mail,
-// internal/oauth, internal/password, internal/pgembed, internal/reseal, internal/store, mcp,
-// mcpgate, vault.
+// internal/oauth, internal/password, internal/pgembed, internal/reseal, internal/service,
+// internal/store, mcp, mcpgate, vault.
 package main

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/password"
 )
 
-// TestServe_HashingBurstBounded (issue 15, item 1): a burst of parallel
+// TestServe_HashingBurstBounded: a burst of parallel
 // sign-ups and logins, from many addresses, leaves the gateway's heap
 // bounded by the hashing budget, gets no 5xx other than the hashing 503
 // (with Retry-After), and the gateway serves MCP calls throughout. Before

@@ -75,8 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // newLogger builds the process's one logger. Lines logged with a request's
 // context carry its request_id (logctx), whichever layer writes them.
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
-	level, _ := parseLevel(cfg.LogLevel)
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
 	var h slog.Handler = slog.NewJSONHandler(w, opts)
 	if cfg.LogFormat == "text" {
 		h = slog.NewTextHandler(w, opts)

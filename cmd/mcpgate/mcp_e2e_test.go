@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of the MCP endpoint (issue 5, item 9): the real program,
+// End-to-end tests of the MCP endpoint: the real program,
 // two replicas on one PostgreSQL, the E2B simulator, the JSON API over HTTP
 // and go-sdk clients over streamable HTTP. The harness is in
 // e2e_harness_test.go.
@@ -145,7 +145,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		// Every refusal looks the same; a request with no credential at all
 		// differs only in its challenge, which then has no error (RFC 6750
 		// §3.1), and both point OAuth clients to the resource metadata. A
-		// connector URL is no OAuth resource (issue 31): its refusals get a
+		// connector URL is no OAuth resource: its refusals get a
 		// plain challenge, the same for every one of them.
 		type kind struct{ presented, connector bool }
 		first := map[kind]*answer{}

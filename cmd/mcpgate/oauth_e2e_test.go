@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of the OAuth 2.1 authorization server (issue 16): the
+// End-to-end tests of the OAuth 2.1 authorization server: the
 // real program (two replicas of serve on one database, behind a front proxy
 // whose address is PUBLIC_URL), the E2B simulator, and independent OAuth
 // clients: go-sdk's AuthorizationCodeHandler (discovery, DCR or a client ID
@@ -286,7 +286,10 @@ func (u *e2eUser) grantOf(ws, client string) string {
 	return ""
 }
 
-// TestOAuthEndToEnd proves issue 16 on the real program.
+// TestOAuthEndToEnd runs the OAuth server on the real program: discovery,
+// both kinds of client registration, sign-in and consent, every refusal of
+// the flow, refresh rotation, revokes across replicas, and no secret in the
+// logs.
 func TestOAuthEndToEnd(t *testing.T) {
 	o := newOAuthEnv(t)
 	rA, rB := o.replicas[0], o.replicas[1]
@@ -302,7 +305,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			t.Fatalf("no credential: %d %q, want 401 %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
 		}
 		// Each document describes the resource its URL was made from
-		// (RFC 9728 §3.3; issue 31: the path-less one said …/mcp), which
+		// (RFC 9728 §3.3; the path-less one once said …/mcp), which
 		// go-sdk checks.
 		for path, resource := range map[string]string{"/.well-known/oauth-protected-resource": o.front,
 			"/.well-known/oauth-protected-resource/mcp": o.front + "/mcp"} {
@@ -315,7 +318,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		}
 		// A connector URL with a bad key is not an OAuth resource: a plain
-		// 401 (issue 31: it pointed to /mcp's metadata).
+		// 401 (before the fix, it pointed to /mcp's metadata).
 		resp, _ = o.rawMCP(t, o.front+"/c/mcpg_notakey/mcp", nil, "")
 		if got := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || strings.Contains(got, "resource_metadata") {
 			t.Errorf("connector URL with a bad key: %d %q, want a 401 without OAuth hints", resp.StatusCode, got)
@@ -364,7 +367,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				webRun(t, bctx, "open the authorization URL", chromedp.Navigate(args.URL))
 				if !signedIn {
 					// The login page says which gateway and which app
-					// (issue 31: it said only "Log in").
+					// (before the fix, it said only "Log in").
 					webRun(t, bctx, "login page", chromedp.WaitVisible(chromedp.ID("#email")))
 					if got := webText(t, bctx, "#login-app"); !strings.Contains(got, "E2E native client") {
 						t.Errorf("the login page during OAuth says %q, want the app's name", got)
@@ -384,7 +387,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				webShot(t, bctx, "oauth-consent-"+access)
 				webCheckPage(t, bctx, "oauth-consent-"+access) // accessibility and layout at 1280 and 390 px, screenshots
 				// What a person needs to trust it, and nothing that leads
-				// away from the flow (issue 31).
+				// away from the flow.
 				for sel, want := range map[string]string{"#consent-gateway": strings.TrimPrefix(o.front, "http://"),
 					"#consent-resource": o.front + "/mcp", "#consent-asks": "access", "#consent-known": "",
 					".flow-origin": strings.TrimPrefix(o.front, "http://")} {
@@ -481,7 +484,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 			// A write tool gets the step-up answer (MCP 2025-11-25): 403,
 			// insufficient_scope naming the scope needed, and words that
-			// call the grant a grant (issue 31: "This MCP key is read-only").
+			// call the grant a grant (before the fix, "This MCP key is read-only").
 			ts, _ := h.TokenSource(context.Background())
 			ro, err := ts.Token()
 			if err != nil {
@@ -561,7 +564,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 				"plain":   {oauth2.SetAuthURLParam("code_challenge", oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("code_challenge_method", "plain")},
 			} {
 				// Shown on the gateway's page, never sent to the client
-				// (issue 24: RFC 9700 §4.11.2).
+				// (RFC 9700 §4.11.2).
 				loc, status, body := o.consent(t, alice, cfg.AuthCodeURL("s", opts...), wsA, "full", "allow")
 				if loc != nil || status != http.StatusBadRequest || !strings.Contains(body, "invalid_request") {
 					t.Errorf("%s: consent = %v %d, want a 400 page naming invalid_request", name, loc, status)
@@ -594,7 +597,7 @@ func TestOAuthEndToEnd(t *testing.T) {
 			}
 		})
 		t.Run("scopes", func(t *testing.T) {
-			// Issue 31: an unknown scope was accepted, and the person could
+			// An unknown scope was once accepted, and the person could
 			// pick Full when only mcp:tools:read was asked.
 			bogus := o.config(id, cb.url)
 			bogus.Scopes = []string{"mcp:tools", "bogus"}

@@ -1,6 +1,6 @@
 package main
 
-// The OAuth end-to-end matrix (issue 31) with clients no one here wrote:
+// The OAuth end-to-end matrix with clients no one here wrote:
 // mcp-remote's own OAuth flow, its browser being headless Chromium that
 // signs in and consents, and go-sdk's client refreshing through the token
 // endpoint. Each signs in, calls a tool, refreshes, and is cut off when the
@@ -256,7 +256,7 @@ func TestOAuthGoSDKRefreshAndRevoke(t *testing.T) {
 	}
 }
 
-// TestOAuthSecondGateway is issue 31's reproduction: a second gateway on the
+// TestOAuthSecondGateway reproduces a bug: a second gateway on the
 // same database with another PUBLIC_URL refused the first one's access token
 // but answered 200 to a refresh of its grant (minting a token that worked
 // only at the first, and spending the refresh token, whose next use then

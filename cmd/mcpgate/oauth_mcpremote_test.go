@@ -22,7 +22,7 @@ const mcpRemoteVersion = "mcp-remote@0.15.1"
 
 // TestOAuthMCPRemoteKeepsKeys runs the real mcp-remote bridge, which probes
 // OAuth discovery, against a gateway that advertises OAuth, configured as
-// guides/mcp-clients.md tells users: with the key in an Authorization header,
+// the dashboard's setup snippets tell users to: with the key in an Authorization header,
 // and with the connector URL. Both must connect and call a tool without
 // ever starting an OAuth flow (which would print "Please authorize" and wait
 // for a browser).

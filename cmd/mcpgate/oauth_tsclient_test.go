@@ -1,6 +1,6 @@
 package main
 
-// The official MCP TypeScript SDK as an OAuth client (issue 31): its own
+// The official MCP TypeScript SDK as an OAuth client: its own
 // schema judges the registration answers, and its StreamableHTTPClientTransport
 // with an OAuthClientProvider signs in with the SDK's default client metadata,
 // calls a tool, refreshes, and is cut off by a revoke in the dashboard.

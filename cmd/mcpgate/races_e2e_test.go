@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of issue 24's races on two real replicas over one
+// End-to-end tests of the races between calls on two real replicas over one
 // database: a hold in front of the E2B simulator keeps the first call's
 // request, as a slow network would, until the second call has reached E2B
 // (nothing orders them) or waits for the first's lock.

@@ -145,7 +145,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, f
 			}
 		}
 	}
-	db, err := store.OpenWith(ctx, dsn, store.Options{MaxConns: cfg.DBMaxConns()})
+	db, err := store.OpenWith(ctx, dsn, store.Options{MaxConns: cfg.DB.MaxConns})
 	if err != nil {
 		stop()
 		return nil, nil, err
@@ -156,17 +156,16 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (*store.DB, f
 
 // newGateway builds the gateway from serve's configuration.
 func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger) (*app.Gateway, error) {
-	rates, bursts := cfg.RateLimits()
-	maxKeys, maxWorkspaces := cfg.UserCaps()
+	m := cfg.MCP
 	return app.New(ctx, app.Options{
 		DB: db, Logger: log, RootKey: cfg.Vault.EncryptionKey, JWTSecret: cfg.Session.JWTSecret,
 		PublicURL: cfg.HTTP.PublicURL, Signup: cfg.Session.Signup, Mail: cfg.mailOptions(), SignupVerify: cfg.Mail.Verify,
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
-		KeyRate: rates[0], KeyBurst: bursts[0], UserRate: rates[1], UserBurst: bursts[1],
-		WorkspaceRate: rates[2], WorkspaceBurst: bursts[2], OutageGrace: cfg.OutageGrace(), Version: version,
-		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
-		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
-		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,
+		KeyRate: m.Key.Rate, KeyBurst: m.Key.Burst, UserRate: m.User.Rate, UserBurst: m.User.Burst,
+		WorkspaceRate: m.Workspace.Rate, WorkspaceBurst: m.Workspace.Burst, OutageGrace: m.OutageGrace, Version: version,
+		TrustedProxies: cfg.Proxy.Trusted, AllowedOrigins: cfg.Proxy.AllowedOrigins,
+		MaxKeysPerUser: cfg.Caps.KeysPerUser, MaxWorkspacesPerUser: cfg.Caps.WorkspacesPerUser,
+		AuditRetention: cfg.Audit.Retention, DataDir: cfg.DB.DataDir,
 		OAuthCIMD: testOAuthCIMD,
 	})
 }

@@ -200,7 +200,7 @@ func TestUserResetPassword(t *testing.T) {
 	}
 }
 
-// TestUserResetPassword_RevokeKeys (issue 15, item 9): reset-password says
+// TestUserResetPassword_RevokeKeys: reset-password says
 // the account's MCP keys still work, and with --revoke-keys revokes them
 // all (and no one else's).
 func TestUserResetPassword_RevokeKeys(t *testing.T) {

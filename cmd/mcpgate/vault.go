@@ -115,7 +115,7 @@ func parseFlags(command string, args []string, define func(fs *flag.FlagSet), he
 		define(fs)
 	}
 	cfgFlags := map[string]bool{}
-	for _, s := range (&Config{}).settings() {
+	for _, s := range (&Config{}).settings(false) {
 		if fs.Lookup(s.flag) == nil {
 			fs.String(s.flag, "", s.usage+" (env "+s.env+")")
 			cfgFlags[s.flag] = true
@@ -295,8 +295,8 @@ func vaultRootKey(cfg *Config) (key []byte, keyFile string, err error) {
 				keyFile, errors.Unwrap(err))}}
 		}
 		v = strings.TrimSpace(string(b))
-		if p := checkRootKey(keyFile, v); len(p) > 0 {
-			return nil, "", &ConfigError{Problems: p}
+		if err := checkRootKey(keyFile, v); err != nil {
+			return nil, "", &ConfigError{Problems: []string{err.Error()}}
 		}
 	}
 	if v == "" {
@@ -327,8 +327,8 @@ func readNewRootKey(path string, getenv func(string) string) ([]byte, error) {
 			"(generate one: openssl rand -base64 32)")
 	}
 	v = strings.TrimSpace(v)
-	if p := checkRootKey("the new root key", v); len(p) > 0 {
-		return nil, errors.New("vault rekey: " + p[0])
+	if err := checkRootKey("the new root key", v); err != nil {
+		return nil, fmt.Errorf("vault rekey: %w", err)
 	}
 	return vault.ParseRootKey(v)
 }

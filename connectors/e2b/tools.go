@@ -4,7 +4,8 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 )
 
-// Tool names: the public contract (design.md §5).
+// Tool names are a public contract: clients, workspace policies and audit
+// rows name them, so a name is never changed or reused.
 const (
 	ToolListDefaultTemplates = "e2b_list_default_templates"
 	ToolListTemplates        = "e2b_list_templates"
@@ -33,7 +34,9 @@ var (
 // askFirst ends the description of every tool that changes something.
 const askFirst = " Before calling it, tell the user what will happen and ask them to confirm."
 
-// buildTools returns the fourteen tools, in the order of design.md §5.
+// buildTools returns the fourteen tools in the order tools/list shows them
+// (TestTools_golden pins it): templates first, then a sandbox's life from
+// creation to kill.
 func (c *Connector) buildTools() []*connectors.Tool {
 	return []*connectors.Tool{
 		c.listDefaultTemplatesTool(),

@@ -619,7 +619,7 @@ func TestTools_emptyResults(t *testing.T) {
 	}
 }
 
-// TestTools_findIdleFanOutBounded (issue 15, item 6): one call inspects at
+// TestTools_findIdleFanOutBounded: one call inspects at
 // most 200 sandboxes, so one tools/call cannot make thousands of upstream
 // calls; the answer says it was truncated.
 func TestTools_findIdleFanOutBounded(t *testing.T) {
@@ -667,7 +667,7 @@ func TestGuard_setTimeout(t *testing.T) {
 	_, err := e.assess(e2b.ToolSetSandboxTimeout, `{"sandbox_id":"iaaaaaaaaaaaaaaaaaaaa","timeout":60}`)
 	wantCode(t, err, mcpgate.ENotFound)
 
-	// Issue 24: on a paused sandbox a timeout counts as what it would do
+	// On a paused sandbox a timeout counts as what it would do
 	// once running (a resume racing it would have its end replaced), unless
 	// the sandbox is auto-paused.
 	e.mustCall(e2b.ToolPauseSandbox, map[string]any{"sandbox_id": killed})
@@ -685,7 +685,7 @@ func TestGuard_setTimeout(t *testing.T) {
 func TestGuard_resumeAndCreate(t *testing.T) {
 	e := newEnv(t, e2bsim.Options{})
 	sb := e.create(map[string]any{"timeout": 3600})
-	// Issue 24: a resume under a minute follows kill whatever the state: a
+	// A resume under a minute follows kill whatever the state: a
 	// pause landing first would make it end the sandbox.
 	as, err := e.assess(e2b.ToolResumeSandbox, `{"sandbox_id":"`+sb+`","timeout":30}`)
 	if err != nil || as.Starts || as.Follows != e2b.ToolKillSandbox || !strings.Contains(as.Reason, "whatever the sandbox's state") {

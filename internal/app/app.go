@@ -67,7 +67,7 @@ type Options struct {
 	UserRate, WorkspaceRate   rate.Limit
 	UserBurst, WorkspaceBurst int
 	// OutageGrace is how long cached state serves while the database is
-	// unreachable (default 10 minutes; negative: never).
+	// unreachable (0: service.DefaultOutageGrace; negative: never).
 	OutageGrace time.Duration
 	Version     string
 	// MaxKeysPerUser and MaxWorkspacesPerUser cap what one person may

@@ -10,7 +10,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
-// TestWriteDeadlinePerWrite (issue 24, item 3): a streaming route answers
+// TestWriteDeadlinePerWrite: a streaming route answers
 // after the server's WriteTimeout has passed, which without the wrapper
 // cuts its answer off; each write still gets a deadline of its own.
 func TestWriteDeadlinePerWrite(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
-// TestProxies_Address (issue 15, item 2): forwarding headers are believed
+// TestProxies_Address: forwarding headers are believed
 // only from a trusted peer, and then only up to the right-most address that
 // is not a trusted proxy.
 func TestProxies_Address(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package oauth is the gateway's OAuth 2.1 authorization server for its own
-// MCP endpoint (design §12; MCP authorization 2025-11-25 and 2026-07-28):
+// MCP endpoint (the MCP authorization spec of 2025-11-25 and 2026-07-28):
 // protected-resource metadata (RFC 9728) and the 401 challenge that points
 // to it, authorization-server metadata (RFC 8414), clients by Dynamic Client
 // Registration (RFC 7591) and by client ID metadata documents, the

@@ -297,7 +297,7 @@ func TestRotateRefreshToken(t *testing.T) {
 }
 
 // Clients that never got a grant expire, registered or known by a metadata
-// document (issue 24: documents were kept for ever); used ones stay.
+// document (before the fix, documents were kept for ever); used ones stay.
 func TestPruneOAuth(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
 	ctx := context.Background()
@@ -397,7 +397,7 @@ func TestCIMDCached(t *testing.T) {
 	if n := hits.Load(); n != 1 {
 		t.Errorf("document fetched %d times for 3 uses, want 1", n)
 	}
-	// Not stored before a person consents (issue 24: every fetch was).
+	// Not stored before a person consents (before the fix, every fetch was).
 	if _, _, err := f.db.FindOAuthClient(context.Background(), id); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Errorf("an unconsented document's client is stored (err %v)", err)
 	}
@@ -407,7 +407,7 @@ func TestCIMDCached(t *testing.T) {
 	}
 }
 
-// Fetches of metadata documents are limited per client address (issue 24:
+// Fetches of metadata documents are limited per client address (once
 // one address made the gateway fetch and store 200), and the limit of one
 // address leaves another's alone.
 func TestCIMDFetchRateLimited(t *testing.T) {

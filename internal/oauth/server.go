@@ -20,7 +20,10 @@ import (
 	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
-// Lifetimes (design §12 and issue 16).
+// Lifetimes. A code is exchanged at once, so a minute is plenty and one that
+// leaks is soon worthless; an access token lasts an hour, so that what a
+// leaked one allows ends soon after without the client signing in again
+// (its refresh token, rotated on every use, brings a new one).
 const (
 	codeTTL    = 60 * time.Second
 	accessTTL  = time.Hour

@@ -44,7 +44,7 @@ func TestHashVerify(t *testing.T) {
 	}
 }
 
-// TestLimiter (issue 15, item 1): hashes beyond the memory budget wait, and
+// TestLimiter: hashes beyond the memory budget wait, and
 // give up with ErrBusy rather than run.
 func TestLimiter(t *testing.T) {
 	l := password.NewLimiter(2048, 50*time.Millisecond) // two cheap hashes

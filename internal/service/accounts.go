@@ -59,7 +59,7 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 	return u, nil
 }
 
-// signupByLink is Signup where SIGNUP_VERIFY=required (issue 24): the
+// signupByLink is Signup where SIGNUP_VERIFY=required: the
 // answer is the same whether or not the address has an account, so that
 // sign-up tells nobody who has one. A new address gets a link that creates
 // the account when it is opened (and until then nothing holds the address:
@@ -137,7 +137,7 @@ func (s *Service) Login(ctx context.Context, c mcpgate.Credentials, addr string)
 // loginThrottle refuses logins after too many failures in a window. The
 // counts live in Postgres so that every replica enforces the same limit.
 //
-// What it counts, and why (issue 15): a limit per email alone hands anyone a
+// What it counts, and why: a limit per email alone hands anyone a
 // switch that locks a person out (five bad passwords, repeated forever), and
 // a limit per address alone lets a botnet guess one account's password
 // forever. So:

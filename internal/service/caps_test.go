@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
 
-// TestCaps (issue 15, item 6): a person cannot mint keys or workspaces
+// TestCaps: a person cannot mint keys or workspaces
 // without bound; revoked keys free their place, other people have their own.
 func TestCaps(t *testing.T) {
 	ctx := context.Background()

@@ -8,7 +8,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// Issue 24 item 5: the two-factor policy covers every place a person stands
+// The two-factor policy covers every place a person stands
 // in for the human, and the optional four-eyes rule keeps the requester from
 // deciding their own request.
 

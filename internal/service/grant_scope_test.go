@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
-// A read-only OAuth grant is told it holds a grant, not a key (issue 31:
+// A read-only OAuth grant is told it holds a grant, not a key (it once said
 // "This MCP key is read-only"), and how an app gets more access.
 func TestReadOnlyGrantWording(t *testing.T) {
 	f := newSvcFixture(t)

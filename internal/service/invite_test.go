@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
 
-// TestInvite_InviteOnlySignup (issue 15, item 8): with SIGNUP=invite, the
+// TestInvite_InviteOnlySignup: with SIGNUP=invite, the
 // owner of a personal workspace cannot mint accounts by inviting into it;
 // owners and admins of a shared workspace and the instance admin can, and
 // anyone may invite a person who already has an account.

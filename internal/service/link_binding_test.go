@@ -12,7 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 )
 
-// Issue 24 item 4: a mailed link stands on the address and the password it
+// A mailed link stands on the address and the password it
 // was issued for, and dies when either changes (a password change, an email
 // change, a reset).
 
@@ -121,7 +121,7 @@ func TestAccountLink_BoundToPassword(t *testing.T) {
 	}
 }
 
-// Issue 24 item 6: every route that sends mail is throttled per person and
+// Every route that sends mail is throttled per person and
 // per target address by one mechanism. Before, ten email changes to one
 // address sent it ten mails.
 func TestChangeEmail_MailThrottled(t *testing.T) {
@@ -166,7 +166,7 @@ func TestChangeEmail_MailThrottled(t *testing.T) {
 	}
 }
 
-// Issue 24 item 8: where addresses are confirmed first, a sign-up answers
+// Where addresses are confirmed first, a sign-up answers
 // the same whether or not the address has an account (before: 409 for a
 // known one); the owner of a known address is mailed instead, throttled.
 func TestSignup_UniformWhereVerified(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The mail throttle (issue 24): every route that makes the gateway send an
+// The mail throttle: every route that makes the gateway send an
 // email goes through throttleMail, which counts the send per target address
 // and per person (and, on routes without a session, per client address),
 // each per kind of mail. So nobody can flood an inbox, from one account or

@@ -24,7 +24,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
-// Issue 24, item 1: races between calls that change one sandbox, driven
+// Races between calls that change one sandbox, driven
 // deterministically. A proxy in front of e2bsim holds the first call's
 // request to E2B, as a slow network would, until the second call has either
 // reached E2B (nothing orders the two) or is waiting for the first (the
@@ -253,7 +253,7 @@ var replicas = []struct {
 }{{"one gateway", 0}, {"two gateways", 1}}
 
 // TestRace_decidedFromTheCall: a call whose guard read a sandbox is held on
-// its way to E2B while a second call changes the sandbox. Before issue 24:
+// its way to E2B while a second call changes the sandbox. Before the fix:
 //   - a resume of a running sandbox for 1 s read "running" (a resume cannot
 //     shorten a running sandbox), a pause landed, and the resume restarted
 //     the paused sandbox with 1 s to live, with kill off;
@@ -344,7 +344,7 @@ func TestRace_extensionOvertaken(t *testing.T) {
 	}
 }
 
-// TestRace_mostRunning (issue 24, item 2): with max_running 3 and 2
+// TestRace_mostRunning: with max_running 3 and 2
 // running, two creates. The first is held on its way to E2B; the second
 // must not count the same 2 and start a fourth.
 func TestRace_mostRunning(t *testing.T) {
@@ -419,7 +419,7 @@ func TestRace_lockWaitBounded(t *testing.T) {
 // approved, weighed as it is when it runs. A timeout of 300 s on a sandbox
 // with 100 s left is an extension and is approved as one; then the sandbox
 // is extended to an hour, and the same call would now cut it to 5 min, a
-// kill by another route. Before issue 24 the approval was spent and the
+// kill by another route. Before the fix the approval was spent and the
 // sandbox shortened; now the call is refused and a new approval must be
 // asked for, which says why.
 func TestApproval_rechecked(t *testing.T) {
@@ -495,7 +495,7 @@ func (c *barrierConnector) Describe(context.Context, mcpgate.Secret, string, map
 	return "Act.", nil
 }
 
-// TestRace_pendingApprovalsCap (issue 24, item 2): with one place left under
+// TestRace_pendingApprovalsCap: with one place left under
 // the cap of pending approvals, two requests on two gateways are both
 // counted before either is stored (the barrier). Before, both were stored;
 // now the count that decides is taken again with the insert, under a lock.

@@ -72,8 +72,9 @@ type Options struct {
 	// keys. It needs a Mailer.
 	RequireVerifiedEmail bool
 	// MaxKeysPerUser caps the working MCP keys one person may hold across
-	// workspaces (default 100); MaxWorkspacesPerUser caps the shared
-	// workspaces one person may own (default 20). Negative means no cap.
+	// workspaces (0: DefaultMaxKeysPerUser); MaxWorkspacesPerUser caps the
+	// shared workspaces one person may own (0: DefaultMaxWorkspacesPerUser).
+	// Negative means no cap.
 	MaxKeysPerUser       int
 	MaxWorkspacesPerUser int
 	// SignupsPerAddress bounds sign-up attempts per client address in 15
@@ -93,7 +94,7 @@ type Options struct {
 	// not the mechanism.
 	CacheTTL time.Duration
 	// OutageGrace is how long what was cached may stand in while the
-	// database cannot be reached (default 10 minutes; negative: never).
+	// database cannot be reached (0: DefaultOutageGrace; negative: never).
 	OutageGrace time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
@@ -102,6 +103,19 @@ type Options struct {
 	// Unset, a random key is drawn: fine for one process (tests).
 	ApprovalKey []byte
 }
+
+// The defaults of the settings the services enforce (serve's
+// MAX_KEYS_PER_USER, MAX_WORKSPACES_PER_USER and OUTAGE_GRACE take them as
+// theirs). A hundred keys and twenty workspaces are more than one person
+// needs and still bound what one account, or a script using it, can make
+// the database hold. The grace is also the longest a key revoked during an
+// outage keeps working on a replica cut off from the database, so it is
+// minutes, not hours.
+const (
+	DefaultMaxKeysPerUser       = 100
+	DefaultMaxWorkspacesPerUser = 20
+	DefaultOutageGrace          = 10 * time.Minute
+)
 
 // Service implements every mcpgate service on the store and the vault.
 type Service struct {
@@ -133,12 +147,12 @@ func New(opts Options) *Service {
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
 	opts.LockWait = cmp.Or(opts.LockWait, 10*time.Second)
 	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
-	opts.OutageGrace = cmp.Or(opts.OutageGrace, 10*time.Minute)
+	opts.OutageGrace = cmp.Or(opts.OutageGrace, DefaultOutageGrace)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	opts.MaxKeysPerUser = cmp.Or(opts.MaxKeysPerUser, 100)
-	opts.MaxWorkspacesPerUser = cmp.Or(opts.MaxWorkspacesPerUser, 20)
+	opts.MaxKeysPerUser = cmp.Or(opts.MaxKeysPerUser, DefaultMaxKeysPerUser)
+	opts.MaxWorkspacesPerUser = cmp.Or(opts.MaxWorkspacesPerUser, DefaultMaxWorkspacesPerUser)
 	opts.SignupsPerAddress = cmp.Or(opts.SignupsPerAddress, defaultSignupsPerAddress)
 	opts.Signup = cmp.Or(opts.Signup, SignupOpen)
 	trust := &cacheTrust{ttl: opts.CacheTTL, grace: max(opts.OutageGrace, 0), now: opts.Now}

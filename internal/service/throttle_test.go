@@ -19,7 +19,7 @@ var fastParams = &password.Params{Time: 1, Memory: 1024, Threads: 1}
 
 const goodPassword = "correct horse battery staple"
 
-// TestLogin_NoLockoutSwitch (issue 15, item 3): failures from one address
+// TestLogin_NoLockoutSwitch: failures from one address
 // refuse that address, not the account's owner elsewhere; a guess spread
 // over many addresses hits the per-email ceiling, past which only addresses
 // that have not been failing may try, and the right password still gets in.
@@ -83,7 +83,7 @@ func TestDummyHash(t *testing.T) {
 	}
 }
 
-// TestSignup_ThrottledPerAddress (issue 15, item 1): sign-ups are limited
+// TestSignup_ThrottledPerAddress: sign-ups are limited
 // per client address, also when they arrive all at once.
 func TestSignup_ThrottledPerAddress(t *testing.T) {
 	ctx := context.Background()

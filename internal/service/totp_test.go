@@ -474,7 +474,7 @@ func TestTwoFactorPolicy(t *testing.T) {
 		})
 	}
 	// A member deciding their own key's request is held to the policy too
-	// (issue 24: it is about the decision, not the role; see
+	// (it is about the decision, not the role; see
 	// TestTwoFactorPolicy_RoleChanges), and may once enrolled.
 	p3 := f.request(t, memberKey, "p3").ID
 	if _, err := f.svc.Approve(ctx, f.member, p3); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
 
-// TestCaps_atomic (issue 24, item 2): a capped creation counts and creates
+// TestCaps_atomic: a capped creation counts and creates
 // in one step, on any replicas. Two creations race for the last place
 // under the limit, each on its own pool on one database (two replicas):
 // the first is held between its count and its insert until the second has

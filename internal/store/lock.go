@@ -19,10 +19,11 @@ import (
 // and it is released when the transaction ends, so a crashed replica or a
 // dropped connection never leaves one behind.
 //
-// The cost, and the exception to "never hold a database connection during
-// an upstream call" (design.md §10): a holder keeps one pool connection for
-// as long as the work under the lock lasts, which for a tool call is its
-// upstream round trip. Three bounds keep that from starving the pool or
+// The cost, and the exception to the rule that no database connection is
+// held during an upstream call (else the pool would be sized by E2B's
+// latency, not by the gateway's own work): a holder keeps one pool
+// connection for as long as the work under the lock lasts, which for a tool
+// call is its upstream round trip. Three bounds keep that from starving the pool or
 // letting one person starve the others: at most half of the pool's
 // connections may be held by locks at once (the rest is the hot path's), one
 // owner (a person) at most a quarter of those (at least one), and every wait

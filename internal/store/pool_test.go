@@ -20,7 +20,7 @@ func mustOpenWith(t *testing.T, o store.Options) *store.DB {
 	return db
 }
 
-// TestOpen_PoolSize (issue 24, item 3): the pool is sized from the machine
+// TestOpen_PoolSize: the pool is sized from the machine
 // unless DATABASE_MAX_CONNS says otherwise, and long reads get a quarter of
 // it, the hot path the rest.
 func TestOpen_PoolSize(t *testing.T) {
@@ -36,7 +36,7 @@ func TestOpen_PoolSize(t *testing.T) {
 	}
 }
 
-// TestQueryTimeout (issue 25, item 1): a statement that the database does
+// TestQueryTimeout: a statement that the database does
 // not answer within the query timeout fails as EUnavailable instead of
 // waiting, and the connection goes back to the pool; work marked
 // WithoutQueryTimeout (an export, a migration) is bounded by its own

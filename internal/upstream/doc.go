@@ -1,5 +1,5 @@
 // Package upstream is the gateway's client side towards remote MCP servers
-// (streamable HTTP) that a workspace adds as connectors (design.md §13).
+// (streamable HTTP) that a workspace adds as connectors.
 // It is self-contained and not wired in yet: the service, API, store and
 // dashboard use it in a later stage.
 //

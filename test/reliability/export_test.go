@@ -77,7 +77,7 @@ func fillAudit(t *testing.T, dsn, ws string, n int) {
 	}
 }
 
-// TestExports_DoNotStallOtherTenants (issue 24, item 3): twelve people each
+// TestExports_DoNotStallOtherTenants: twelve people each
 // open an export of their own workspace and read nothing, on a gateway with
 // a pool of 8 (what it had before). Beyond the pool's long-read share the
 // exports are refused with 429 and Retry-After; the held ones never take

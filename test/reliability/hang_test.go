@@ -122,7 +122,7 @@ func hangRow(t *testing.T, gwDSN, directDSN string, hang, release func()) {
 	}
 }
 
-// TestDatabaseHang_BlackHole (issue 25, item 1): PostgreSQL behind a proxy
+// TestDatabaseHang_BlackHole: PostgreSQL behind a proxy
 // that holds every byte and closes nothing, as a partition does.
 func TestDatabaseHang_BlackHole(t *testing.T) {
 	t.Parallel()
@@ -131,7 +131,7 @@ func TestDatabaseHang_BlackHole(t *testing.T) {
 	hangRow(t, proxy.dsn(t, direct), direct, func() { proxy.hold(true) }, func() { proxy.hold(false) })
 }
 
-// TestDatabaseHang_SIGSTOP (issue 25, item 1): the test's own PostgreSQL,
+// TestDatabaseHang_SIGSTOP: the test's own PostgreSQL,
 // postmaster and backends, stopped with SIGSTOP (the kernel still accepts
 // connections and data; nothing answers). Never the machine's shared
 // server: only the cluster this test started.
@@ -194,7 +194,7 @@ func clusterPIDs(t *testing.T, dir string) []int {
 	return pids
 }
 
-// TestStopDuringHang (issue 25, item 3): SIGTERM while PostgreSQL hangs
+// TestStopDuringHang: SIGTERM while PostgreSQL hangs
 // (a black-holing proxy) and calls are in flight, held by an E2B that does
 // not answer: every one of them is answered within a bound, with a tool
 // error saying the gateway is stopping, the process exits, and the calls'
@@ -269,7 +269,7 @@ func TestStopDuringHang(t *testing.T) {
 
 func hungSandbox(i int) string { return fmt.Sprintf("ihung%016d", i) }
 
-// TestDatabaseHang_ReplicaCutOff (issue 25, item 6): of two replicas, the
+// TestDatabaseHang_ReplicaCutOff: of two replicas, the
 // second reaches PostgreSQL through a proxy that black-holes (a partition
 // that cuts off one replica only), and a key it knew is revoked on the
 // first meanwhile. The cut-off replica notices within seconds (its listener

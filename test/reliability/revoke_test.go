@@ -15,7 +15,7 @@ import (
 )
 
 // revokeBound is how soon a revoke made on one replica must be honoured on
-// every other (issue 20; README and SECURITY.md state it).
+// every other (README and SECURITY.md promise it).
 const revokeBound = time.Second
 
 // revokeLag revokes key on the replica tn talks to, retrying while that
