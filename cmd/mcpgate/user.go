@@ -23,7 +23,7 @@ const userUsage = `Usage: mcpgate user COMMAND [flags]
 Manage dashboard accounts from the server, for when nobody can log in as an
 instance admin. Reads the same database configuration as serve (DATABASE_URL
 or DATA_DIR); with the embedded database (no DATABASE_URL), stop mcpgate serve
-first.
+first. Every change is in the account's audit log, with the source operator.
 
 Commands:
   list                     list every account, oldest first
