@@ -369,3 +369,21 @@ func TestUser_AuditsEveryChange(t *testing.T) {
 		t.Errorf("failed logins after the reset = %d, %v; want 0", n, err)
 	}
 }
+
+// TestUser_FailsWhenItsAuditEventIsRefused: a change whose audit event the
+// database does not take is not reported as done quietly; the command fails
+// and says so (after the writer's retries, about ten seconds).
+func TestUser_FailsWhenItsAuditEventIsRefused(t *testing.T) {
+	t.Parallel() // the wait is the writer's, not this test's
+	e := newUserEnv(t)
+	ctx := context.Background()
+	if _, err := e.db.Pool.Exec(ctx, `
+		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'audit refused'; END$$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit();`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.user("", "set-admin", "bob@example.com")
+	if err == nil || !strings.Contains(err.Error(), "its audit event was not written") {
+		t.Fatalf("set-admin with the audit log refusing: err = %v, want it to say the audit event was not written\n%s", err, out)
+	}
+}
