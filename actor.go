@@ -17,6 +17,10 @@ const (
 	// SourceDashboard is a person signed in to the dashboard: its pages and
 	// the JSON API, which authenticates only dashboard sessions.
 	SourceDashboard Source = "dashboard"
+	// SourceOperator is the operator at the server, through the command
+	// (`mcpgate user`): no person signed in, so its events name the account
+	// they changed as their actor.
+	SourceOperator Source = "operator"
 	// SourceAPI labelled the JSON API's admin actions before they were
 	// counted as the dashboard's; old audit rows may still carry it.
 	SourceAPI Source = "api"

@@ -58,7 +58,9 @@ const (
 	// ActionPasswordReset is a password set through an emailed reset link.
 	ActionPasswordReset AdminAction = "account.password_reset"
 	// ActionKeysRevokedAll is every MCP key of a person revoked at once
-	// (offered after a password reset).
+	// (offered after a password reset), and their OAuth grants: the
+	// arguments count and grants say how many (not "keys", a name the
+	// redaction hides).
 	ActionKeysRevokedAll AdminAction = "account.keys_revoked"
 	// ActionMailSent is an email the gateway sent (or gave up sending) to
 	// the person: its kind, never its link.
@@ -87,6 +89,9 @@ const (
 	// ActionRecoveryCodesRenewed is a person's recovery codes replaced by
 	// new ones (never the codes).
 	ActionRecoveryCodesRenewed AdminAction = "account.recovery_codes_renewed"
+	// ActionInstanceAdminChanged is instance admin given to or withdrawn
+	// from a person (by the operator: `mcpgate user set-admin`).
+	ActionInstanceAdminChanged AdminAction = "account.instance_admin_changed"
 	// ActionWorkspaceUpdated is a workspace setting changed (the
 	// two-factor policy).
 	ActionWorkspaceUpdated AdminAction = "workspace.updated"
@@ -101,7 +106,7 @@ var AdminActions = []AdminAction{
 	ActionGuardrailsUpdated, ActionGuardrailRefused,
 	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
-	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionRecoveryCodesRenewed, ActionWorkspaceUpdated,
+	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionRecoveryCodesRenewed, ActionInstanceAdminChanged, ActionWorkspaceUpdated,
 	ActionAuditExported,
 }
 

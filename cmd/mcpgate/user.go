@@ -11,8 +11,10 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/app"
 	"github.com/mcpgate/mcpgate/internal/password"
 )
 
@@ -21,7 +23,7 @@ const userUsage = `Usage: mcpgate user COMMAND [flags]
 Manage dashboard accounts from the server, for when nobody can log in as an
 instance admin. Reads the same database configuration as serve (DATABASE_URL
 or DATA_DIR); with the embedded database (no DATABASE_URL), stop mcpgate serve
-first.
+first. Every change is in the account's audit log, with the source operator.
 
 Commands:
   list                     list every account, oldest first
@@ -105,10 +107,29 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	defer closeDB()
+	op := app.NewOperator(db, newLogger(cfg, io.Discard), &userPasswordParams)
+	err = runUser(ctx, op, cmd, email, userReset{password: newPassword, generated: generated, revokeKeys: revokeKeys}, stdout)
+	// Written before the command exits, or it says they were not.
+	closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if cerr := op.Close(closeCtx); cerr != nil && err == nil {
+		return fmt.Errorf("user %s: done, but its audit event was not written: %w", cmd, cerr)
+	}
+	return err
+}
 
+// userReset is what reset-password was given.
+type userReset struct {
+	password              string
+	generated, revokeKeys bool
+}
+
+// runUser runs one command on the operator's admin service and says what it
+// did.
+func runUser(ctx context.Context, op *app.Operator, cmd, email string, reset userReset, stdout io.Writer) error {
 	switch cmd {
 	case "list":
-		users, err := db.ListUsers(ctx)
+		users, err := op.Users(ctx)
 		if err != nil {
 			return err
 		}
@@ -125,8 +146,8 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintf(stdout, "%d account(s)\n", len(users))
 	case "set-admin", "unset-admin":
 		admin := cmd == "set-admin"
-		if err := db.SetInstanceAdmin(ctx, email, admin); err != nil {
-			return userError(cmd, email, err)
+		if err := op.SetInstanceAdmin(ctx, email, admin); err != nil {
+			return userError(cmd, err)
 		}
 		if admin {
 			fmt.Fprintf(stdout, "%s is now an instance admin\n", email)
@@ -134,57 +155,40 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 			fmt.Fprintf(stdout, "%s is no longer an instance admin\n", email)
 		}
 	case "reset-password":
-		u, _, err := db.FindUserByEmail(ctx, email)
-		if err != nil {
-			return userError(cmd, email, err)
-		}
-		hash, err := password.Hash(newPassword, userPasswordParams)
-		if err != nil {
-			return err
-		}
-		if err := db.SetPassword(ctx, u.ID, hash); err != nil {
-			return userError(cmd, email, err)
-		}
-		fmt.Fprintf(stdout, "password of %s changed; every session of the account was ended\n", email)
-		if revokeKeys {
-			n, err := db.RevokeUserKeys(ctx, u.ID)
-			if err != nil {
-				return userError(cmd, email, err)
-			}
-			g, err := db.RevokeGrantsOfUser(ctx, u.ID)
-			if err != nil {
-				return userError(cmd, email, err)
-			}
-			fmt.Fprintf(stdout, "%d MCP key(s) of the account revoked, in every workspace; connector URLs with them stop working too\n", n)
-			fmt.Fprintf(stdout, "%d OAuth grant(s) of the account revoked; those apps must sign in again\n", g)
-		} else {
-			fmt.Fprintf(stdout, "the account's MCP keys (and connector URLs) still work; revoke them in the dashboard, "+
-				"or run again with --revoke-keys\n")
-		}
-		if generated {
-			fmt.Fprintf(stdout, "new password (shown only this once):\n%s\n", newPassword)
-		}
+		return resetPassword(ctx, op, email, reset, stdout)
 	case "disable-totp":
-		u, _, err := db.FindUserByEmail(ctx, email)
-		if err != nil {
-			return userError(cmd, email, err)
-		}
-		if err := db.DisableTOTP(ctx, u.ID); mcpgate.ErrorCode(err) == mcpgate.ENotFound {
-			return fmt.Errorf("user %s: %s has no two-factor sign-in", cmd, email)
-		} else if err != nil {
-			return userError(cmd, email, err)
+		if err := op.DisableTOTP(ctx, email); err != nil {
+			return userError(cmd, err)
 		}
 		fmt.Fprintf(stdout, "two-factor sign-in of %s turned off, its recovery codes deleted; the password alone signs in now\n", email)
 	}
 	return nil
 }
 
-func userError(cmd, email string, err error) error {
-	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
-		return fmt.Errorf("user %s: no account with the email %s", cmd, email)
+func resetPassword(ctx context.Context, op *app.Operator, email string, reset userReset, stdout io.Writer) error {
+	if err := op.ResetPassword(ctx, email, reset.password); err != nil {
+		return userError("reset-password", err)
 	}
-	return fmt.Errorf("user %s: %w", cmd, err)
+	fmt.Fprintf(stdout, "password of %s changed; every session of the account was ended\n", email)
+	if reset.revokeKeys {
+		revoked, err := op.RevokeCredentials(ctx, email)
+		if err != nil {
+			return userError("reset-password", err)
+		}
+		fmt.Fprintf(stdout, "%d MCP key(s) of the account revoked, in every workspace; connector URLs with them stop working too\n", revoked.Keys)
+		fmt.Fprintf(stdout, "%d OAuth grant(s) of the account revoked; those apps must sign in again\n", revoked.Grants)
+	} else {
+		fmt.Fprintf(stdout, "the account's MCP keys (and connector URLs) still work; revoke them in the dashboard, "+
+			"or run again with --revoke-keys\n")
+	}
+	if reset.generated {
+		fmt.Fprintf(stdout, "new password (shown only this once):\n%s\n", reset.password)
+	}
+	return nil
 }
+
+// userError says which command failed; the admin service's errors say why.
+func userError(cmd string, err error) error { return fmt.Errorf("user %s: %w", cmd, err) }
 
 // readPassword reads the first line of r, without its line ending.
 func readPassword(r io.Reader) (string, error) {

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -248,19 +251,26 @@ func TestUserResetPassword_RevokeKeys(t *testing.T) {
 	}
 }
 
-func TestUserDisableTOTP(t *testing.T) {
-	e := newUserEnv(t)
+// enableTOTP turns two-factor sign-in on for u.
+func (e *userEnv) enableTOTP(t *testing.T, u *mcpgate.User) {
+	t.Helper()
 	ctx := context.Background()
 	k, err := vault.Open(ctx, []byte("user-test-root-key-0123456789abc"), e.db.VaultKeys(), vault.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.db.BeginTOTP(ctx, k, e.other.ID, "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"); err != nil {
+	if err := e.db.BeginTOTP(ctx, k, u.ID, "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.db.ConfirmTOTP(ctx, e.other.ID, 1, [][]byte{mcpgate.HashToken("x")}); err != nil {
+	if err := e.db.ConfirmTOTP(ctx, u.ID, 1, [][]byte{mcpgate.HashToken("x")}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestUserDisableTOTP(t *testing.T) {
+	e := newUserEnv(t)
+	ctx := context.Background()
+	e.enableTOTP(t, e.other)
 	out, err := e.user("", "disable-totp", "bob@example.com")
 	if err != nil || !strings.Contains(out, "two-factor sign-in of bob@example.com turned off") {
 		t.Fatalf("user disable-totp = %q, %v", out, err)
@@ -273,5 +283,107 @@ func TestUserDisableTOTP(t *testing.T) {
 	}
 	if _, err := e.user("", "disable-totp", "nobody@example.com"); err == nil || !strings.Contains(err.Error(), "no account with the email") {
 		t.Fatalf("user disable-totp (unknown) err = %v", err)
+	}
+}
+
+// operatorEvents returns the operator's audit rows in the personal workspace
+// of u, oldest first, as the store reads them back.
+func (e *userEnv) operatorEvents(t *testing.T, u *mcpgate.User) []mcpgate.AuditEvent {
+	t.Helper()
+	ctx := context.Background()
+	wss, err := e.db.WorkspacesOfUser(ctx, u.ID)
+	if err != nil || len(wss) == 0 {
+		t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
+	}
+	evs, _, err := e.db.ListAudit(ctx, wss[0].ID, mcpgate.AuditFilter{Source: mcpgate.SourceOperator, Limit: 100})
+	if err != nil {
+		t.Fatalf("ListAudit() err = %v", err)
+	}
+	slices.Reverse(evs)
+	for _, ev := range evs {
+		if ev.ActorID != u.ID || ev.Kind != mcpgate.KindAdmin || ev.Outcome != mcpgate.OutcomeOK {
+			t.Errorf("operator event %+v: want an ok admin event naming %s", ev, u.Email)
+		}
+	}
+	return evs
+}
+
+// TestUser_AuditsEveryChange (issue 32): every change `mcpgate user` makes
+// is in the audit log of the account's personal workspace when the command
+// returns, with the source "operator", the side effects of the person's own
+// way to it, and no password in it. Before, the command wrote no audit event.
+func TestUser_AuditsEveryChange(t *testing.T) {
+	e := newUserEnv(t)
+	e.fastPasswords(t)
+	ctx := context.Background()
+	const newPassword = "operator chose this one"
+	if err := e.db.RecordLoginFailure(ctx, 15*time.Minute, "email:bob@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		stdin  string
+		args   []string
+		action mcpgate.AdminAction
+		args0  map[string]any
+	}{
+		{args: []string{"set-admin", "bob@example.com"}, action: mcpgate.ActionInstanceAdminChanged, args0: map[string]any{"instance_admin": true}},
+		{args: []string{"unset-admin", "bob@example.com"}, action: mcpgate.ActionInstanceAdminChanged, args0: map[string]any{"instance_admin": false}},
+		{stdin: newPassword + "\n", args: []string{"reset-password", "--stdin", "bob@example.com"}, action: mcpgate.ActionPasswordReset},
+		{stdin: newPassword + "\n", args: []string{"reset-password", "--stdin", "--revoke-keys", "bob@example.com"},
+			action: mcpgate.ActionKeysRevokedAll, args0: map[string]any{"count": float64(0), "grants": float64(0)}},
+		{args: []string{"disable-totp", "bob@example.com"}, action: mcpgate.ActionTOTPDisabled},
+	}
+	e.enableTOTP(t, e.other)
+	var outputs strings.Builder
+	for i, st := range steps {
+		out, err := e.user(st.stdin, st.args...)
+		if err != nil {
+			t.Fatalf("user %v err = %v\n%s", st.args, err, out)
+		}
+		outputs.WriteString(out)
+		evs := e.operatorEvents(t, e.other)
+		if len(evs) == 0 {
+			t.Fatalf("after user %v: no operator event in the audit log", st.args)
+		}
+		last := evs[len(evs)-1]
+		if last.Action != string(st.action) || st.args0 != nil && !maps.Equal(last.Arguments, st.args0) {
+			t.Errorf("after user %v the last operator event is %s %v, want %s %v", st.args, last.Action, last.Arguments, st.action, st.args0)
+		}
+		if i == 0 && len(evs) != 1 {
+			t.Errorf("after one command: %d operator events, want 1", len(evs))
+		}
+	}
+	evs := e.operatorEvents(t, e.other)
+	if len(evs) != 6 { // the reset with --revoke-keys writes two
+		t.Errorf("operator events = %d, want 6", len(evs))
+	}
+	raw, _ := json.Marshal(evs)
+	if strings.Contains(string(raw), newPassword) || strings.Contains(outputs.String(), newPassword) {
+		t.Errorf("the password is in the audit log or the output:\n%s\n%s", raw, outputs.String())
+	}
+	if n := len(e.operatorEvents(t, e.admin)); n != 0 {
+		t.Errorf("the other account has %d operator events, want 0", n)
+	}
+	// As the reset link does, the reset forgets the failed logins.
+	if n, _, err := e.db.LoginFailures(ctx, "email:bob@example.com", 15*time.Minute); err != nil || n != 0 {
+		t.Errorf("failed logins after the reset = %d, %v; want 0", n, err)
+	}
+}
+
+// TestUser_FailsWhenItsAuditEventIsRefused: a change whose audit event the
+// database does not take is not reported as done quietly; the command fails
+// and says so (after the writer's retries, about ten seconds).
+func TestUser_FailsWhenItsAuditEventIsRefused(t *testing.T) {
+	t.Parallel() // the wait is the writer's, not this test's
+	e := newUserEnv(t)
+	ctx := context.Background()
+	if _, err := e.db.Pool.Exec(ctx, `
+		CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION 'audit refused'; END$$;
+		CREATE TRIGGER refuse_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_audit();`); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.user("", "set-admin", "bob@example.com")
+	if err == nil || !strings.Contains(err.Error(), "its audit event was not written") {
+		t.Fatalf("set-admin with the audit log refusing: err = %v, want it to say the audit event was not written\n%s", err, out)
 	}
 }

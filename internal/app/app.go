@@ -2,10 +2,11 @@
 // vault keyring, connectors, the services built once on them, the MCP
 // endpoint, the JSON API, the dashboard, metrics and the background work
 // (cross-replica invalidation, vault maintenance and re-sealing, pruning). `mcpgate serve` and the in-process benchmark use the
-// same wiring, so what is measured is what runs. It holds no business logic.
+// same wiring, so what is measured is what runs; `mcpgate user` runs on the
+// operator's admin service, wired here too (Operator). It holds no business logic.
 //
 // Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
-// internal/mail, internal/metrics, internal/oauth, internal/replicas, internal/reseal, internal/service,
+// internal/mail, internal/metrics, internal/oauth, internal/password, internal/replicas, internal/reseal, internal/service,
 // internal/store, mcp, mcpgate, vault, web.
 package app
 

@@ -1,7 +1,8 @@
 // Package service implements the gateway's services (mcpgate.AccountService,
 // WorkspaceService, KeyService, ConnectionService, ToolService, AuditService,
 // ResourceService, ApprovalService and GuardrailService) and the MCP key
-// Authenticator on the store, the vault and the connector registry. It is
+// Authenticator on the store, the vault and the connector registry, and the
+// operator's Admin (what `mcpgate user` does, audited as the operator). It is
 // where the rules live: who may see and change what, which calls a
 // workspace's policy and a key's scope allow, which need a confirmation or a
 // person's approval (and which do another tool's job, by the connector's

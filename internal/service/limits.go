@@ -16,8 +16,8 @@ var errHashingBusy = &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: pass
 	Message: "the gateway is busy checking passwords; try again in a few seconds"}
 
 // hashPassword hashes a new password within the process's hashing budget.
-func (s *Service) hashPassword(ctx context.Context, pw string) (string, error) {
-	h, err := password.HashContext(ctx, pw, s.pwParams)
+func (c *core) hashPassword(ctx context.Context, pw string) (string, error) {
+	h, err := password.HashContext(ctx, pw, c.pwParams)
 	if errors.Is(err, password.ErrBusy) {
 		return "", errHashingBusy
 	}

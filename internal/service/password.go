@@ -37,18 +37,27 @@ func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, 
 
 // recordAccount writes an account event, which belongs to no one workspace,
 // to the audit log of the person's personal workspace (else their first).
-func (s *Service) recordAccount(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction) {
-	if ev := s.accountEvent(ctx, u, action, nil); ev != nil {
-		s.record(ctx, *ev)
+func (c *core) recordAccount(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction) {
+	if ev := c.accountEvent(ctx, u, action, nil); ev != nil {
+		c.record(ctx, *ev)
+	}
+}
+
+// recordAccountFrom is recordAccount with arguments, for a change that came
+// through source rather than the dashboard (the operator's command).
+func (c *core) recordAccountFrom(ctx context.Context, u *mcpgate.User, source mcpgate.Source, action mcpgate.AdminAction, args map[string]any) {
+	if ev := c.accountEvent(ctx, u, action, args); ev != nil {
+		ev.Source = source
+		c.record(ctx, *ev)
 	}
 }
 
 // accountEvent is an account event in the person's personal workspace
 // (else their first), or nil when they have none.
-func (s *Service) accountEvent(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction, args map[string]any) *mcpgate.AuditEvent {
-	wss, err := s.db.WorkspacesOfUser(ctx, u.ID)
+func (c *core) accountEvent(ctx context.Context, u *mcpgate.User, action mcpgate.AdminAction, args map[string]any) *mcpgate.AuditEvent {
+	wss, err := c.db.WorkspacesOfUser(ctx, u.ID)
 	if err != nil || len(wss) == 0 {
-		s.log.WarnContext(ctx, "account event not audited: no workspace", "action", action, "err", err)
+		c.log.WarnContext(ctx, "account event not audited: no workspace", "action", action, "err", err)
 		return nil
 	}
 	ws := wss[0]

@@ -131,17 +131,23 @@ func (s *Service) ResetPassword(ctx context.Context, token, newPassword string, 
 	// Two-factor sign-in is left as it is: the link proves the mailbox, not
 	// the second factor, so a reset alone must not switch it off.
 	if revokeKeys {
-		n, err := s.db.RevokeKeysOfUser(ctx, u.ID)
-		if err != nil {
-			return err
-		}
-		g, err := s.db.RevokeGrantsOfUser(ctx, u.ID)
-		if err != nil {
-			return err
-		}
-		if ev := s.accountEvent(ctx, u, mcpgate.ActionKeysRevokedAll, map[string]any{"keys": n, "grants": g}); ev != nil {
-			s.record(ctx, *ev)
-		}
+		_, err = s.revokeCredentials(ctx, u, mcpgate.SourceDashboard)
 	}
-	return nil
+	return err
+}
+
+// revokeCredentials revokes every MCP key and OAuth grant of the person, in
+// every workspace, and audits it as coming from source. The store tells
+// every replica, whose caches drop them at once.
+func (c *core) revokeCredentials(ctx context.Context, u *mcpgate.User, source mcpgate.Source) (RevokedCredentials, error) {
+	var r RevokedCredentials
+	var err error
+	if r.Keys, err = c.db.RevokeKeysOfUser(ctx, u.ID); err != nil {
+		return r, err
+	}
+	if r.Grants, err = c.db.RevokeGrantsOfUser(ctx, u.ID); err != nil {
+		return r, err
+	}
+	c.recordAccountFrom(ctx, u, source, mcpgate.ActionKeysRevokedAll, map[string]any{"count": r.Keys, "grants": r.Grants})
+	return r, nil
 }

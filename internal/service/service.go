@@ -117,15 +117,32 @@ const (
 	DefaultOutageGrace          = 10 * time.Minute
 )
 
-// Service implements every mcpgate service on the store and the vault.
-type Service struct {
-	opts     Options
+// core is what every service is built on: the store, the audit log, the
+// log, the clock and the costs of password hashes. Service and Admin embed
+// it, so that an account event or a password hash is made one way whoever
+// asks.
+type core struct {
 	db       *store.DB
 	log      *slog.Logger
 	audit    Auditor
-	metrics  Metrics
 	now      func() time.Time
 	pwParams password.Params
+}
+
+// newCore builds the core from options New or NewAdmin has defaulted.
+func newCore(opts Options) core {
+	c := core{db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now, pwParams: password.Default}
+	if opts.PasswordParams != nil {
+		c.pwParams = *opts.PasswordParams
+	}
+	return c
+}
+
+// Service implements every mcpgate service on the store and the vault.
+type Service struct {
+	core
+	opts     Options
+	metrics  Metrics
 	throttle loginThrottle
 	creds    *store.CredentialCache
 	locks    *store.Locker
@@ -139,18 +156,24 @@ type Service struct {
 	beforeCache func()
 }
 
-// New returns the services.
-func New(opts Options) *Service {
+// withCoreDefaults fills in what the core needs and was not given.
+func (opts Options) withCoreDefaults() Options {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.Audit = cmp.Or[Auditor](opts.Audit, nopAuditor{})
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return opts
+}
+
+// New returns the services.
+func New(opts Options) *Service {
+	opts = opts.withCoreDefaults()
 	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
 	opts.LockWait = cmp.Or(opts.LockWait, 10*time.Second)
 	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
 	opts.OutageGrace = cmp.Or(opts.OutageGrace, DefaultOutageGrace)
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	opts.MaxKeysPerUser = cmp.Or(opts.MaxKeysPerUser, DefaultMaxKeysPerUser)
 	opts.MaxWorkspacesPerUser = cmp.Or(opts.MaxWorkspacesPerUser, DefaultMaxWorkspacesPerUser)
 	opts.SignupsPerAddress = cmp.Or(opts.SignupsPerAddress, defaultSignupsPerAddress)
@@ -159,9 +182,8 @@ func New(opts Options) *Service {
 	// Until the wiring says otherwise (SetListening), the caches trust their
 	// TTL: tests and tools run without a listener.
 	trust.listening.Store(true)
-	s := &Service{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, metrics: opts.Metrics, now: opts.Now,
-		pwParams: password.Default, trust: trust, creds: opts.DB.NewCredentialCache(trust),
-		locks: opts.DB.NewLocker(opts.LockWait)}
+	s := &Service{core: newCore(opts), opts: opts, metrics: opts.Metrics, trust: trust,
+		creds: opts.DB.NewCredentialCache(trust), locks: opts.DB.NewLocker(opts.LockWait)}
 	// beforeCache is installed after New (tests), so the hook reads it late.
 	s.policies = trustcache.New[*workspacePolicy](trustcache.Options{Trust: trust, Now: opts.Now, BeforeStore: func() {
 		if s.beforeCache != nil {
@@ -172,9 +194,6 @@ func New(opts Options) *Service {
 	if len(s.argsKey) == 0 {
 		s.argsKey = make([]byte, 32)
 		_, _ = rand.Read(s.argsKey)
-	}
-	if opts.PasswordParams != nil {
-		s.pwParams = *opts.PasswordParams
 	}
 	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
 	return s
@@ -218,7 +237,7 @@ func (s *Service) SetListening(on bool) { s.trust.listening.Store(on) }
 // Listening reports what SetListening was last told.
 func (s *Service) Listening() bool { return s.trust.listening.Load() }
 
-func (s *Service) record(ctx context.Context, ev mcpgate.AuditEvent) { s.audit.Record(ctx, ev) }
+func (c *core) record(ctx context.Context, ev mcpgate.AuditEvent) { c.audit.Record(ctx, ev) }
 
 var errAdminOnly = mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner or admin can do this")
 
