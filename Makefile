@@ -5,7 +5,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: run demo build test vet fuzz vulncheck bench clean
+.PHONY: run demo build check test vet fuzz vulncheck bench clean
 
 # As the build target's command (deploy/ checks that one against the Dockerfile).
 GOBUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)"
@@ -51,6 +51,14 @@ vet:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# The fast tier, for while editing: vet, then every test that needs no
+# PostgreSQL, Chromium or Node.js, without -race. Under -short those tests
+# skip themselves (internal/testutil.SkipIfShort, which storetest, npmtest,
+# the embedded clusters and the browser helper call); without -short, as in
+# make test, a missing prerequisite fails them.
+check: vet
+	$(GO) test -short ./...
 
 # Every test: unit, real-Postgres integration, MCP end to end and browser.
 # The database comes from TEST_DATABASE_URL, else a server on 127.0.0.1:5432,

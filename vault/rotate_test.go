@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpgate/mcpgate/vault"
@@ -214,56 +215,60 @@ func TestKeyring_ReplicaOpensNewTerm(t *testing.T) {
 }
 
 func TestKeyring_RefreshCoalesces(t *testing.T) {
-	ctx := context.Background()
-	st, b, ct := mustUnseenTerm(t, "x")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, b, ct := mustUnseenTerm(t, "x")
 
-	gate := make(chan struct{})
-	st.mu.Lock()
-	st.beforeLoad = func() { <-gate }
-	st.mu.Unlock()
-	before := st.loadCount()
-	const n = 32
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for range n {
-		wg.Go(func() {
-			_, err := b.OpenContext(ctx, ct, []byte(aad1))
-			errs <- err
-		})
-	}
-	time.Sleep(100 * time.Millisecond) // let every caller queue behind the first load
-	close(gate)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("OpenContext() err = %v", err)
+		gate := make(chan struct{})
+		st.mu.Lock()
+		st.beforeLoad = func() { <-gate }
+		st.mu.Unlock()
+		before := st.loadCount()
+		const n = 32
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				_, err := b.OpenContext(ctx, ct, []byte(aad1))
+				errs <- err
+			})
 		}
-	}
-	if got := st.loadCount() - before; got > 2 {
-		t.Fatalf("%d concurrent OpenContext calls made %d loads, want at most 2", n, got)
-	}
+		synctest.Wait() // every caller has queued behind the first load
+		close(gate)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("OpenContext() err = %v", err)
+			}
+		}
+		if got := st.loadCount() - before; got > 2 {
+			t.Fatalf("%d concurrent OpenContext calls made %d loads, want at most 2", n, got)
+		}
+	})
 }
 
 func TestKeyring_RefreshHonoursContext(t *testing.T) {
-	k, st := mustKeyring(t)
-	gate := make(chan struct{})
-	defer close(gate)
-	st.mu.Lock()
-	st.beforeLoad = func() { <-gate }
-	st.mu.Unlock()
-	go k.Refresh(context.Background()) // holds the keyring's lock, blocked in Load
-	time.Sleep(20 * time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := k.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Refresh() err = %v, want %v", err, context.DeadlineExceeded)
-	}
-	// Seal and Open never wait for the store.
-	ct := mustSeal(t, k, []byte("x"), aad1)
-	if _, err := k.Open(ct, []byte(aad1)); err != nil {
-		t.Fatalf("Open() err = %v", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		k, st := mustKeyring(t)
+		gate := make(chan struct{})
+		defer close(gate)
+		st.mu.Lock()
+		st.beforeLoad = func() { <-gate }
+		st.mu.Unlock()
+		go k.Refresh(context.Background()) // holds the keyring's lock, blocked in Load
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		if err := k.Refresh(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Refresh() err = %v, want %v", err, context.DeadlineExceeded)
+		}
+		// Seal and Open never wait for the store.
+		ct := mustSeal(t, k, []byte("x"), aad1)
+		if _, err := k.Open(ct, []byte(aad1)); err != nil {
+			t.Fatalf("Open() err = %v", err)
+		}
+	})
 }
 
 func TestKeyring_ConcurrentRotateOnReplicas(t *testing.T) {
@@ -379,39 +384,41 @@ func TestKeyring_Reseal(t *testing.T) {
 }
 
 func TestKeyring_SealCapTriggersRotation(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st := newMemStore()
-	k := mustOpen(t, rootA, st, vault.Options{SealCap: 3})
-	var errs atomic.Int32
-	done := make(chan error, 1)
-	go func() { done <- k.Maintain(ctx, func(error) { errs.Add(1) }) }()
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		st := newMemStore()
+		k := mustOpen(t, rootA, st, vault.Options{SealCap: 3})
+		var errs atomic.Int32
+		done := make(chan error, 1)
+		go func() { done <- k.Maintain(ctx, func(error) { errs.Add(1) }) }()
 
-	for range 3 {
-		mustSeal(t, k, []byte("x"), aad1)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for k.ActiveTerm() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("ActiveTerm() = %d after reaching the seal cap, want 2", k.ActiveTerm())
+		for range 3 {
+			mustSeal(t, k, []byte("x"), aad1)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	ct := mustSeal(t, k, []byte("x"), aad1)
-	if term, _ := vault.TermOf(ct); term != 2 {
-		t.Fatalf("Seal() after rotation used term %d, want 2", term)
-	}
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("Maintain() = %v, want %v", err, context.Canceled)
-	}
-	if errs.Load() != 0 {
-		t.Fatalf("Maintain reported %d errors", errs.Load())
-	}
-	// Exactly one rotation: later signals for the old term are ignored.
-	if got := st.terms(); len(got) != 2 {
-		t.Fatalf("stored terms = %v, want [1 2]", got)
-	}
+		deadline := time.Now().Add(5 * time.Second)
+		for k.ActiveTerm() != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("ActiveTerm() = %d after reaching the seal cap, want 2", k.ActiveTerm())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ct := mustSeal(t, k, []byte("x"), aad1)
+		if term, _ := vault.TermOf(ct); term != 2 {
+			t.Fatalf("Seal() after rotation used term %d, want 2", term)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Maintain() = %v, want %v", err, context.Canceled)
+		}
+		if errs.Load() != 0 {
+			t.Fatalf("Maintain reported %d errors", errs.Load())
+		}
+		// Exactly one rotation: later signals for the old term are ignored.
+		if got := st.terms(); len(got) != 2 {
+			t.Fatalf("stored terms = %v, want [1 2]", got)
+		}
+	})
 }
 
 func TestKeyring_SealLimitWithoutMaintain(t *testing.T) {
@@ -430,31 +437,33 @@ func TestKeyring_SealLimitWithoutMaintain(t *testing.T) {
 }
 
 func TestKeyring_MaintainRotatesOldTermOnce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := time.Now()
-	var offset atomic.Int64
-	now := func() time.Time { return start.Add(time.Duration(offset.Load())) }
-	st := newMemStore()
-	opts := vault.Options{MaxTermAge: time.Hour, RefreshInterval: 5 * time.Millisecond, Now: now}
-	a := mustOpen(t, rootA, st, opts)
-	b := mustOpen(t, rootA, st, opts)
-	var wg sync.WaitGroup
-	for _, k := range []*vault.Keyring{a, b} {
-		wg.Go(func() { k.Maintain(ctx, func(err error) { t.Errorf("Maintain: %v", err) }) })
-	}
-	offset.Store(int64(2 * time.Hour)) // term 1 is now too old on both replicas
-	deadline := time.Now().Add(5 * time.Second)
-	for a.ActiveTerm() != 2 || b.ActiveTerm() != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("ActiveTerm() = %d, %d, want 2, 2", a.ActiveTerm(), b.ActiveTerm())
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		start := time.Now()
+		var offset atomic.Int64
+		now := func() time.Time { return start.Add(time.Duration(offset.Load())) }
+		st := newMemStore()
+		opts := vault.Options{MaxTermAge: time.Hour, RefreshInterval: 5 * time.Millisecond, Now: now}
+		a := mustOpen(t, rootA, st, opts)
+		b := mustOpen(t, rootA, st, opts)
+		var wg sync.WaitGroup
+		for _, k := range []*vault.Keyring{a, b} {
+			wg.Go(func() { k.Maintain(ctx, func(err error) { t.Errorf("Maintain: %v", err) }) })
 		}
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(30 * time.Millisecond) // a few more ticks: nothing else to do
-	cancel()
-	wg.Wait()
-	if got := st.terms(); len(got) != 2 {
-		t.Fatalf("stored terms = %v, want [1 2]: both replicas rotated", got)
-	}
+		offset.Store(int64(2 * time.Hour)) // term 1 is now too old on both replicas
+		deadline := time.Now().Add(5 * time.Second)
+		for a.ActiveTerm() != 2 || b.ActiveTerm() != 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("ActiveTerm() = %d, %d, want 2, 2", a.ActiveTerm(), b.ActiveTerm())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(30 * time.Millisecond) // a few more ticks: nothing else to do
+		cancel()
+		wg.Wait()
+		if got := st.terms(); len(got) != 2 {
+			t.Fatalf("stored terms = %v, want [1 2]: both replicas rotated", got)
+		}
+	})
 }

@@ -68,10 +68,7 @@ func (o *oauthEnv) accessTokens(t *testing.T, ws string) int {
 // gateway's OAuth, registers, and opens the authorization URL with BROWSER,
 // here a script the test reads, then Chromium signs alice in and consents.
 func TestOAuthMCPRemoteFlow(t *testing.T) {
-	npx, err := exec.LookPath("npx")
-	if err != nil {
-		t.Fatal("npx not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
-	}
+	npx := npmtest.Tool(t, "npx")
 	o := newOAuthEnv(t)
 	alice, teamA := o.signupWithE2B(o.front, "alice@example.com")
 	o.simSandbox(teamA, map[string]any{"templateID": "base"})

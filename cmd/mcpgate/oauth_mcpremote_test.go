@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // mcpRemoteVersion is the mcp-remote bridge the test runs through npx (from
@@ -27,10 +28,7 @@ const mcpRemoteVersion = "mcp-remote@0.15.1"
 // ever starting an OAuth flow (which would print "Please authorize" and wait
 // for a browser).
 func TestOAuthMCPRemoteKeepsKeys(t *testing.T) {
-	npx, err := exec.LookPath("npx")
-	if err != nil {
-		t.Fatal("npx not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm")
-	}
+	npx := npmtest.Tool(t, "npx")
 	o := newOAuthEnv(t)
 	alice, _ := o.signupWithE2B(o.front, "alice@example.com")
 	status, raw := alice.do(e2eNoRecord(context.Background()), http.MethodPost, "/api/v1/workspaces/"+alice.personal+"/keys",

@@ -408,6 +408,7 @@ func webDashboardMounted(t *testing.T, backend string) bool {
 // with webScreenshotDir ready for its screenshots.
 func webNewBrowser(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
+	testutil.SkipIfShort(t, "Chromium")
 	if _, err := os.Stat(webChromiumPath); err != nil {
 		t.Fatalf("%s not found: run scripts/ensure-chromium.sh (make test does) to install Debian's chromium", webChromiumPath)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -134,41 +135,49 @@ func TestWriter_OutageOnANearlyFullDisk(t *testing.T) {
 	db := storetest.Open(t)
 	ws := mustWorkspaceID(t, db)
 	dir := t.TempDir()
-	sp := mustOpenSpool(t, dir)
 	const total = 400
-	all := recent(ws, events(total))
-	audit.InjectSpoolFaults(sp, audit.SpoolFaults{Room: encodedSize(t, all[:150]) + 77}) // some 120 events with their ids
-	var logs bytes.Buffer
-	w := audit.New(audit.Options{Sink: downSink{}, Spool: sp, QueueSize: 100, BatchSize: 25, FlushEvery: 5 * time.Millisecond,
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	// A tool call is refused while the queue is saturated (as the service
-	// does), so every event recorded is a call that was answered.
-	answered := int64(0)
-	for _, ev := range all {
-		if !eventually(2*time.Second, func() bool { return !w.Saturated() }) {
-			break
+	all := recent(ws, events(total)) // real times, for the log's partitions
+	// The outage runs on synctest's fake clock, so how many calls are
+	// answered before the queue saturates does not depend on scheduling;
+	// the database is used only outside the bubble.
+	var st audit.SpoolStats
+	synctest.Test(t, func(t *testing.T) {
+		sp := mustOpenSpool(t, dir)
+		defer sp.Close()
+		audit.InjectSpoolFaults(sp, audit.SpoolFaults{Room: encodedSize(t, all[:150]) + 77}) // some 120 events with their ids
+		var logs bytes.Buffer
+		w := newWriter(t, audit.Options{Sink: downSink{}, Spool: sp, QueueSize: 100, BatchSize: 25, FlushEvery: 5 * time.Millisecond,
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		// A tool call is refused while the queue is saturated (as the service
+		// does), so every event recorded is a call that was answered.
+		answered := int64(0)
+		for _, ev := range all {
+			if !eventually(2*time.Second, func() bool { return !w.Saturated() }) {
+				break
+			}
+			w.Record(context.Background(), ev)
+			answered++
 		}
-		w.Record(context.Background(), ev)
-		answered++
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	closeErr := w.Close(ctx)
-	st := w.SpoolStats()
-	if answered < 200 || st.Spooled+st.Lost != answered || st.Spooled == 0 || st.Lost == 0 || int64(st.Events) != st.Spooled || !st.Full {
-		t.Fatalf("SpoolStats() = %+v; want the %d answered either spooled (what the disk had room for, all in the file) "+
-			"or lost, and the spool full", st, answered)
-	}
-	t.Logf("%d answered: %d spooled, %d lost", answered, st.Spooled, st.Lost)
-	if closeErr == nil {
-		t.Error("Close() err = nil with events lost")
-	}
-	lost, spooled := logged(logs.String(), "audit events lost at shutdown"),
-		logged(logs.String(), "audit events spooled at shutdown")+logged(logs.String(), "audit events spooled during the database outage")
-	if int64(lost) != st.Lost || int64(spooled) != st.Spooled {
-		t.Errorf("log says %d spooled and %d lost, want %d and %d", spooled, lost, st.Spooled, st.Lost)
-	}
-	sp = reopen(t, sp, dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		closeErr := w.Close(ctx)
+		st = w.SpoolStats()
+		if answered < 200 || st.Spooled+st.Lost != answered || st.Spooled == 0 || st.Lost == 0 || int64(st.Events) != st.Spooled || !st.Full {
+			t.Fatalf("SpoolStats() = %+v; want the %d answered either spooled (what the disk had room for, all in the file) "+
+				"or lost, and the spool full", st, answered)
+		}
+		t.Logf("%d answered: %d spooled, %d lost", answered, st.Spooled, st.Lost)
+		if closeErr == nil {
+			t.Error("Close() err = nil with events lost")
+		}
+		lost, spooled := logged(logs.String(), "audit events lost at shutdown"),
+			logged(logs.String(), "audit events spooled at shutdown")+logged(logs.String(), "audit events spooled during the database outage")
+		if int64(lost) != st.Lost || int64(spooled) != st.Spooled {
+			t.Errorf("log says %d spooled and %d lost, want %d and %d", spooled, lost, st.Spooled, st.Lost)
+		}
+	})
+	sp := mustOpenSpool(t, dir)
+	defer sp.Close()
 	if res, err := sp.Replay(context.Background(), db, 100); err != nil || int64(res.Replayed) != st.Spooled || res.Damaged != 0 {
 		t.Fatalf("Replay() = %+v, %v; want the %d spooled events, none damaged", res, err, st.Spooled)
 	}

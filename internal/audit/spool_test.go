@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -174,65 +175,69 @@ func (downSink) InsertAudit(context.Context, []mcpgate.AuditEvent) error {
 // database is away puts every queued event in the spool, promptly, and the
 // next start's replay writes each one once.
 func TestWriter_CloseSpoolsWhatTheDatabaseRefuses(t *testing.T) {
-	dir := t.TempDir()
-	sp := mustOpenSpool(t, dir)
-	w := audit.New(audit.Options{Sink: downSink{}, Spool: sp, FlushEvery: time.Hour, BatchSize: 50})
-	for _, ev := range events(325) {
-		w.Record(context.Background(), ev)
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := w.Close(ctx); err != nil {
-		t.Fatalf("Close() err = %v", err)
-	}
-	if w.Spooled() != 325 {
-		t.Fatalf("Spooled() = %d, want 325", w.Spooled())
-	}
-	if took := time.Since(start); took > 12*time.Second {
-		t.Logf("Close took %s", took) // informative; the bound is Close's context
-	}
-	sp = reopen(t, sp, dir)
-	sink := &sinkOf{}
-	res, err := sp.Replay(context.Background(), sink, 100)
-	if err != nil || res.Replayed != 325 || len(sink.events) != 325 {
-		t.Fatalf("Replay() = %+v, %v; want 325 events", res, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		sp := mustOpenSpool(t, dir)
+		w := newWriter(t, audit.Options{Sink: downSink{}, Spool: sp, FlushEvery: time.Hour, BatchSize: 50})
+		for _, ev := range events(325) {
+			w.Record(context.Background(), ev)
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := w.Close(ctx); err != nil {
+			t.Fatalf("Close() err = %v", err)
+		}
+		if w.Spooled() != 325 {
+			t.Fatalf("Spooled() = %d, want 325", w.Spooled())
+		}
+		if took := time.Since(start); took > 12*time.Second {
+			t.Errorf("Close took %s, want it to spool at once rather than wait for the database", took)
+		}
+		sp = reopen(t, sp, dir)
+		sink := &sinkOf{}
+		res, err := sp.Replay(context.Background(), sink, 100)
+		if err != nil || res.Replayed != 325 || len(sink.events) != 325 {
+			t.Fatalf("Replay() = %+v, %v; want 325 events", res, err)
+		}
+	})
 }
 
 // Without a spool the same stop loses the events, ends in about 10 s
 // whatever the queue holds (one deadline for the whole drain, not one per
 // batch), and says exactly how many were lost.
 func TestWriter_CloseWithoutSpoolReportsLoss(t *testing.T) {
-	var logs bytes.Buffer
-	w := audit.New(audit.Options{Sink: downSink{}, FlushEvery: time.Hour, BatchSize: 50,
-		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
-	for _, ev := range events(325) {
-		w.Record(context.Background(), ev)
-	}
-	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err := w.Close(ctx)
-	if err == nil || !strings.Contains(err.Error(), "325 audit events could not be written") {
-		t.Fatalf("Close() with the database away and no spool err = %v, want the loss of 325 events reported", err)
-	}
-	if took := time.Since(start); took > 13*time.Second {
-		t.Errorf("Close took %s, want about 10 s", took)
-	}
-	var total []string
-	for line := range strings.Lines(logs.String()) {
-		var rec struct {
-			Msg   string `json:"msg"`
-			Count int    `json:"count"`
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		w := newWriter(t, audit.Options{Sink: downSink{}, FlushEvery: time.Hour, BatchSize: 50,
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		for _, ev := range events(325) {
+			w.Record(context.Background(), ev)
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "audit events lost at shutdown") {
-			total = append(total, fmt.Sprint(rec.Count))
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		err := w.Close(ctx)
+		if err == nil || !strings.Contains(err.Error(), "325 audit events could not be written") {
+			t.Fatalf("Close() with the database away and no spool err = %v, want the loss of 325 events reported", err)
 		}
-	}
-	if len(total) != 1 || total[0] != "325" {
-		t.Errorf("log lines \"audit events lost at shutdown\" have counts %v, want one line with 325", total)
-	}
+		if took := time.Since(start); took < 10*time.Second || took > 13*time.Second {
+			t.Errorf("Close took %s, want about 10 s", took)
+		}
+		var total []string
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg   string `json:"msg"`
+				Count int    `json:"count"`
+			}
+			if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec.Msg, "audit events lost at shutdown") {
+				total = append(total, fmt.Sprint(rec.Count))
+			}
+		}
+		if len(total) != 1 || total[0] != "325" {
+			t.Errorf("log lines \"audit events lost at shutdown\" have counts %v, want one line with 325", total)
+		}
+	})
 }
 
 // withIDs gives events their EventIDs, as Writer.Record does.

@@ -242,10 +242,12 @@ func mustDataDir(t *testing.T) string {
 	return testutil.ClusterDir(t)
 }
 
-// mustHaveBinaries fails, never skips: the project's test command installs
-// the server package, so its absence is a broken setup to report.
+// mustHaveBinaries fails, never skips (but under -short, make check's tier,
+// which starts no PostgreSQL): the project's test command installs the
+// server package, so its absence is a broken setup to report.
 func mustHaveBinaries(t *testing.T) {
 	t.Helper()
+	testutil.SkipIfShort(t, "PostgreSQL's server binaries")
 	if _, err := pgembed.FindBinaries(context.Background(), nil, 0); err != nil {
 		t.Fatalf("%v\n(make test installs it through scripts/ensure-postgres.sh)", err)
 	}

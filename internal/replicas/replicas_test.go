@@ -26,7 +26,9 @@ const every = time.Hour
 
 func start(t *testing.T, db *store.DB, o replicas.Options) *replica {
 	t.Helper()
-	o.Store = db
+	if o.Store == nil {
+		o.Store = db
+	}
 	m := replicas.New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{m: m, cancel: cancel}
@@ -106,11 +108,39 @@ func TestMembership_DatabaseAway(t *testing.T) {
 	if err != nil || other != 1 {
 		t.Fatalf("HeartbeatReplica() = %d, %v", other, err)
 	}
-	a := start(t, db, replicas.Options{Every: 20 * time.Millisecond, TTL: time.Hour})
+	beats := &refusedBeats{DB: db, refused: make(chan struct{}, 8)}
+	a := start(t, db, replicas.Options{Store: beats, Every: 20 * time.Millisecond, TTL: time.Hour})
 	waitCount(t, a, 2)
 	db.Pool.Close()
-	time.Sleep(100 * time.Millisecond) // several failed heartbeats
+	// Four refused heartbeats: Run beats one at a time, so the first three
+	// have been answered by the time the fourth is refused.
+	for i := range 4 {
+		select {
+		case <-beats.refused:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d heartbeats refused with the database away, want 4", i)
+		}
+	}
 	if n := a.m.Count(); n != 2 {
 		t.Fatalf("count with the database away = %d, want the last one, 2", n)
 	}
+}
+
+// refusedBeats is the test database as a replica's store, telling the test
+// of every heartbeat it refuses, so that the test waits for failed
+// heartbeats rather than for a time it hopes is long enough.
+type refusedBeats struct {
+	*store.DB
+	refused chan struct{}
+}
+
+func (s *refusedBeats) HeartbeatReplica(ctx context.Context, id string, ttl time.Duration) (int, error) {
+	n, err := s.DB.HeartbeatReplica(ctx, id, ttl)
+	if err != nil {
+		select {
+		case s.refused <- struct{}{}:
+		default: // the test has seen enough
+		}
+	}
+	return n, err
 }

@@ -13,9 +13,11 @@ import (
 // ClusterDir returns a fresh DATA_DIR for an embedded PostgreSQL. As root
 // the server runs as an unprivileged user, who must traverse the test's
 // temporary directories; t.TempDir makes them 0700, so they are opened for
-// searching (not listing).
+// searching (not listing). Under -short (make check) the test is skipped:
+// every embedded cluster of the tests starts here.
 func ClusterDir(t testing.TB) string {
 	t.Helper()
+	SkipIfShort(t, "PostgreSQL")
 	base := t.TempDir()
 	if os.Geteuid() == 0 {
 		for _, d := range []string{filepath.Dir(base), base} {

@@ -3,13 +3,15 @@
 //
 // It reads TEST_DATABASE_URL (a role that may CREATE DATABASE); `make test`
 // always sets it. Without it a test fails with a message saying how to run the
-// suite: a missing database is a failure, never a silent skip.
+// suite: a missing database is a failure, never a silent skip. Under
+// `go test -short` (make check's tier, which needs no database) every test
+// that asks for a database is skipped instead, whether one is set or not.
 //
 // Speed: the migrations run once per migration set into a template database
 // (named after a hash of the migration files); each test then copies it with
 // CREATE DATABASE ... TEMPLATE, which takes milliseconds.
 //
-// Imports from this module: internal/store, migrations.
+// Imports from this module: internal/store, internal/testutil, migrations.
 package storetest
 
 import (
@@ -31,6 +33,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/testutil"
 	"github.com/mcpgate/mcpgate/migrations"
 )
 
@@ -40,9 +43,11 @@ var (
 	templateErr  error
 )
 
-// AdminURL returns TEST_DATABASE_URL or fails the test.
+// AdminURL returns TEST_DATABASE_URL or fails the test (skips it under
+// -short). Every database a test gets comes through here.
 func AdminURL(t testing.TB) string {
 	t.Helper()
+	testutil.SkipIfShort(t, "PostgreSQL")
 	u := os.Getenv("TEST_DATABASE_URL")
 	if u == "" {
 		t.Fatal("TEST_DATABASE_URL is not set: run the tests with `make test`, which finds or starts a PostgreSQL, " +

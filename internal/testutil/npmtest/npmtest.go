@@ -5,9 +5,10 @@
 // user's cache, so the source tree stays clean and later runs need no
 // network. Node.js and npm are prerequisites of the project's tests
 // (scripts/ensure-node.sh, which make test runs): a missing one fails the
-// test, never skips it.
+// test, never skips it (except under -short, make check's tier, where every
+// test that asks for them is skipped).
 //
-// Imports from this module: none.
+// Imports from this module: internal/testutil.
 package npmtest
 
 import (
@@ -20,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
 var installed struct {
@@ -90,10 +93,11 @@ func install(t testing.TB, npm, src, dir string) {
 	}
 }
 
-// Tool returns the path of node or npm, failing the test with how to get
-// it when it is missing.
+// Tool returns the path of node, npm or npx, failing the test with how to
+// get it when it is missing (skipping it under -short).
 func Tool(t testing.TB, name string) string {
 	t.Helper()
+	testutil.SkipIfShort(t, "Node.js")
 	path, err := exec.LookPath(name)
 	if err != nil {
 		t.Fatalf("%s not found: run scripts/ensure-node.sh (make test does) to install Node.js and npm", name)
