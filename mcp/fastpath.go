@@ -173,8 +173,9 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	if !req.hasParams {
 		return false
 	}
-	// Confirmation tokens and approvals are the SDK path's (confirm.go).
-	if bytes.Contains(req.args, []byte(confirmationArg)) || bytes.Contains(req.args, []byte("approval")) {
+	// Confirmation tokens and approval ids are the SDK path's (confirm.go,
+	// approval.go): exactly the calls where callTool's splitArg acts.
+	if hasOwnArg(req.args, confirmationArg) || hasOwnArg(req.args, approvalArg) {
 		return false
 	}
 	_, st, err := g.state(r.Context(), a)

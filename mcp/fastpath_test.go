@@ -307,6 +307,15 @@ func (e *diffEnv) corpus() []diffCase {
 		{"needs a person's approval", "diff_human", `{"text":"h"}`, e.full, -1},
 		{"approval_id", "diff_human", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
 		{"approval_id on a fast tool", "diff_echo", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
+		// Only the gateway's own arguments leave the fast path, not a value
+		// that mentions them.
+		{"value mentioning approval", "diff_echo", `{"text":"needs approval first"}`, e.full, 1},
+		{"value that is approval_id", "diff_echo", `{"text":"approval_id"}`, e.full, 1},
+		{"value mentioning confirmation_token", "diff_echo", `{"text":"no confirmation_token here"}`, e.full, 1},
+		{"nested approval_id", "diff_echo", `{"text":"a","count":1,"x":{"approval_id":"apr_1"}}`, e.full, 1},
+		{"escaped approval_id key", "diff_echo", `{"text":"h","approval\u005fid":"apr_nothere"}`, e.full, 0},
+		{"approval_id in an array", "diff_echo", `["approval_id"]`, e.full, -1},
+		{"approval_id null", "diff_echo", `{"text":"h","approval_id":null}`, e.full, -1},
 		{"unknown tool", "no_such_tool", `{}`, e.full, -1},
 		{"empty tool name", "", `{}`, e.full, -1},
 		{"e2b get sandbox", "e2b_get_sandbox", sbx, e.full, 1},
@@ -575,6 +584,45 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// TestFastPath_OwnArgumentsExactly: a call whose argument value mentions
+// approval takes the fast path; one with the approval_id argument does not
+// (before, any argument text containing "approval" fell through).
+func TestFastPath_OwnArgumentsExactly(t *testing.T) {
+	e := newDiffEnv(t, rate.Inf, 1)
+	h := map[string]string{"Authorization": "Bearer " + e.full, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"}
+	for _, c := range []struct {
+		args string
+		fast bool
+	}{
+		{`{"text":"waiting for approval"}`, true},
+		{`{"text":"approval_id"}`, true},
+		{`{"text":"confirmation_token"}`, true},
+		{`{"text":"x","approval_id":"apr_1"}`, false},
+		{`{"text":"x","confirmation_token":"mcpc_a.b"}`, false},
+	} {
+		before := e.fastServedCount()
+		e.do(e.fast, diffCase{headers: h, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"diff_echo","arguments":` + c.args + `}}`})
+		if served := e.fastServedCount() > before; served != c.fast {
+			t.Errorf("arguments %s: fast path answered = %v, want %v", c.args, served, c.fast)
+		}
+	}
+}
+
+// TestHasOwnArg_AgreesWithSplitArg: the fast path leaves exactly the calls
+// in which callTool's splitArg finds something to do.
+func TestHasOwnArg_AgreesWithSplitArg(t *testing.T) {
+	for _, raw := range []string{``, `null`, `{}`, `{"a":1}`, `{"text":"approval_id"}`, `{"approval_id":"x"}`,
+		`{"approval_id":null}`, `{"approval_id":5}`, `{"x":{"approval_id":"y"}}`, `["approval_id"]`, `"approval_id"`,
+		`{"approval\u005fid":"x"}`, `{"approval_id":"x","approval_id":"y"}`, `{"approval_idx":"y"}`, `{bad approval_id`} {
+		out, tok, err := splitArg(json.RawMessage(raw), approvalArg)
+		acts := err != nil || tok != "" || string(out) != raw
+		if got := hasOwnArg(json.RawMessage(raw), approvalArg); got != acts {
+			t.Errorf("hasOwnArg(%s) = %v; splitArg acts: %v (%s, %q, %v)", raw, got, acts, out, tok, err)
+		}
+	}
 }
 
 // TestReadBody_Replay: a body the fast path leaves reaches the SDK whole,
