@@ -18,11 +18,13 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
@@ -136,6 +138,11 @@ type answer struct {
 	Events   []string
 	Messages []any
 	Text     string
+	// Connection and Frames are the SSE layout: the header, and each
+	// event's lines with data replaced by "data", so that an id or retry
+	// line, or a different framing, shows.
+	Connection string
+	Frames     []string
 }
 
 // volatile is what differs between two runs of the same call by design:
@@ -152,12 +159,22 @@ func reduce(rec *httptest.ResponseRecorder) answer {
 		CacheControl: rec.Header().Get("Cache-Control"), Allow: rec.Header().Get("Allow")}
 	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpc_X"), "UUID")
 	if strings.HasPrefix(a.ContentType, "text/event-stream") {
+		a.Connection = rec.Header().Get("Connection")
+		if !strings.HasSuffix(body, "\n\n") {
+			a.Frames = append(a.Frames, "unterminated")
+		}
 		for _, ev := range strings.Split(body, "\n\n") {
 			if ev == "" {
 				continue
 			}
 			name := ""
+			var frame []string
 			for _, line := range strings.Split(ev, "\n") {
+				field, _, _ := strings.Cut(line, ":")
+				frame = append(frame, field)
+				if field != "data" {
+					frame[len(frame)-1] = line
+				}
 				switch {
 				case strings.HasPrefix(line, "event: "):
 					name = strings.TrimPrefix(line, "event: ")
@@ -170,6 +187,7 @@ func reduce(rec *httptest.ResponseRecorder) answer {
 				}
 			}
 			a.Events = append(a.Events, name)
+			a.Frames = append(a.Frames, strings.Join(frame, "|"))
 		}
 		// The SDK answers the calls of a batch concurrently, so in any
 		// order: compare batches as sets.
@@ -241,7 +259,24 @@ const (
 	pvMeta   = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
 )
 
-var diffVersions = []string{"", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "2099-01-01", "garbage"}
+// diffVersions are the SDK's protocol versions (so that one it adds is in
+// the corpus), no header, and two it does not speak.
+var diffVersions = append(sdk.SupportedProtocolVersions(), "", "2099-01-01", "garbage")
+
+// capabilityKeys are the client capabilities a _meta may carry: the fields
+// of the SDK's exported type, so that one it adds is tried too, and roots,
+// which its unexported decoding type adds.
+func capabilityKeys() []string {
+	keys := []string{"roots"}
+	typ := reflect.TypeFor[sdk.ClientCapabilities]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && !slices.Contains(keys, name) {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
 
 // corpus builds the cases: every protocol version with the headers and
 // _meta that go with it, then variations of envelope, params, tools,
@@ -468,7 +503,9 @@ func (e *diffEnv) corpus() []diffCase {
 				headers: headers(e.full, v, "tools/call", "diff_echo"), body: good, fast: -1})
 		}
 		// _meta variations.
-		for _, mv := range []struct{ name, meta string }{
+		type metaCase struct{ name, meta string }
+		var metas []metaCase
+		for _, mv := range []metaCase{
 			{"no _meta", ``},
 			{"_meta empty", `,"_meta":{}`},
 			{"_meta without capabilities", `,"_meta":{` + pvMeta + `}`},
@@ -486,6 +523,16 @@ func (e *diffEnv) corpus() []diffCase {
 			{"_meta null", `,"_meta":null`},
 			{"_meta duplicate key", `,"_meta":{` + pvMeta + `,` + pvMeta + `,` + capsMeta + `}`},
 		} {
+			metas = append(metas, mv)
+		}
+		// Each capability the SDK decodes, well and badly typed.
+		for _, k := range capabilityKeys() {
+			for _, val := range []string{`{}`, `5`, `"x"`, `[]`, `null`, `{"listChanged":"no"}`} {
+				metas = append(metas, metaCase{"_meta capability " + k + " " + val,
+					`,"_meta":{` + pvMeta + `,"io.modelcontextprotocol/clientCapabilities":{"` + k + `":` + val + `}}`})
+			}
+		}
+		for _, mv := range metas {
 			body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"diff_echo","arguments":{"text":"m"}` + mv.meta + `}}`
 			f := 0
 			if v == newProtocol && mv.name == "_meta capabilities empty" {
