@@ -69,7 +69,7 @@ func (g *Gateway) fastTools(set *mcpgate.ToolSet) map[string]*connectors.Tool {
 	out := map[string]*connectors.Tool{}
 	for _, info := range set.Tools {
 		t, ok := g.opts.Registry.Tool(info.Name)
-		if !ok || info.NeedsConfirmation || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
+		if !ok || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
 			continue
 		}
 		if b, err := json.Marshal(t.InputSchema); err != nil || bytes.Contains(b, []byte("x-mcp-header")) {

@@ -67,7 +67,7 @@ func newDiffConnector() *diffConnector {
 		connectors.NewTool(connectors.Spec{Name: "diff_human", Title: "Human", Description: "Needs a person's approval.",
 			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalHuman}, echo),
 		connectors.NewTool(connectors.Spec{Name: "diff_delete", Title: "Delete", Description: "Needs confirmation.",
-			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultNeedsConfirmation: true}, echo),
+			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalModel}, echo),
 	}}
 }
 
