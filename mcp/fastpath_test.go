@@ -150,14 +150,14 @@ type answer struct {
 // the approval requests each run opens (UUIDs; the workspace's id, also a
 // UUID, is the same on both sides anyway).
 var (
-	volatile = regexp.MustCompile(`mcpc_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
+	volatile = regexp.MustCompile(`mcpct_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
 	uuids    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
 func reduce(rec *httptest.ResponseRecorder) answer {
 	a := answer{Status: rec.Code, ContentType: rec.Header().Get("Content-Type"),
 		CacheControl: rec.Header().Get("Cache-Control"), Allow: rec.Header().Get("Allow")}
-	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpc_X"), "UUID")
+	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpct_X"), "UUID")
 	if strings.HasPrefix(a.ContentType, "text/event-stream") {
 		a.Connection = rec.Header().Get("Connection")
 		if !strings.HasSuffix(body, "\n\n") {

@@ -340,7 +340,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			t.Helper()
 			out := e2eCallOK(t, cs, toolKill, map[string]any{"sandbox_id": sb})
 			tok, _ := out["confirmation_token"].(string)
-			if out["status"] != "confirmation_required" || !strings.HasPrefix(tok, "mcpc_") || out["done"] != false {
+			if out["status"] != "confirmation_required" || !strings.HasPrefix(tok, "mcpct_") || out["done"] != false {
 				t.Fatalf("first kill call = %v, want confirmation_required with a token", out)
 			}
 			if state, _ := e.simSandboxState(teamA, sb); state != "running" {
