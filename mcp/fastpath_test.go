@@ -504,8 +504,7 @@ func (e *diffEnv) corpus() []diffCase {
 		}
 		// _meta variations.
 		type metaCase struct{ name, meta string }
-		var metas []metaCase
-		for _, mv := range []metaCase{
+		metas := []metaCase{
 			{"no _meta", ``},
 			{"_meta empty", `,"_meta":{}`},
 			{"_meta without capabilities", `,"_meta":{` + pvMeta + `}`},
@@ -522,8 +521,6 @@ func (e *diffEnv) corpus() []diffCase {
 			{"_meta only progress token", `,"_meta":{"progressToken":"p1"}`},
 			{"_meta null", `,"_meta":null`},
 			{"_meta duplicate key", `,"_meta":{` + pvMeta + `,` + pvMeta + `,` + capsMeta + `}`},
-		} {
-			metas = append(metas, mv)
 		}
 		// Each capability the SDK decodes, well and badly typed.
 		for _, k := range capabilityKeys() {
