@@ -94,14 +94,19 @@ func FuzzKeyFromRequest(f *testing.F) {
 	})
 }
 
+// newRedeemGateway is a gateway, a caller and a kill's arguments to mint
+// and redeem confirmation tokens for.
+func newRedeemGateway(tb testing.TB) (*Gateway, *mcpgate.Actor, map[string]any) {
+	fx, _, _ := newFuzzGateway(tb)
+	return fx.Gateway, &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull},
+		map[string]any{"sandbox_id": "iabc123"}
+}
+
 // TestConfirmationToken_OwnPrefix: confirmation tokens and request states
 // no longer start like OAuth client ids (mcpc_), and one minted with that
 // old prefix by a replica of the previous release still redeems, once.
 func TestConfirmationToken_OwnPrefix(t *testing.T) {
-	fx, _, _ := newFuzzGateway(t)
-	g := fx.Gateway
-	id := &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
-	args := map[string]any{"sandbox_id": "iabc123"}
+	g, id, args := newRedeemGateway(t)
 	tok, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
 	if !strings.HasPrefix(tok, "mcpct_") || strings.HasPrefix(tok, "mcpc_") {
 		t.Fatalf("token %.12s...: want the prefix mcpct_, not the OAuth client ids' mcpc_", tok)
@@ -124,10 +129,7 @@ func TestConfirmationToken_OwnPrefix(t *testing.T) {
 // token minted for exactly this identity, tool and arguments works, once;
 // everything else is the same refusal, and nothing panics.
 func FuzzRedeem(f *testing.F) {
-	fx, _, _ := newFuzzGateway(f)
-	g := fx.Gateway
-	id := &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
-	args := map[string]any{"sandbox_id": "iabc123"}
+	g, id, args := newRedeemGateway(f)
 	valid, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
 	otherArgs, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, map[string]any{"sandbox_id": "iother"})
 	otherKey, _ := g.mint(purposeConfirm, &mcpgate.Actor{KeyID: "key2", UserID: "user-1", WorkspaceID: "ws-1"}, e2b.ToolKillSandbox, args)
