@@ -128,19 +128,16 @@ type ToolPolicy struct {
 // ToolInfo is a tool as a workspace sees it: its description and
 // annotations with the workspace's settings applied.
 type ToolInfo struct {
-	Name        string   `json:"name"`
-	Connector   string   `json:"connector"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Enabled     bool     `json:"enabled"`
-	Approval    Approval `json:"approval"`
-	// NeedsConfirmation is Approval != none, kept for clients of the
-	// boolean it replaced.
-	NeedsConfirmation bool           `json:"needs_confirmation"`
-	CostsMoney        bool           `json:"costs_money"`
-	ReadOnly          bool           `json:"read_only"`
-	Destructive       bool           `json:"destructive"`
-	Annotations       map[string]any `json:"annotations"`
+	Name        string         `json:"name"`
+	Connector   string         `json:"connector"`
+	Title       string         `json:"title"`
+	Description string         `json:"description"`
+	Enabled     bool           `json:"enabled"`
+	Approval    Approval       `json:"approval"`
+	CostsMoney  bool           `json:"costs_money"`
+	ReadOnly    bool           `json:"read_only"`
+	Destructive bool           `json:"destructive"`
+	Annotations map[string]any `json:"annotations"`
 	// OffByDefault marks a tool a new workspace has turned off (E2B's
 	// kill): the dashboard guards its switch.
 	OffByDefault bool `json:"-"`

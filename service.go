@@ -206,9 +206,6 @@ type ToolService interface {
 type ToolUpdate struct {
 	Enabled  *bool
 	Approval *Approval
-	// NeedsConfirmation is the deprecated boolean that Approval replaced:
-	// true means model, false none. Approval wins when both are set.
-	NeedsConfirmation *bool
 }
 
 // ToolCall is one call of a tool.

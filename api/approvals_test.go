@@ -12,22 +12,32 @@ import (
 )
 
 // TestToolApproval_API: PUT tools/{name} takes approval, still takes the
-// deprecated needs_confirmation, and refuses an unknown mode.
+// deprecated needs_confirmation as its alias (approval wins when both are
+// sent), answers with approval alone, and refuses an unknown mode.
 func TestToolApproval_API(t *testing.T) {
 	s := newStack(t)
 	path := "/api/v1/workspaces/" + s.ws + "/tools/" + e2b.ToolCreateSandbox
 	var info mcpgate.ToolInfo
 	s.mustJSON(t, s.owner, "PUT", path, map[string]any{"approval": "human"}, http.StatusOK, &info)
-	if info.Approval != mcpgate.ApprovalHuman || !info.NeedsConfirmation {
+	if info.Approval != mcpgate.ApprovalHuman {
 		t.Errorf("approval human = %+v", info)
 	}
 	s.mustJSON(t, s.owner, "PUT", path, map[string]any{"needs_confirmation": false}, http.StatusOK, &info)
-	if info.Approval != mcpgate.ApprovalNone || info.NeedsConfirmation {
+	if info.Approval != mcpgate.ApprovalNone {
 		t.Errorf("needs_confirmation false = %+v, want none", info)
 	}
 	s.mustJSON(t, s.owner, "PUT", path, map[string]any{"needs_confirmation": true}, http.StatusOK, &info)
 	if info.Approval != mcpgate.ApprovalModel {
 		t.Errorf("needs_confirmation true = %+v, want model", info)
+	}
+	s.mustJSON(t, s.owner, "PUT", path, map[string]any{"needs_confirmation": false, "approval": "human"}, http.StatusOK, &info)
+	if info.Approval != mcpgate.ApprovalHuman {
+		t.Errorf("approval human with needs_confirmation false = %+v, want human", info)
+	}
+	for _, p := range []string{path, "/api/v1/workspaces/" + s.ws + "/tools"} {
+		if w := s.serve(s.owner, "GET", p, "", nil); strings.Contains(w.Body.String(), "needs_confirmation") {
+			t.Errorf("GET %s answers the legacy needs_confirmation: %s", p, w.Body)
+		}
 	}
 	w := s.serve(s.owner, "PUT", path, "application/json", []byte(`{"approval":"sometimes"}`))
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "none, model or human") {

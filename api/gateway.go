@@ -42,16 +42,24 @@ type toolUpdate struct {
 	Enabled  *bool   `json:"enabled"`
 	Approval *string `json:"approval"`
 	// NeedsConfirmation is the deprecated alias of approval (true:
-	// model, false: none), still accepted from older clients.
+	// model, false: none), still accepted from older clients; approval
+	// wins when both are sent. Answers carry approval only.
 	NeedsConfirmation *bool `json:"needs_confirmation"`
 }
 
 func (s *Server) handleToolUpdate(r *http.Request, req toolUpdate) (reply, error) {
-	u := mcpgate.ToolUpdate{Enabled: req.Enabled, NeedsConfirmation: req.NeedsConfirmation}
-	if req.Approval != nil {
+	u := mcpgate.ToolUpdate{Enabled: req.Enabled}
+	switch {
+	case req.Approval != nil:
 		a, err := mcpgate.ParseApproval(*req.Approval)
 		if err != nil {
 			return reply{}, err
+		}
+		u.Approval = &a
+	case req.NeedsConfirmation != nil:
+		a := mcpgate.ApprovalNone
+		if *req.NeedsConfirmation {
+			a = mcpgate.ApprovalModel
 		}
 		u.Approval = &a
 	}

@@ -78,12 +78,8 @@ type Spec struct {
 	CostsMoney bool
 	// DefaultEnabled is the tool's state in a new workspace (kill: false).
 	DefaultEnabled bool
-	// DefaultNeedsConfirmation is whether a new workspace asks for a
-	// confirmation before the call runs (approval model), unless
-	// DefaultApproval says otherwise.
-	DefaultNeedsConfirmation bool
-	// DefaultApproval, when set, is the approval a new workspace demands
-	// (it wins over DefaultNeedsConfirmation).
+	// DefaultApproval, when set, is the approval a new workspace demands;
+	// unset is none.
 	DefaultApproval mcpgate.Approval
 	// Guard, when set, inspects each call read-only before it runs; see
 	// Assessment. Follows names the tool whose policy Guard may make the
@@ -164,11 +160,8 @@ func NewTool[In, Out any](spec Spec, run func(ctx context.Context, credential mc
 
 // DefaultApprovalMode is the approval a new workspace demands for the tool.
 func (t *Tool) DefaultApprovalMode() mcpgate.Approval {
-	switch {
-	case t.DefaultApproval.Valid():
+	if t.DefaultApproval.Valid() {
 		return t.DefaultApproval
-	case t.DefaultNeedsConfirmation:
-		return mcpgate.ApprovalModel
 	}
 	return mcpgate.ApprovalNone
 }

@@ -43,7 +43,7 @@ tool again with the same arguments plus that approval_id. You cannot approve it 
 func (g *Gateway) mintApprovalState(a *mcpgate.Actor, tool string, ap *mcpgate.ApprovalRequest) string {
 	// The approval's id rides in the nonce field; it needs no secrecy of
 	// its own, only the signature's binding to this caller.
-	payload, _ := json.Marshal(grant{Purpose: purposeApproval, Workspace: a.WorkspaceID, Key: a.CredentialID(), User: a.UserID,
+	payload, _ := json.Marshal(tokenClaims{Purpose: purposeApproval, Workspace: a.WorkspaceID, Key: a.CredentialID(), User: a.UserID,
 		Tool: tool, Expires: ap.ExpiresAt.Unix(), Nonce: ap.ID})
 	enc := base64.RawURLEncoding
 	return tokenPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(g.mac(payload))
@@ -53,7 +53,7 @@ func (g *Gateway) mintApprovalState(a *mcpgate.Actor, tool string, ap *mcpgate.A
 // gateway signed for this caller and tool, or "" when it is none. It
 // spends nothing: the approval itself is single-use in the database.
 func (g *Gateway) openApprovalState(state string, a *mcpgate.Actor, tool string) string {
-	body, ok := strings.CutPrefix(state, tokenPrefix)
+	body, ok := cutTokenPrefix(state)
 	if !ok || len(state) > 2048 {
 		return ""
 	}
@@ -66,7 +66,7 @@ func (g *Gateway) openApprovalState(state string, a *mcpgate.Actor, tool string)
 	if err1 != nil || err2 != nil || !hmac.Equal(sig, g.mac(payload)) {
 		return ""
 	}
-	var gr grant
+	var gr tokenClaims
 	if json.Unmarshal(payload, &gr) != nil || gr.Purpose != purposeApproval || gr.Workspace != a.WorkspaceID ||
 		gr.Key != a.CredentialID() || gr.User != a.UserID || gr.Tool != tool {
 		return ""

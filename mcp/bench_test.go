@@ -109,7 +109,7 @@ func BenchmarkPolicyCheck(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			set, err := fx.Service.ToolSet(ctx, a)
-			if err != nil || len(set.Tools) != 1 || set.Tools[0].NeedsConfirmation {
+			if err != nil || len(set.Tools) != 1 || set.Tools[0].Approval != mcpgate.ApprovalNone {
 				b.Fatal("tool not callable", err)
 			}
 		}

@@ -88,12 +88,9 @@ func splitConfirmation(raw json.RawMessage) (json.RawMessage, string, error) {
 // splitArg removes one of the gateway's own string arguments
 // (confirmation_token, approval_id) from the raw arguments.
 func splitArg(raw json.RawMessage, name string) (json.RawMessage, string, error) {
-	if !strings.Contains(string(raw), name) {
-		return raw, "", nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, "", mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
+	m, err := ownArgs(raw, name)
+	if err != nil {
+		return nil, "", err
 	}
 	tokRaw, ok := m[name]
 	if !ok {
@@ -106,4 +103,27 @@ func splitArg(raw json.RawMessage, name string) (json.RawMessage, string, error)
 	delete(m, name)
 	b, _ := json.Marshal(m)
 	return b, tok, nil
+}
+
+// hasOwnArg reports whether splitArg would find something to do in raw for
+// name: the argument itself at the top level, or arguments that are not an
+// object although they mention it. A value that merely contains the name
+// (a text about approvals) is not the argument.
+func hasOwnArg(raw json.RawMessage, name string) bool {
+	m, err := ownArgs(raw, name)
+	_, ok := m[name]
+	return err != nil || ok
+}
+
+// ownArgs decodes raw as an object when it mentions name (the common call
+// does not, and pays only for the scan), else returns nil.
+func ownArgs(raw json.RawMessage, name string) (map[string]json.RawMessage, error) {
+	if !strings.Contains(string(raw), name) {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
+	}
+	return m, nil
 }

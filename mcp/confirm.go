@@ -21,7 +21,12 @@ const (
 	// confirmationTTL is how long a confirmation token or request state is
 	// valid.
 	confirmationTTL = 5 * time.Minute
-	tokenPrefix     = "mcpc_"
+	// tokenPrefix starts confirmation tokens and request states; OAuth
+	// client ids have their own, "mcpc_" (internal/oauth), which these
+	// tokens carried before and which an older replica may still mint
+	// during a rolling upgrade, so it is accepted too (cutTokenPrefix).
+	tokenPrefix       = "mcpct_"
+	legacyTokenPrefix = "mcpc_"
 	// mrtrProtocol is the first protocol version whose clients answer input
 	// requests by retrying the call (multi round-trip).
 	mrtrProtocol = "2026-07-28"
@@ -34,10 +39,11 @@ const (
 	purposeState   = "state"
 )
 
-// grant is the signed content of a confirmation token or request state. It
-// binds the confirmation to one workspace, key, user, tool and the exact
-// arguments (their hash), for a short time, once (the nonce is spent).
-type grant struct {
+// tokenClaims is the signed content of a confirmation token or request
+// state. It binds the confirmation to one workspace, key, user, tool and the
+// exact arguments (their hash), for a short time, once (the nonce is spent).
+// (Not an OAuth grant, mcpgate.Grant: nothing is stored.)
+type tokenClaims struct {
 	Purpose   string `json:"p"`
 	Workspace string `json:"w"`
 	Key       string `json:"k"`
@@ -66,10 +72,20 @@ func (g *Gateway) mint(purpose string, id *mcpgate.Actor, tool string, args map[
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	exp := g.now().Add(confirmationTTL).Truncate(time.Second)
-	payload, _ := json.Marshal(grant{Purpose: purpose, Workspace: id.WorkspaceID, Key: id.CredentialID(), User: id.UserID,
+	payload, _ := json.Marshal(tokenClaims{Purpose: purpose, Workspace: id.WorkspaceID, Key: id.CredentialID(), User: id.UserID,
 		Tool: tool, Args: argsHash(args), Expires: exp.Unix(), Nonce: base64.RawURLEncoding.EncodeToString(nonce)})
 	enc := base64.RawURLEncoding
 	return tokenPrefix + enc.EncodeToString(payload) + "." + enc.EncodeToString(g.mac(payload)), exp
+}
+
+// cutTokenPrefix returns a token or request state without its prefix, the
+// current one or the one tokens had before (they live minutes, so the
+// legacy one can go in the release after).
+func cutTokenPrefix(token string) (string, bool) {
+	if body, ok := strings.CutPrefix(token, tokenPrefix); ok {
+		return body, true
+	}
+	return strings.CutPrefix(token, legacyTokenPrefix)
 }
 
 var errBadConfirmation = mcpgate.Errorf(mcpgate.EForbidden,
@@ -79,7 +95,7 @@ var errBadConfirmation = mcpgate.Errorf(mcpgate.EForbidden,
 // redeem checks a token or request state against this exact call and spends
 // it. Every failure reads the same, so a token cannot be probed.
 func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *mcpgate.Actor, tool string, args map[string]any) error {
-	body, ok := strings.CutPrefix(token, tokenPrefix)
+	body, ok := cutTokenPrefix(token)
 	if !ok || len(token) > 2048 {
 		return errBadConfirmation
 	}
@@ -92,7 +108,7 @@ func (g *Gateway) redeem(ctx context.Context, purpose, token string, id *mcpgate
 	if err1 != nil || err2 != nil || !hmac.Equal(sig, g.mac(payload)) {
 		return errBadConfirmation
 	}
-	var gr grant
+	var gr tokenClaims
 	if err := json.Unmarshal(payload, &gr); err != nil {
 		return errBadConfirmation
 	}

@@ -36,7 +36,8 @@ const (
 	// handler is given (over it, the SDK answers 413).
 	maxBody = 1 << 20
 	// sdkMaxDepth is the SDK's JSON nesting limit (internal/json): a deeper
-	// body is refused by the SDK, so the fast path must not take it.
+	// body is refused by the SDK, so the fast path must not take it
+	// (TestDepthExceeded_MatchesSDK reads the SDK's number).
 	sdkMaxDepth = 1000
 	// newProtocol is the sessionless protocol generation (SEP-2575): the
 	// version and client capabilities travel in each request's _meta, and
@@ -45,19 +46,17 @@ const (
 )
 
 // legacyVersions are the header values the SDK accepts for the protocols
-// before newProtocol; "" (no header) is what a 2025-03-26 client sends.
-var legacyVersions = map[string]bool{"": true, "2024-11-05": true, "2025-03-26": true, "2025-06-18": true, "2025-11-25": true}
-
-// setState is what the gateway derives from one tool set (one workspace,
-// scope and policy version): the SDK server, and for the fast path the tools
-// it may run itself and the tools/list answers, computed by the SDK once per
-// protocol version.
-type setState struct {
-	srv        *sdk.Server
-	fast       map[string]*connectors.Tool
-	serverInfo []byte // the SDK's _meta serverInfo for this server, as JSON
-	lists      sync.Map
-}
+// before newProtocol, taken from its own list so that a version it drops is
+// dropped here too; "" (no header) is what a 2025-03-26 client sends.
+var legacyVersions = func() map[string]bool {
+	m := map[string]bool{"": true}
+	for _, v := range sdk.SupportedProtocolVersions() {
+		if v < newProtocol {
+			m[v] = true
+		}
+	}
+	return m
+}()
 
 // fastTools returns the tools of set that the fast path may call: callable,
 // with no approval of any kind (confirmations and approvals run through the
@@ -69,7 +68,7 @@ func (g *Gateway) fastTools(set *mcpgate.ToolSet) map[string]*connectors.Tool {
 	out := map[string]*connectors.Tool{}
 	for _, info := range set.Tools {
 		t, ok := g.opts.Registry.Tool(info.Name)
-		if !ok || info.NeedsConfirmation || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
+		if !ok || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
 			continue
 		}
 		if b, err := json.Marshal(t.InputSchema); err != nil || bytes.Contains(b, []byte("x-mcp-header")) {
@@ -172,8 +171,9 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	if !req.hasParams {
 		return false
 	}
-	// Confirmation tokens and approvals are the SDK path's (confirm.go).
-	if bytes.Contains(req.args, []byte(confirmationArg)) || bytes.Contains(req.args, []byte("approval")) {
+	// Confirmation tokens and approval ids are the SDK path's (confirm.go,
+	// approval.go): exactly the calls where callTool's splitArg acts.
+	if hasOwnArg(req.args, confirmationArg) || hasOwnArg(req.args, approvalArg) {
 		return false
 	}
 	_, st, err := g.state(r.Context(), a)
@@ -284,22 +284,6 @@ func (g *Gateway) sdkList(ctx context.Context, srv *sdk.Server, version string) 
 	return env.Result
 }
 
-// state returns the actor's tool set and what the gateway derived from it.
-func (g *Gateway) state(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet, *setState, error) {
-	set, err := g.opts.Tools.ToolSet(ctx, a)
-	if err != nil {
-		return nil, nil, err
-	}
-	return set, set.Derived(func(set *mcpgate.ToolSet) any { return g.buildState(set) }).(*setState), nil
-}
-
-func (g *Gateway) buildState(set *mcpgate.ToolSet) *setState {
-	srv := g.buildServer(set)
-	title, _ := g.serverText()
-	info, _ := json.Marshal(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version})
-	return &setState{srv: srv, fast: g.fastTools(set), serverInfo: info}
-}
-
 // metaOK reports whether a request's _meta is one the fast path answers as
 // the SDK does: none on the legacy protocols; on the new one exactly the
 // protocol version, valid client capabilities and optionally valid client
@@ -324,8 +308,9 @@ func (g *Gateway) metaOK(meta []byte, isNew bool) bool {
 	return true
 }
 
-// clientCapabilitiesV2 mirrors the SDK's unexported type of the same name,
-// which it decodes _meta client capabilities into.
+// clientCapabilitiesV2 mirrors the SDK's unexported type of the same name
+// (protocol.go), which it decodes _meta client capabilities into; the
+// differential corpus sends each capability with a wrong type.
 type clientCapabilitiesV2 struct {
 	sdk.ClientCapabilities
 	//lint:ignore SA1019 mirrors what the SDK decodes, deprecated field included
@@ -505,7 +490,8 @@ func parseParams(params []byte, req *request) bool {
 }
 
 // depthExceeded is the SDK's nesting check (internal/json.checkMaxDepth),
-// byte for byte.
+// byte for byte, which it does not export; TestDepthExceeded_MatchesSDK and
+// FuzzDepthExceeded hold it to the SDK's decoder.
 func depthExceeded(data []byte, maxDepth int) bool {
 	var depth int
 	var inString, escaped bool
@@ -538,7 +524,9 @@ func depthExceeded(data []byte, maxDepth int) bool {
 	return false
 }
 
-// streamableAccepts is the SDK's Accept check (streamable.go), byte for byte.
+// streamableAccepts is the SDK's Accept check (streamable.go), byte for
+// byte, which it does not export; TestStreamableAccepts_MatchesSDK and
+// FuzzStreamableAccepts hold it to the SDK's handler.
 func streamableAccepts(values []string) (jsonOK, streamOK bool) {
 	for _, value := range values {
 		for _, raw := range strings.Split(value, ",") {

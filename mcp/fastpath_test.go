@@ -18,11 +18,13 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
@@ -65,7 +67,7 @@ func newDiffConnector() *diffConnector {
 		connectors.NewTool(connectors.Spec{Name: "diff_human", Title: "Human", Description: "Needs a person's approval.",
 			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalHuman}, echo),
 		connectors.NewTool(connectors.Spec{Name: "diff_delete", Title: "Delete", Description: "Needs confirmation.",
-			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultNeedsConfirmation: true}, echo),
+			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalModel}, echo),
 	}}
 }
 
@@ -136,6 +138,11 @@ type answer struct {
 	Events   []string
 	Messages []any
 	Text     string
+	// Connection and Frames are the SSE layout: the header, and each
+	// event's lines with data replaced by "data", so that an id or retry
+	// line, or a different framing, shows.
+	Connection string
+	Frames     []string
 }
 
 // volatile is what differs between two runs of the same call by design:
@@ -143,21 +150,31 @@ type answer struct {
 // the approval requests each run opens (UUIDs; the workspace's id, also a
 // UUID, is the same on both sides anyway).
 var (
-	volatile = regexp.MustCompile(`mcpc_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
+	volatile = regexp.MustCompile(`mcpct_[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+`)
 	uuids    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 )
 
 func reduce(rec *httptest.ResponseRecorder) answer {
 	a := answer{Status: rec.Code, ContentType: rec.Header().Get("Content-Type"),
 		CacheControl: rec.Header().Get("Cache-Control"), Allow: rec.Header().Get("Allow")}
-	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpc_X"), "UUID")
+	body := uuids.ReplaceAllString(volatile.ReplaceAllString(rec.Body.String(), "mcpct_X"), "UUID")
 	if strings.HasPrefix(a.ContentType, "text/event-stream") {
+		a.Connection = rec.Header().Get("Connection")
+		if !strings.HasSuffix(body, "\n\n") {
+			a.Frames = append(a.Frames, "unterminated")
+		}
 		for _, ev := range strings.Split(body, "\n\n") {
 			if ev == "" {
 				continue
 			}
 			name := ""
+			var frame []string
 			for _, line := range strings.Split(ev, "\n") {
+				field, _, _ := strings.Cut(line, ":")
+				frame = append(frame, field)
+				if field != "data" {
+					frame[len(frame)-1] = line
+				}
 				switch {
 				case strings.HasPrefix(line, "event: "):
 					name = strings.TrimPrefix(line, "event: ")
@@ -170,6 +187,7 @@ func reduce(rec *httptest.ResponseRecorder) answer {
 				}
 			}
 			a.Events = append(a.Events, name)
+			a.Frames = append(a.Frames, strings.Join(frame, "|"))
 		}
 		// The SDK answers the calls of a batch concurrently, so in any
 		// order: compare batches as sets.
@@ -241,7 +259,24 @@ const (
 	pvMeta   = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
 )
 
-var diffVersions = []string{"", "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28", "2099-01-01", "garbage"}
+// diffVersions are the SDK's protocol versions (so that one it adds is in
+// the corpus), no header, and two it does not speak.
+var diffVersions = append(sdk.SupportedProtocolVersions(), "", "2099-01-01", "garbage")
+
+// capabilityKeys are the client capabilities a _meta may carry: the fields
+// of the SDK's exported type, so that one it adds is tried too, and roots,
+// which its unexported decoding type adds.
+func capabilityKeys() []string {
+	keys := []string{"roots"}
+	typ := reflect.TypeFor[sdk.ClientCapabilities]()
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && !slices.Contains(keys, name) {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}
 
 // corpus builds the cases: every protocol version with the headers and
 // _meta that go with it, then variations of envelope, params, tools,
@@ -307,6 +342,15 @@ func (e *diffEnv) corpus() []diffCase {
 		{"needs a person's approval", "diff_human", `{"text":"h"}`, e.full, -1},
 		{"approval_id", "diff_human", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
 		{"approval_id on a fast tool", "diff_echo", `{"text":"h","approval_id":"apr_nothere"}`, e.full, -1},
+		// Only the gateway's own arguments leave the fast path, not a value
+		// that mentions them.
+		{"value mentioning approval", "diff_echo", `{"text":"needs approval first"}`, e.full, 1},
+		{"value that is approval_id", "diff_echo", `{"text":"approval_id"}`, e.full, 1},
+		{"value mentioning confirmation_token", "diff_echo", `{"text":"no confirmation_token here"}`, e.full, 1},
+		{"nested approval_id", "diff_echo", `{"text":"a","count":1,"x":{"approval_id":"apr_1"}}`, e.full, 1},
+		{"escaped approval_id key", "diff_echo", `{"text":"h","approval\u005fid":"apr_nothere"}`, e.full, 0},
+		{"approval_id in an array", "diff_echo", `["approval_id"]`, e.full, -1},
+		{"approval_id null", "diff_echo", `{"text":"h","approval_id":null}`, e.full, -1},
 		{"unknown tool", "no_such_tool", `{}`, e.full, -1},
 		{"empty tool name", "", `{}`, e.full, -1},
 		{"e2b get sandbox", "e2b_get_sandbox", sbx, e.full, 1},
@@ -459,7 +503,8 @@ func (e *diffEnv) corpus() []diffCase {
 				headers: headers(e.full, v, "tools/call", "diff_echo"), body: good, fast: -1})
 		}
 		// _meta variations.
-		for _, mv := range []struct{ name, meta string }{
+		type metaCase struct{ name, meta string }
+		metas := []metaCase{
 			{"no _meta", ``},
 			{"_meta empty", `,"_meta":{}`},
 			{"_meta without capabilities", `,"_meta":{` + pvMeta + `}`},
@@ -476,7 +521,15 @@ func (e *diffEnv) corpus() []diffCase {
 			{"_meta only progress token", `,"_meta":{"progressToken":"p1"}`},
 			{"_meta null", `,"_meta":null`},
 			{"_meta duplicate key", `,"_meta":{` + pvMeta + `,` + pvMeta + `,` + capsMeta + `}`},
-		} {
+		}
+		// Each capability the SDK decodes, well and badly typed.
+		for _, k := range capabilityKeys() {
+			for _, val := range []string{`{}`, `5`, `"x"`, `[]`, `null`, `{"listChanged":"no"}`} {
+				metas = append(metas, metaCase{"_meta capability " + k + " " + val,
+					`,"_meta":{` + pvMeta + `,"io.modelcontextprotocol/clientCapabilities":{"` + k + `":` + val + `}}`})
+			}
+		}
+		for _, mv := range metas {
 			body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"diff_echo","arguments":{"text":"m"}` + mv.meta + `}}`
 			f := 0
 			if v == newProtocol && mv.name == "_meta capabilities empty" {
@@ -575,6 +628,45 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// TestFastPath_OwnArgumentsExactly: a call whose argument value mentions
+// approval takes the fast path; one with the approval_id argument does not
+// (before, any argument text containing "approval" fell through).
+func TestFastPath_OwnArgumentsExactly(t *testing.T) {
+	e := newDiffEnv(t, rate.Inf, 1)
+	h := map[string]string{"Authorization": "Bearer " + e.full, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"}
+	for _, c := range []struct {
+		args string
+		fast bool
+	}{
+		{`{"text":"waiting for approval"}`, true},
+		{`{"text":"approval_id"}`, true},
+		{`{"text":"confirmation_token"}`, true},
+		{`{"text":"x","approval_id":"apr_1"}`, false},
+		{`{"text":"x","confirmation_token":"mcpc_a.b"}`, false},
+	} {
+		before := e.fastServedCount()
+		e.do(e.fast, diffCase{headers: h, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"diff_echo","arguments":` + c.args + `}}`})
+		if served := e.fastServedCount() > before; served != c.fast {
+			t.Errorf("arguments %s: fast path answered = %v, want %v", c.args, served, c.fast)
+		}
+	}
+}
+
+// TestHasOwnArg_AgreesWithSplitArg: the fast path leaves exactly the calls
+// in which callTool's splitArg finds something to do.
+func TestHasOwnArg_AgreesWithSplitArg(t *testing.T) {
+	for _, raw := range []string{``, `null`, `{}`, `{"a":1}`, `{"text":"approval_id"}`, `{"approval_id":"x"}`,
+		`{"approval_id":null}`, `{"approval_id":5}`, `{"x":{"approval_id":"y"}}`, `["approval_id"]`, `"approval_id"`,
+		`{"approval\u005fid":"x"}`, `{"approval_id":"x","approval_id":"y"}`, `{"approval_idx":"y"}`, `{bad approval_id`} {
+		out, tok, err := splitArg(json.RawMessage(raw), approvalArg)
+		acts := err != nil || tok != "" || string(out) != raw
+		if got := hasOwnArg(json.RawMessage(raw), approvalArg); got != acts {
+			t.Errorf("hasOwnArg(%s) = %v; splitArg acts: %v (%s, %q, %v)", raw, got, acts, out, tok, err)
+		}
+	}
 }
 
 // TestReadBody_Replay: a body the fast path leaves reaches the SDK whole,

@@ -94,24 +94,52 @@ func FuzzKeyFromRequest(f *testing.F) {
 	})
 }
 
+// newRedeemGateway is a gateway, a caller and a kill's arguments to mint
+// and redeem confirmation tokens for.
+func newRedeemGateway(tb testing.TB) (*Gateway, *mcpgate.Actor, map[string]any) {
+	fx, _, _ := newFuzzGateway(tb)
+	return fx.Gateway, &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull},
+		map[string]any{"sandbox_id": "iabc123"}
+}
+
+// TestConfirmationToken_OwnPrefix: confirmation tokens and request states
+// no longer start like OAuth client ids (mcpc_), and one minted with that
+// old prefix by a replica of the previous release still redeems, once.
+func TestConfirmationToken_OwnPrefix(t *testing.T) {
+	g, id, args := newRedeemGateway(t)
+	tok, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
+	if !strings.HasPrefix(tok, "mcpct_") || strings.HasPrefix(tok, "mcpc_") {
+		t.Fatalf("token %.12s...: want the prefix mcpct_, not the OAuth client ids' mcpc_", tok)
+	}
+	ap := &mcpgate.ApprovalRequest{ID: "apr-1", ExpiresAt: time.Now().Add(time.Minute)}
+	if st := g.mintApprovalState(id, e2b.ToolKillSandbox, ap); !strings.HasPrefix(st, "mcpct_") {
+		t.Fatalf("request state %.12s...: want the prefix mcpct_", st)
+	}
+	legacy := "mcpc_" + strings.TrimPrefix(tok, "mcpct_")
+	ctx := context.Background()
+	if err := g.redeem(ctx, purposeConfirm, legacy, id, e2b.ToolKillSandbox, args); err != nil {
+		t.Fatalf("a token with the old prefix: %v", err)
+	}
+	if err := g.redeem(ctx, purposeConfirm, tok, id, e2b.ToolKillSandbox, args); !errors.Is(err, errBadConfirmation) {
+		t.Fatalf("the same token again under the new prefix: err = %v, want refused (spent)", err)
+	}
+}
+
 // FuzzRedeem presents arbitrary confirmation tokens for a kill: only the
 // token minted for exactly this identity, tool and arguments works, once;
 // everything else is the same refusal, and nothing panics.
 func FuzzRedeem(f *testing.F) {
-	fx, _, _ := newFuzzGateway(f)
-	g := fx.Gateway
-	id := &mcpgate.Actor{KeyID: "key1", UserID: "user-1", WorkspaceID: "ws-1", Scope: mcpgate.ScopeFull}
-	args := map[string]any{"sandbox_id": "iabc123"}
+	g, id, args := newRedeemGateway(f)
 	valid, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, args)
 	otherArgs, _ := g.mint(purposeConfirm, id, e2b.ToolKillSandbox, map[string]any{"sandbox_id": "iother"})
 	otherKey, _ := g.mint(purposeConfirm, &mcpgate.Actor{KeyID: "key2", UserID: "user-1", WorkspaceID: "ws-1"}, e2b.ToolKillSandbox, args)
 	state, _ := g.mint(purposeState, id, e2b.ToolKillSandbox, args)
 	for _, s := range []string{valid, otherArgs, otherKey, state, "", tokenPrefix, tokenPrefix + ".", valid + "x",
 		valid[:len(valid)-1], strings.Replace(valid, ".", "..", 1), tokenPrefix + "e30." + strings.Repeat("A", 43),
-		tokenPrefix + strings.Repeat("A", 3000)} {
+		tokenPrefix + strings.Repeat("A", 3000), legacyTokenPrefix + strings.TrimPrefix(valid, tokenPrefix)} {
 		f.Add(s)
 	}
-	want := grant{Purpose: purposeConfirm, Workspace: id.WorkspaceID, Key: id.KeyID, User: id.UserID,
+	want := tokenClaims{Purpose: purposeConfirm, Workspace: id.WorkspaceID, Key: id.KeyID, User: id.UserID,
 		Tool: e2b.ToolKillSandbox, Args: argsHash(args)}
 	f.Fuzz(func(t *testing.T, token string) {
 		err := g.redeem(context.Background(), purposeConfirm, token, id, e2b.ToolKillSandbox, args)
@@ -120,9 +148,10 @@ func FuzzRedeem(f *testing.F) {
 			// exactly this call. (Fuzz workers are separate processes, each
 			// minting its own tokens, so the check reads the payload rather
 			// than comparing with one string.) Single use is the spent set's.
-			p64, _, _ := strings.Cut(strings.TrimPrefix(token, tokenPrefix), ".")
+			body, _ := cutTokenPrefix(token)
+			p64, _, _ := strings.Cut(body, ".")
 			payload, _ := base64.RawURLEncoding.DecodeString(p64)
-			var gr grant
+			var gr tokenClaims
 			_ = json.Unmarshal(payload, &gr)
 			gr.Expires, gr.Nonce = 0, ""
 			if gr != want {

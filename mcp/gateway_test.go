@@ -42,7 +42,7 @@ func newGWConnector() *gwConnector {
 				return map[string]any{"items": []string{"a", "b"}}, nil
 			}),
 		connectors.NewTool(connectors.Spec{Name: "demo_delete", Title: "Delete a thing", Description: "Deletes a thing.",
-			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultNeedsConfirmation: true},
+			Annotations: connectors.Annotations{Destructive: true}, DefaultEnabled: true, DefaultApproval: mcpgate.ApprovalModel},
 			func(_ context.Context, _ mcpgate.Secret, in gwDeleteIn) (map[string]any, error) {
 				c.mu.Lock()
 				defer c.mu.Unlock()

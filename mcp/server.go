@@ -19,17 +19,6 @@ const confirmationInstructions = `Some calls need a human's confirmation: such a
 instead of acting; show the user what would happen, and only after they agree call the
 same tool again with the same arguments plus that confirmation_token.`
 
-// server returns the MCP server for an actor's tool set, building it on
-// first use. Servers are cached on the set because go-sdk calls getServer on
-// every HTTP request; a policy change makes a new set, so a new server.
-func (g *Gateway) server(ctx context.Context, a *mcpgate.Actor) (*sdk.Server, error) {
-	_, st, err := g.state(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	return st.srv, nil
-}
-
 // serverText returns the server's title and instructions from the
 // registered connectors.
 func (g *Gateway) serverText() (title, instructions string) {

@@ -90,7 +90,7 @@ func newFake(role mcpgate.Role) *fakeData {
 			ActorEmail: "a@example.com", Source: "mcp", CreatedAt: t0, Arguments: map[string]any{"state": "running"}}},
 		tools: []mcpgate.ToolInfo{
 			{Name: "e2b_list_sandboxes", Title: "List sandboxes", Enabled: true, ReadOnly: true},
-			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, NeedsConfirmation: true, Destructive: true, OffByDefault: true},
+			{Name: "e2b_kill_sandbox", Title: "Kill a sandbox", Enabled: false, Approval: mcpgate.ApprovalHuman, Destructive: true, OffByDefault: true},
 		},
 		toolOut: map[string]string{
 			"e2b_list_sandboxes": `{"data":[{"sandbox_id":"sbx1","template_id":"base","state":"running","started_at":"2026-09-01T11:00:00Z","end_at":"2026-09-01T13:00:00Z","cpu_count":2,"memory_mb":512,"metadata":{"user":"me"}}],"total_running":1}`,

@@ -305,7 +305,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		// A member cannot enable it; an admin can, and that is audited.
 		carol.with(t).api(http.MethodPut, "/api/v1/workspaces/"+wsA+"/tools/"+toolKill, map[string]any{"enabled": true}, http.StatusForbidden)
 		info := alice.setTool(ws, toolKill, map[string]any{"enabled": true})
-		if info["enabled"] != true || info["needs_confirmation"] != true || info["approval"] != "human" {
+		if info["enabled"] != true || info["approval"] != "human" {
 			t.Fatalf("enable kill = %v, want enabled and needing a person's approval", info)
 		}
 		// This test is about the model mode (the two-step confirmation);
@@ -340,7 +340,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			t.Helper()
 			out := e2eCallOK(t, cs, toolKill, map[string]any{"sandbox_id": sb})
 			tok, _ := out["confirmation_token"].(string)
-			if out["status"] != "confirmation_required" || !strings.HasPrefix(tok, "mcpc_") || out["done"] != false {
+			if out["status"] != "confirmation_required" || !strings.HasPrefix(tok, "mcpct_") || out["done"] != false {
 				t.Fatalf("first kill call = %v, want confirmation_required with a token", out)
 			}
 			if state, _ := e.simSandboxState(teamA, sb); state != "running" {
@@ -514,7 +514,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		alice.connectE2B(ws, teamA)
 		k := alice.createKey(ws, "confirm create", "full", nil)
 		info := alice.setTool(ws, toolCreate, map[string]any{"needs_confirmation": true})
-		if info["enabled"] != true || info["needs_confirmation"] != true {
+		if info["enabled"] != true || info["approval"] != "model" {
 			t.Fatalf("PUT needs_confirmation = %v", info)
 		}
 		cs := e.session(t, r1.url+"/mcp", e2eBearer(k.Key), "2025-11-25", nil)

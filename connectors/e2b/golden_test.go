@@ -12,15 +12,15 @@ import (
 // reviewed diff; rewrite with go test ./connectors/e2b -update.
 func TestTools_golden(t *testing.T) {
 	type toolJSON struct {
-		Name                     string `json:"name"`
-		Title                    string `json:"title"`
-		Description              string `json:"description"`
-		Annotations              any    `json:"annotations"`
-		CostsMoney               bool   `json:"costs_money"`
-		DefaultEnabled           bool   `json:"default_enabled"`
-		DefaultNeedsConfirmation bool   `json:"default_needs_confirmation"`
-		InputSchema              any    `json:"input_schema"`
-		OutputSchema             any    `json:"output_schema"`
+		Name            string `json:"name"`
+		Title           string `json:"title"`
+		Description     string `json:"description"`
+		Annotations     any    `json:"annotations"`
+		CostsMoney      bool   `json:"costs_money"`
+		DefaultEnabled  bool   `json:"default_enabled"`
+		DefaultApproval string `json:"default_approval"`
+		InputSchema     any    `json:"input_schema"`
+		OutputSchema    any    `json:"output_schema"`
 	}
 	var list []toolJSON
 	for _, tl := range e2b.New(e2b.Options{}).Tools() {
@@ -29,7 +29,7 @@ func TestTools_golden(t *testing.T) {
 			Annotations: map[string]bool{"readOnlyHint": a.ReadOnly, "destructiveHint": a.Destructive,
 				"idempotentHint": a.Idempotent, "openWorldHint": a.OpenWorld},
 			CostsMoney: tl.CostsMoney, DefaultEnabled: tl.DefaultEnabled,
-			DefaultNeedsConfirmation: tl.DefaultNeedsConfirmation, InputSchema: tl.InputSchema, OutputSchema: tl.OutputSchema})
+			DefaultApproval: string(tl.DefaultApprovalMode()), InputSchema: tl.InputSchema, OutputSchema: tl.OutputSchema})
 	}
 	golden.JSON(t, "tools.golden.json", list)
 }

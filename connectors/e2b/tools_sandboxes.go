@@ -564,13 +564,12 @@ func (c *Connector) killSandboxTool() *connectors.Tool {
 		Description: "Kill a sandbox for good. IRREVERSIBLE: a running sandbox stops and its processes and files are lost; " +
 			"a paused sandbox's saved state is deleted. It cannot be resumed afterwards. Prefer e2b_pause_sandbox when the " +
 			"state may be needed again. Always ask the user to confirm the exact sandbox_id before calling it.",
-		Annotations:              connectors.Annotations{Destructive: true, Idempotent: true},
-		DefaultEnabled:           false,
-		Output:                   outputEdits,
-		DefaultNeedsConfirmation: true,
-		DefaultApproval:          mcpgate.ApprovalHuman,
-		Schema:                   edits(sandboxIDEdit),
-		Changes:                  sandboxChanged,
+		Annotations:     connectors.Annotations{Destructive: true, Idempotent: true},
+		DefaultEnabled:  false,
+		Output:          outputEdits,
+		DefaultApproval: mcpgate.ApprovalHuman,
+		Schema:          edits(sandboxIDEdit),
+		Changes:         sandboxChanged,
 	}, func(ctx context.Context, key mcpgate.Secret, in SandboxIn) (KillOut, error) {
 		if err := c.client.KillSandbox(ctx, key, in.SandboxID); err != nil {
 			return KillOut{}, err

@@ -33,8 +33,8 @@ func TestTools_names(t *testing.T) {
 			t.Errorf("%s: missing title or description", tl.Name)
 		}
 		kill := tl.Name == e2b.ToolKillSandbox
-		if tl.DefaultEnabled == kill || tl.DefaultNeedsConfirmation != kill {
-			t.Errorf("%s: DefaultEnabled = %v, DefaultNeedsConfirmation = %v", tl.Name, tl.DefaultEnabled, tl.DefaultNeedsConfirmation)
+		if tl.DefaultEnabled == kill || (tl.DefaultApprovalMode() != mcpgate.ApprovalNone) != kill {
+			t.Errorf("%s: DefaultEnabled = %v, DefaultApprovalMode = %v", tl.Name, tl.DefaultEnabled, tl.DefaultApprovalMode())
 		}
 		money := map[string]bool{e2b.ToolCreateSandbox: true, e2b.ToolSetSandboxTimeout: true, e2b.ToolResumeSandbox: true}[tl.Name]
 		if tl.CostsMoney != money {

@@ -528,26 +528,24 @@ func TestUpdateTool_Approval(t *testing.T) {
 	ctx := context.Background()
 	infos, _ := f.svc.Tools(ctx, f.owner)
 	for _, info := range infos {
-		if info.Name == "pads_end" && (info.Approval != mcpgate.ApprovalHuman || !info.NeedsConfirmation) {
+		if info.Name == "pads_end" && info.Approval != mcpgate.ApprovalHuman {
 			t.Fatalf("default = %+v, want human", info)
 		}
 	}
-	yes, no := true, false
-	// The deprecated boolean: true is model, false none, whatever the mode
-	// was; approval wins when both are given.
-	human := mcpgate.ApprovalHuman
+	// Each mode in turn; an update without one keeps it.
+	enabled := true
 	for _, step := range []struct {
 		u    mcpgate.ToolUpdate
 		want mcpgate.Approval
 	}{
-		{mcpgate.ToolUpdate{NeedsConfirmation: &yes}, mcpgate.ApprovalModel},
-		{mcpgate.ToolUpdate{NeedsConfirmation: &no}, mcpgate.ApprovalNone},
-		{mcpgate.ToolUpdate{NeedsConfirmation: &yes}, mcpgate.ApprovalModel},
-		{mcpgate.ToolUpdate{NeedsConfirmation: &no, Approval: &human}, mcpgate.ApprovalHuman},
+		{mcpgate.ToolUpdate{Approval: new(mcpgate.ApprovalModel)}, mcpgate.ApprovalModel},
+		{mcpgate.ToolUpdate{Approval: new(mcpgate.ApprovalNone)}, mcpgate.ApprovalNone},
+		{mcpgate.ToolUpdate{Approval: new(mcpgate.ApprovalHuman)}, mcpgate.ApprovalHuman},
+		{mcpgate.ToolUpdate{Enabled: &enabled}, mcpgate.ApprovalHuman},
 	} {
 		got, err := f.svc.UpdateTool(ctx, f.admin, "pads_end", step.u)
 		if err != nil || got.Approval != step.want {
-			t.Fatalf("UpdateTool(%v) = %v, %v; want %s", *step.u.NeedsConfirmation, got, err, step.want)
+			t.Fatalf("UpdateTool(%+v) = %v, %v; want %s", step.u, got, err, step.want)
 		}
 	}
 	bad := mcpgate.Approval("maybe")

@@ -67,7 +67,7 @@ func newNoteConnector() *noteConnector {
 				return map[string]any{"added": in.Text}, nil
 			}),
 		connectors.NewTool(connectors.Spec{Name: "notes_burn", Title: "Burn every note", Description: "Deletes every note.",
-			Annotations: connectors.Annotations{Destructive: true}, DefaultNeedsConfirmation: true},
+			Annotations: connectors.Annotations{Destructive: true}, DefaultApproval: mcpgate.ApprovalModel},
 			func(context.Context, mcpgate.Secret, struct{}) (map[string]any, error) {
 				c.mu.Lock()
 				defer c.mu.Unlock()

@@ -70,7 +70,7 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.ToolInfo {
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
-		Enabled: p.Enabled, Approval: p.Approval, NeedsConfirmation: p.Approval != mcpgate.ApprovalNone, CostsMoney: t.CostsMoney,
+		Enabled: p.Enabled, Approval: p.Approval, CostsMoney: t.CostsMoney,
 		ReadOnly: t.Annotations.ReadOnly, Destructive: t.Annotations.Destructive, OffByDefault: !t.DefaultEnabled,
 		Annotations: map[string]any{"readOnlyHint": t.Annotations.ReadOnly, "destructiveHint": t.Annotations.Destructive,
 			"idempotentHint": t.Annotations.Idempotent, "openWorldHint": t.Annotations.OpenWorld, "title": t.Title}}
@@ -137,21 +137,11 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 	if u.Enabled != nil {
 		p.Enabled = *u.Enabled
 	}
-	switch {
-	case u.Approval != nil:
+	if u.Approval != nil {
 		if !u.Approval.Valid() {
 			return nil, mcpgate.Errorf(mcpgate.EInvalid, "approval must be none, model or human")
 		}
 		p.Approval = *u.Approval
-	case u.NeedsConfirmation != nil:
-		// The deprecated boolean, as it always meant: true is the two-step
-		// confirmation (model), false none. Only admins get here, and the
-		// audit event records the mode that results.
-		if *u.NeedsConfirmation {
-			p.Approval = mcpgate.ApprovalModel
-		} else {
-			p.Approval = mcpgate.ApprovalNone
-		}
 	}
 	if err := s.db.SetToolPolicy(ctx, a.WorkspaceID, a.UserID, p); err != nil {
 		return nil, err

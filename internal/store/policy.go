@@ -30,10 +30,10 @@ func (db *DB) ToolPolicies(ctx context.Context, workspaceID string) (map[string]
 func (db *DB) SetToolPolicy(ctx context.Context, workspaceID, userID string, p mcpgate.ToolPolicy) error {
 	return mapError(db.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO tool_policies (workspace_id, tool, enabled, approval, needs_confirmation, updated_by, updated_at)
-			VALUES ($1, $2, $3, $4, $4 <> 'none', $5, now())
+			INSERT INTO tool_policies (workspace_id, tool, enabled, approval, updated_by, updated_at)
+			VALUES ($1, $2, $3, $4, $5, now())
 			ON CONFLICT (workspace_id, tool) DO UPDATE SET enabled = EXCLUDED.enabled, approval = EXCLUDED.approval,
-				needs_confirmation = EXCLUDED.needs_confirmation, updated_by = EXCLUDED.updated_by, updated_at = now()`,
+				updated_by = EXCLUDED.updated_by, updated_at = now()`,
 			workspaceID, p.Tool, p.Enabled, string(p.Approval), nullIfEmpty(userID))
 		if err != nil {
 			return err

@@ -1,8 +1,9 @@
 // Package testutil holds the few helpers that tests of several packages
 // share: a log buffer that the code under test may write from its goroutines
 // while the test reads it, random secrets, the text of a tool call's result,
-// and a bearer-token transport for MCP clients. It is imported by tests and
-// the benchmark (bench), never by the gateway.
+// a bearer-token transport for MCP clients, and the go-sdk version that the
+// copies of its unexported behaviour were checked against (gosdk.go). It is
+// imported by tests and the benchmark (bench), never by the gateway.
 //
 // Imports from this module: none.
 package testutil

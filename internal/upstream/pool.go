@@ -164,9 +164,9 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	return &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init}, nil
 }
 
-// supportedVersions are the protocol versions go-sdk v1.8.0 speaks (its
-// list is unexported; TestGoSDKVersion fails when the SDK moves).
-var supportedVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// supportedVersions are the protocol versions go-sdk speaks, newest first:
+// its own list, so that it cannot drift from the SDK.
+var supportedVersions = mcp.SupportedProtocolVersions()
 
 // versionMismatch reports a server that answered initialize with a version
 // the gateway does not speak, or refused the client's with a JSON-RPC
