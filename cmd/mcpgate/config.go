@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	netmail "net/mail"
 	"net/url"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/netguard"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
@@ -76,6 +78,8 @@ type Config struct {
 		Trusted string
 		// AllowedOrigins is ALLOWED_ORIGINS; see Origins.
 		AllowedOrigins string
+		// PrivateNetworks is UPSTREAM_PRIVATE_NETWORKS; see PrivateNetworks.
+		PrivateNetworks string
 	}
 	// Caps are MAX_KEYS_PER_USER and MAX_WORKSPACES_PER_USER; see UserCaps.
 	Caps struct {
@@ -138,6 +142,14 @@ func (c *Config) UserCaps() (keys, workspaces int) {
 	keys, _ = strconv.Atoi(c.Caps.KeysPerUser)
 	workspaces, _ = strconv.Atoi(c.Caps.WorkspacesPerUser)
 	return keys, workspaces
+}
+
+// PrivateNetworks returns UPSTREAM_PRIVATE_NETWORKS: the inner networks
+// that outgoing calls (approval webhooks) may reach besides public
+// addresses. Valid after LoadConfig.
+func (c *Config) PrivateNetworks() []netip.Prefix {
+	nets, _ := netguard.ParseNetworks(c.Proxy.PrivateNetworks)
+	return nets
 }
 
 // Origins returns ALLOWED_ORIGINS as a list.
@@ -251,6 +263,7 @@ func (c *Config) settings() []setting {
 		{"mcp-workspace-rate", "MCP_WORKSPACE_RATE", "100", "MCP tool calls per second allowed per workspace, all its people together", false, &c.MCP.WorkspaceRate},
 		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", "400", "MCP tool calls per workspace allowed in a burst", false, &c.MCP.WorkspaceBurst},
 		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, &c.Proxy.Trusted},
+		{"upstream-private-networks", "UPSTREAM_PRIVATE_NETWORKS", "", "CIDRs of inner networks the gateway may call out to (approval webhooks), also over plain http (comma-separated)", false, &c.Proxy.PrivateNetworks},
 		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, &c.Proxy.AllowedOrigins},
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", "100", "working MCP keys one person may hold", false, &c.Caps.KeysPerUser},
 		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", "20", "shared workspaces one person may own", false, &c.Caps.WorkspacesPerUser},
@@ -400,6 +413,9 @@ func (c *Config) validate(needSecrets bool) []string {
 	}
 	if _, err := httpx.ParseProxies(c.Proxy.Trusted); err != nil {
 		p = append(p, "TRUSTED_PROXIES: "+err.Error()+" (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
+	}
+	if _, err := netguard.ParseNetworks(c.Proxy.PrivateNetworks); err != nil {
+		p = append(p, "UPSTREAM_PRIVATE_NETWORKS: "+err.Error()+" (write CIDRs such as 10.20.0.0/16)")
 	}
 	for _, cp := range []struct{ name, v string }{{"MAX_KEYS_PER_USER", c.Caps.KeysPerUser},
 		{"MAX_WORKSPACES_PER_USER", c.Caps.WorkspacesPerUser}} {
