@@ -106,7 +106,9 @@ func TestSender_NoRetryOn4xxNoRedirects(t *testing.T) {
 	defer tts.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/gone", &receiver{statuses: []int{410}})
-	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, tts.URL, http.StatusTemporaryRedirect) })
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, tts.URL, http.StatusTemporaryRedirect)
+	})
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
 	s, results := newSender(t, loopback)
