@@ -164,7 +164,7 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
 		KeyRate: rates[0], KeyBurst: bursts[0], UserRate: rates[1], UserBurst: bursts[1],
 		WorkspaceRate: rates[2], WorkspaceBurst: bursts[2], OutageGrace: cfg.OutageGrace(), Version: version,
-		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(),
+		TrustedProxies: cfg.TrustedProxies(), AllowedOrigins: cfg.Origins(), PrivateNetworks: cfg.PrivateNetworks(),
 		MaxKeysPerUser: maxKeys, MaxWorkspacesPerUser: maxWorkspaces,
 		AuditRetention: cfg.AuditRetention(), DataDir: cfg.DB.DataDir,
 		OAuthCIMD: testOAuthCIMD,

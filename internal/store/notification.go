@@ -131,22 +131,33 @@ type Approver struct {
 	TwoFactor bool
 }
 
-// ApprovalAudience returns the workspace's owners and admins and the user
-// requestedBy (if still a member), with whether each has TOTP on, and the
-// workspace's decision rules (two-factor required, four eyes).
-func (db *DB) ApprovalAudience(ctx context.Context, workspaceID, requestedBy string) (people []Approver, twoFactor, fourEyes bool, err error) {
-	if err = db.Pool.QueryRow(ctx, `SELECT require_two_factor, approval_four_eyes FROM workspaces WHERE id = $1`, workspaceID).
-		Scan(&twoFactor, &fourEyes); err != nil {
-		return nil, false, false, mapError(err, wsNotFound)
+// Audience is who may be told of a workspace's approval and the rules
+// they decide under.
+type Audience struct {
+	WorkspaceName string
+	// People are the owners and admins, and the requester if a member.
+	People    []Approver
+	TwoFactor bool // the workspace requires two-factor sign-in of deciders
+	FourEyes  bool // the requester may not decide their own request
+}
+
+// ApprovalAudience returns the Audience of an approval requested by
+// requestedBy in the workspace.
+func (db *DB) ApprovalAudience(ctx context.Context, workspaceID, requestedBy string) (*Audience, error) {
+	au := &Audience{}
+	if err := db.Pool.QueryRow(ctx, `SELECT name, require_two_factor, approval_four_eyes FROM workspaces WHERE id = $1`, workspaceID).
+		Scan(&au.WorkspaceName, &au.TwoFactor, &au.FourEyes); err != nil {
+		return nil, mapError(err, wsNotFound)
 	}
-	people, err = listRows(ctx, db, func(r pgx.Row, p *Approver) error {
+	var err error
+	au.People, err = listRows(ctx, db, func(r pgx.Row, p *Approver) error {
 		return r.Scan(&p.UserID, &p.Email, &p.Role, &p.TwoFactor)
 	}, `
 		SELECT u.id, u.email, m.role, EXISTS (SELECT 1 FROM totp_factors f WHERE f.user_id = u.id AND f.confirmed_at IS NOT NULL)
 		FROM members m JOIN users u ON u.id = m.user_id
 		WHERE m.workspace_id = $1 AND (m.role IN ('owner', 'admin') OR m.user_id = $2)
 		ORDER BY m.joined_at`, workspaceID, requestedBy)
-	return people, twoFactor, fourEyes, err
+	return au, err
 }
 
 // MarkNoticed records that userID was mailed about an approval; false when
