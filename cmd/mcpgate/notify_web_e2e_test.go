@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -20,22 +19,7 @@ func TestApprovalNotifyWebSettings(t *testing.T) {
 	hook := httptest.NewServer(rv)
 	defer hook.Close()
 
-	webSubmitSignIn(t, ctx, "sign up", base+"/signup", "notified@example.com", "correct horse battery staple",
-		chromedp.WaitVisible(chromedp.ID("#next-steps")))
-	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(webLocation(t, ctx))
-	if m == "" {
-		t.Fatal("no workspace after signup")
-	}
-	wsBase := base + m
-	webRun(t, ctx, "connect E2B",
-		chromedp.Navigate(wsBase+"/connections"), chromedp.WaitVisible(chromedp.ID("#api_key")),
-		chromedp.SendKeys(chromedp.ID("#api_key"), "e2b_0123abcd"),
-		chromedp.Click(chromedp.CSS(`form[data-api-path$="/connections/e2b"] button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=key-hint]`)))
-	webRun(t, ctx, "enable kill",
-		chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#kill-switch")),
-		chromedp.Click(chromedp.ID("#kill-switch")), chromedp.WaitVisible(chromedp.ID("#confirm-ok")),
-		chromedp.Click(chromedp.ID("#confirm-ok")), chromedp.WaitVisible(chromedp.CSS(".kill-card.kill-on")))
+	wsBase := webKillWorkspace(t, ctx, base, "notified@example.com")
 	webRun(t, ctx, "set the webhook",
 		chromedp.SendKeys(chromedp.ID("#n-url"), hook.URL+"/mcpgate"),
 		chromedp.SendKeys(chromedp.ID("#n-secret"), rv.secret),
