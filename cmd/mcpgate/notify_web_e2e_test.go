@@ -23,8 +23,9 @@ func TestApprovalNotifyWebSettings(t *testing.T) {
 	webRun(t, ctx, "set the webhook",
 		chromedp.SendKeys(chromedp.ID("#n-url"), hook.URL+"/mcpgate"),
 		chromedp.SendKeys(chromedp.ID("#n-secret"), rv.secret),
-		chromedp.Click(chromedp.CSS(`#notifications-form button[type=submit]`)))
-	webWaitFor(t, ctx, wsBase+"/settings", `#n-secret[placeholder="kept: …cdef"]`)
+		chromedp.Click(chromedp.CSS(`#notifications-form button[type=submit]`)),
+		// Saving reloads the page, which then shows the secret's hint.
+		chromedp.WaitVisible(chromedp.CSS(`#n-secret[placeholder="kept: …cdef"]`)))
 	if webCount(t, ctx, `#n-url[value$="/mcpgate"]`) != 1 {
 		t.Error("the saved webhook URL is not shown")
 	}
@@ -38,8 +39,9 @@ func TestApprovalNotifyWebSettings(t *testing.T) {
 	out, _ := res.StructuredContent.(map[string]any)
 	id, _ := out["approval_id"].(string)
 	rv.wait(t, "approval.requested", id)
-	webWaitFor(t, ctx, wsBase+"/settings", "#deliveries-table")
-	if s := webText(t, ctx, "#deliveries-table"); !strings.Contains(s, "approval.requested") || !strings.Contains(s, "delivered") {
+	// The sender records the attempt once the receiver has answered.
+	webWaitText(t, ctx, wsBase+"/settings", "#deliveries-table", "delivered")
+	if s := webText(t, ctx, "#deliveries-table"); !strings.Contains(s, "approval.requested") {
 		t.Errorf("deliveries in Settings = %q", s)
 	}
 	webShot(t, ctx, "40-settings-notifications")
