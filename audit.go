@@ -95,6 +95,13 @@ const (
 	// ActionWorkspaceUpdated is a workspace setting changed (the
 	// two-factor policy).
 	ActionWorkspaceUpdated AdminAction = "workspace.updated"
+	// ActionNotificationsUpdated is a workspace's approval notifications
+	// changed; ActionNotificationSent a mail or webhook about an approval
+	// delivered, ActionNotificationFailed one that was not (or was left
+	// out by the mail throttle).
+	ActionNotificationsUpdated AdminAction = "notifications.updated"
+	ActionNotificationSent     AdminAction = "notification.sent"
+	ActionNotificationFailed   AdminAction = "notification.failed"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -107,6 +114,7 @@ var AdminActions = []AdminAction{
 	ActionPasswordChanged, ActionGrantCreated, ActionGrantRevoked,
 	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
 	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionRecoveryCodesRenewed, ActionInstanceAdminChanged, ActionWorkspaceUpdated,
+	ActionNotificationsUpdated, ActionNotificationSent, ActionNotificationFailed,
 	ActionAuditExported,
 }
 

@@ -287,4 +287,6 @@ type Services struct {
 	Approvals   ApprovalService
 	Guardrails  GuardrailService
 	Grants      GrantService
+	// Notifications are the workspace's approval notifications.
+	Notifications NotificationService
 }

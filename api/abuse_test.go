@@ -23,6 +23,9 @@ var adminRoutes = []string{
 	"DELETE /api/v1/workspaces/{ws}/connections/{connector}",
 	"PUT /api/v1/workspaces/{ws}/tools/{name}",
 	"PUT /api/v1/workspaces/{ws}/guardrails",
+	"GET /api/v1/workspaces/{ws}/notifications",
+	"PUT /api/v1/workspaces/{ws}/notifications",
+	"GET /api/v1/workspaces/{ws}/notifications/deliveries",
 }
 
 // TestMemberRefusedOnAdminRoutes: a plain member calling each admin route
@@ -46,11 +49,12 @@ func TestMemberRefusedOnAdminRoutes(t *testing.T) {
 	}
 
 	bodies := map[string]any{
-		"PATCH":            map[string]any{"role": "admin"},
-		"POST invitations": map[string]any{"email": "x@example.com", "role": "admin"},
-		"PUT connections":  map[string]any{"api_key": "e2b_99887766554433221100"},
-		"PUT tools":        map[string]any{"enabled": true, "needs_confirmation": false},
-		"PUT guardrails":   map[string]any{"max_running": 1, "allowed_templates": []string{"base"}},
+		"PATCH":             map[string]any{"role": "admin"},
+		"POST invitations":  map[string]any{"email": "x@example.com", "role": "admin"},
+		"PUT connections":   map[string]any{"api_key": "e2b_99887766554433221100"},
+		"PUT tools":         map[string]any{"enabled": true, "needs_confirmation": false},
+		"PUT guardrails":    map[string]any{"max_running": 1, "allowed_templates": []string{"base"}},
+		"PUT notifications": map[string]any{"email": false, "webhook_url": ""},
 	}
 	params := map[string]string{"ws": s.ws, "user": member.id, "id": inv.ID, "connector": "e2b", "name": e2b.ToolKillSandbox}
 	for _, rt := range adminRoutes {

@@ -42,3 +42,18 @@ func (s *Server) handleGuardrailsPut(r *http.Request, req mcpgate.Guardrails) (r
 	g, err := s.svc.Guardrails.SetGuardrails(r.Context(), actorFrom(r), req)
 	return ok(g), err
 }
+
+func (s *Server) handleNotificationsGet(r *http.Request) (reply, error) {
+	n, err := s.svc.Notifications.Notifications(r.Context(), actorFrom(r))
+	return ok(n), err
+}
+
+func (s *Server) handleNotificationsPut(r *http.Request, req mcpgate.NotificationInput) (reply, error) {
+	n, err := s.svc.Notifications.SetNotifications(r.Context(), actorFrom(r), req)
+	return ok(n), err
+}
+
+func (s *Server) handleDeliveryList(r *http.Request) (reply, error) {
+	list, err := s.svc.Notifications.WebhookDeliveries(r.Context(), actorFrom(r))
+	return ok(listOf("deliveries", list)), err
+}

@@ -49,6 +49,13 @@ func TOTPAAD(userID, factorID string) []byte {
 	return rowAAD("totp|v1|", userID, factorID)
 }
 
+// WebhookSecretAAD returns the additional data that binds a workspace's
+// sealed webhook secret to its row: "webhook|v1|" + workspaceID + "|" +
+// secretID, apart from every credential's and TOTP secret's.
+func WebhookSecretAAD(workspaceID, secretID string) []byte {
+	return rowAAD("webhook|v1|", workspaceID, secretID)
+}
+
 // rowAAD is prefix + owner + "|" + id.
 func rowAAD(prefix, owner, id string) []byte {
 	b := make([]byte, 0, len(prefix)+len(owner)+1+len(id))

@@ -347,6 +347,10 @@ type settingsPage struct {
 	Kill        *mcpgate.ToolInfo
 	Approvals   []mcpgate.Approval
 	Guardrails  *mcpgate.Guardrails
+	// Notifications and Deliveries are the approval notifications and the
+	// latest webhook deliveries (admins only).
+	Notifications *mcpgate.NotificationSettings
+	Deliveries    []mcpgate.WebhookDelivery
 }
 
 func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
@@ -385,6 +389,16 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 	if p.Guardrails, err = h.svc.Guardrails.Guardrails(ctx, actorFrom(ctx)); err != nil {
 		h.serverError(w, r, err)
 		return
+	}
+	if p.Admin && h.svc.Notifications != nil {
+		if p.Notifications, err = h.svc.Notifications.Notifications(ctx, actorFrom(ctx)); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		if p.Deliveries, err = h.svc.Notifications.WebhookDeliveries(ctx, actorFrom(ctx)); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
 	}
 	// The destructive tool a new workspace keeps off (a kill) gets the
 	// guarded switch.

@@ -14,14 +14,12 @@ import (
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
-// TestApprovalWebPage: in a real Chromium, a person sees the pending count
-// in the navigation, opens the approval URL an AI client was given, reads
-// what would happen, approves it through the dialog, and the client's
-// repeated call then kills the sandbox; a second request is denied there.
-func TestApprovalWebPage(t *testing.T) {
-	base, ctx, problems := webStartJourney(t, nil)
-
-	webSubmitSignIn(t, ctx, "sign up", base+"/signup", "approver@example.com", "correct horse battery staple",
+// webKillWorkspace signs up email in the browser, connects E2B (the
+// simulator) and turns the kill tool on in Settings; it returns the
+// workspace's dashboard URL.
+func webKillWorkspace(t *testing.T, ctx context.Context, base, email string) string {
+	t.Helper()
+	webSubmitSignIn(t, ctx, "sign up", base+"/signup", email, "correct horse battery staple",
 		chromedp.WaitVisible(chromedp.ID("#next-steps")))
 	m := regexp.MustCompile(`/app/w/[0-9a-f-]+$`).FindString(webLocation(t, ctx))
 	if m == "" {
@@ -37,6 +35,17 @@ func TestApprovalWebPage(t *testing.T) {
 		chromedp.Navigate(wsBase+"/settings"), chromedp.WaitVisible(chromedp.ID("#kill-switch")),
 		chromedp.Click(chromedp.ID("#kill-switch")), chromedp.WaitVisible(chromedp.ID("#confirm-ok")),
 		chromedp.Click(chromedp.ID("#confirm-ok")), chromedp.WaitVisible(chromedp.CSS(".kill-card.kill-on")))
+	return wsBase
+}
+
+// TestApprovalWebPage: in a real Chromium, a person sees the pending count
+// in the navigation, opens the approval URL an AI client was given, reads
+// what would happen, approves it through the dialog, and the client's
+// repeated call then kills the sandbox; a second request is denied there.
+func TestApprovalWebPage(t *testing.T) {
+	base, ctx, problems := webStartJourney(t, nil)
+
+	wsBase := webKillWorkspace(t, ctx, base, "approver@example.com")
 	sel, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('approval-e2b_kill_sandbox').value`))
 	if err != nil || sel != "human" {
 		t.Errorf("kill's approval in settings = %q, %v; want human", sel, err)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	netmail "net/mail"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/netguard"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/mcp"
@@ -88,6 +90,10 @@ type Config struct {
 		// AllowedOrigins are the browser origins allowed on /mcp besides
 		// PUBLIC_URL's (ALLOWED_ORIGINS); nil when none.
 		AllowedOrigins []string
+		// PrivateNetworks are the inner networks outgoing calls (approval
+		// webhooks) may reach besides public addresses, also over plain
+		// http (UPSTREAM_PRIVATE_NETWORKS); nil when none.
+		PrivateNetworks []netip.Prefix
 	}
 	// Caps are what one person may hold: working MCP keys and shared
 	// workspaces.
@@ -210,6 +216,7 @@ func (c *Config) settings(needSecrets bool) []setting {
 		{"mcp-workspace-burst", "MCP_WORKSPACE_BURST", strconv.Itoa(mcp.DefaultWorkspaceBurst), "MCP tool calls per workspace allowed in a burst", false, parseBurst("MCP_WORKSPACE", &c.MCP.Workspace)},
 		{"outage-grace", "OUTAGE_GRACE", formatDuration(service.DefaultOutageGrace), "how long cached keys, policies and credentials serve while the database is unreachable (0: not at all)", false, p.outageGrace},
 		{"trusted-proxies", "TRUSTED_PROXIES", "", "CIDRs of reverse proxies whose X-Forwarded-For/Forwarded give the client address (comma-separated)", false, p.trustedProxies},
+		{"upstream-private-networks", "UPSTREAM_PRIVATE_NETWORKS", "", "CIDRs of inner networks the gateway may call out to (approval webhooks), also over plain http (comma-separated)", false, p.privateNetworks},
 		{"max-keys-per-user", "MAX_KEYS_PER_USER", strconv.Itoa(service.DefaultMaxKeysPerUser), "working MCP keys one person may hold", false, parseCap("MAX_KEYS_PER_USER", &c.Caps.KeysPerUser)},
 		{"max-workspaces-per-user", "MAX_WORKSPACES_PER_USER", strconv.Itoa(service.DefaultMaxWorkspacesPerUser), "shared workspaces one person may own", false, parseCap("MAX_WORKSPACES_PER_USER", &c.Caps.WorkspacesPerUser)},
 		{"allowed-origins", "ALLOWED_ORIGINS", "", "browser origins allowed on /mcp besides PUBLIC_URL's (comma-separated)", false, p.allowedOrigins},
@@ -332,6 +339,16 @@ func (p *parser) trustedProxies(v string) error {
 		return errors.New("TRUSTED_PROXIES: " + err.Error() + " (write CIDRs such as 10.0.0.0/8,172.16.0.0/12)")
 	}
 	p.c.Proxy.Trusted = proxies
+	return nil
+}
+
+// privateNetworks reads UPSTREAM_PRIVATE_NETWORKS.
+func (p *parser) privateNetworks(v string) error {
+	nets, err := netguard.ParseNetworks(v)
+	if err != nil {
+		return errors.New("UPSTREAM_PRIVATE_NETWORKS: " + err.Error() + " (write CIDRs such as 10.20.0.0/16)")
+	}
+	p.c.Proxy.PrivateNetworks = nets
 	return nil
 }
 

@@ -4,7 +4,7 @@
 // accounts. This package only reads configuration and wires the other
 // packages together; it holds no business logic.
 //
-// Imports from this module: internal/app, internal/httpx, internal/logctx, internal/mail,
-// internal/oauth, internal/password, internal/pgembed, internal/reseal, internal/service,
-// internal/store, mcp, mcpgate, vault.
+// Imports from this module: internal/app, internal/httpx, internal/logctx, internal/mail, internal/netguard,
+// internal/oauth, internal/password, internal/pgembed, internal/reseal, internal/service, internal/store, mcp,
+// mcpgate, vault.
 package main

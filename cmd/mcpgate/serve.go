@@ -163,7 +163,7 @@ func newGateway(ctx context.Context, cfg *Config, db *store.DB, log *slog.Logger
 		E2BAPIURL: cfg.E2B.APIURL, E2BDashboardURL: cfg.E2B.DashboardAPIURL,
 		KeyRate: m.Key.Rate, KeyBurst: m.Key.Burst, UserRate: m.User.Rate, UserBurst: m.User.Burst,
 		WorkspaceRate: m.Workspace.Rate, WorkspaceBurst: m.Workspace.Burst, OutageGrace: m.OutageGrace, Version: version,
-		TrustedProxies: cfg.Proxy.Trusted, AllowedOrigins: cfg.Proxy.AllowedOrigins,
+		TrustedProxies: cfg.Proxy.Trusted, AllowedOrigins: cfg.Proxy.AllowedOrigins, PrivateNetworks: cfg.Proxy.PrivateNetworks,
 		MaxKeysPerUser: cfg.Caps.KeysPerUser, MaxWorkspacesPerUser: cfg.Caps.WorkspacesPerUser,
 		AuditRetention: cfg.Audit.Retention, DataDir: cfg.DB.DataDir,
 		OAuthCIMD: testOAuthCIMD,

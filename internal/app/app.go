@@ -7,7 +7,7 @@
 //
 // Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
 // internal/mail, internal/metrics, internal/oauth, internal/password, internal/replicas, internal/reseal, internal/service,
-// internal/store, mcp, mcpgate, vault, web.
+// internal/store, internal/webhook, mcp, mcpgate, vault, web.
 package app
 
 import (
@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/webhook"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
 	"github.com/mcpgate/mcpgate/web"
@@ -78,6 +80,12 @@ type Options struct {
 	AllowedOrigins []string
 	// TrustedProxies give the client address behind a proxy (nil: none).
 	TrustedProxies *httpx.Proxies
+	// PrivateNetworks are UPSTREAM_PRIVATE_NETWORKS: the inner networks
+	// approval webhooks may reach.
+	PrivateNetworks []netip.Prefix
+	// Webhook, when set, tunes the approval webhooks' sender (tests: short
+	// backoff); PrivateNetworks, Logger and Done are the wiring's.
+	Webhook webhook.Options
 	// DataDir holds the audit spool (DATA_DIR); empty runs without one.
 	DataDir string
 	// AuditRetention is how long audit rows are kept; 0 keeps everything.
@@ -108,6 +116,7 @@ type Gateway struct {
 	log     *slog.Logger
 	audit   *audit.Writer
 	mailer  *mail.Mailer
+	hooks   *webhook.Sender
 	metrics *metrics.Registry
 	spool   *audit.Spool
 	cancel  context.CancelFunc
@@ -162,7 +171,13 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		}
 		mailer = gw.mailer
 	}
-	gw.Service = service.New(service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
+	wo := o.Webhook
+	wo.PrivateNetworks, wo.Logger = o.PrivateNetworks, log
+	// The sender reports each attempt to the services, which record and
+	// audit it.
+	wo.Done = func(r webhook.Result) { svc.WebhookDone(r) }
+	gw.hooks = webhook.New(wo)
+	gw.Service = service.New(service.Options{Webhooks: gw.hooks, DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
 		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
 		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
 		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments"),
@@ -338,6 +353,7 @@ func (gw *Gateway) Close() {
 	if gw.mailer != nil {
 		gw.mailer.Close(ctx) // before the audit log, which records its outcomes
 	}
+	gw.hooks.Close(ctx) // so too the webhooks
 	if err := gw.audit.Close(ctx); err != nil {
 		gw.log.Error("audit log not fully written at shutdown", "err", err)
 	}

@@ -2,11 +2,12 @@ package httpx
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/mcpgate/mcpgate/internal/netguard"
 )
 
 // Proxies are the networks whose forwarding headers are believed
@@ -19,21 +20,11 @@ type Proxies struct {
 // ParseProxies parses a comma- or space-separated list of CIDRs (a bare
 // address counts as a /32 or /128). It reports every entry it cannot read.
 func ParseProxies(list string) (*Proxies, error) {
-	p := &Proxies{}
-	var bad []string
-	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
-		if pfx, err := netip.ParsePrefix(f); err == nil {
-			p.nets = append(p.nets, pfx.Masked())
-		} else if a, err := netip.ParseAddr(f); err == nil {
-			p.nets = append(p.nets, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-		} else {
-			bad = append(bad, fmt.Sprintf("%q", f))
-		}
+	nets, err := netguard.ParseNetworks(list)
+	if err != nil {
+		return nil, err
 	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("not a CIDR or IP address: %s", strings.Join(bad, ", "))
-	}
-	return p, nil
+	return &Proxies{nets: nets}, nil
 }
 
 // String lists the networks.

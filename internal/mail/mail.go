@@ -45,13 +45,17 @@ const (
 	// account already: its owner is told, the one signing up sees the same
 	// answer as for a new address.
 	KindAccountExists Kind = "account_exists"
+	// KindApprovalRequested tells the requester and the people who may
+	// decide that a call waits for a person's approval (Data.Approval).
+	KindApprovalRequested Kind = "approval_requested"
 )
 
 var subjects = map[Kind]string{
-	KindReset:         "Reset your password",
-	KindVerify:        "Confirm your email address",
-	KindEmailChanged:  "Your account's email address was changed",
-	KindAccountExists: "You already have an account",
+	KindReset:             "Reset your password",
+	KindVerify:            "Confirm your email address",
+	KindEmailChanged:      "Your account's email address was changed",
+	KindAccountExists:     "You already have an account",
+	KindApprovalRequested: "An AI client's call waits for approval",
 }
 
 // Server is where mail is sent, parsed from SMTP_URL.
@@ -142,6 +146,24 @@ type Data struct {
 	NewEmail  string
 	Product   string
 	PublicURL string
+	// Approval is the call waiting (KindApprovalRequested); Link is its
+	// page.
+	Approval *Approval
+}
+
+// Approval is what an approval mail says of the call.
+type Approval struct {
+	Tool, Summary string
+	// RequestedBy says who asked: the key or connected app by name, and
+	// its person.
+	RequestedBy string
+	Workspace   string
+	// Expires is the expiry as people read it (UTC).
+	Expires string
+	// CanDecide is whether the recipient may decide (else, the requester
+	// under four eyes or without the two-factor sign-in required, they are
+	// told someone else must).
+	CanDecide bool
 }
 
 var (

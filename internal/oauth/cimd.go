@@ -13,12 +13,12 @@ import (
 	"net/netip"
 	"net/url"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/netguard"
 )
 
 // CIMDOptions configure how client ID metadata documents are fetched.
@@ -96,73 +96,6 @@ func (p *pendingClients) put(c *mcpgate.OAuthClient, now time.Time) {
 	p.clients[c.ID] = pendingClient{client: *c, fetched: now}
 }
 
-// specialUse are the ranges of the IANA IPv4 and IPv6 Special-Purpose
-// Address Registries (iana-ipv4-special-registry, iana-ipv6-special-registry,
-// as of 2024), plus multicast, 240.0.0.0/4 and the deprecated site-local
-// range: addresses that are not a public web server's. A metadata URL that
-// resolves into one would let anyone make the gateway probe its own network
-// (SSRF), so every one is refused, even those the registry marks globally
-// reachable (AS112, AMT), which no client's document is served from.
-var specialUse = func() []netip.Prefix {
-	var ps []netip.Prefix
-	for _, p := range []string{
-		// IPv4
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16",
-		"192.175.48.0/24", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-		// IPv6 (IPv4-mapped and NAT64 are judged by their IPv4 address below)
-		"::/96", "100::/64", "2001::/23", "2001:db8::/32", "2002::/16", "2620:4f:8000::/48", "3fff::/20",
-		"5f00::/16", "64:ff9b:1::/48", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-	} {
-		ps = append(ps, netip.MustParsePrefix(p))
-	}
-	return ps
-}()
-
-// nat64 is the well-known NAT64 prefix (RFC 6052): its last 32 bits are an
-// IPv4 address, reached through the translator.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// publicAddr reports whether the fetcher may connect to addr: never to a
-// special-use address, nor to one whose embedded IPv4 address (IPv4-mapped,
-// NAT64) is one; the IPv4-compatible (::/96) and 6to4 (2002::/16) forms are
-// special-use themselves.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if nat64.Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte(b[12:]))
-	}
-	if !a.IsValid() || a.Zone() != "" {
-		return false
-	}
-	for _, p := range specialUse {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return !a.IsLoopback() && !a.IsPrivate() && !a.IsLinkLocalUnicast() && !a.IsMulticast() && !a.IsUnspecified()
-}
-
-// ownAddr reports whether addr is one of this host's interface addresses:
-// a public address of the gateway's own machine reaches services that may
-// trust a local caller. Read at each dial, since addresses change.
-func ownAddr(a netip.Addr) bool {
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return true // unknown: refuse
-	}
-	a = a.Unmap()
-	for _, ia := range addrs {
-		if n, ok := ia.(*net.IPNet); ok {
-			if own, ok := netip.AddrFromSlice(n.IP); ok && own.Unmap() == a {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
@@ -173,22 +106,13 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 	if o.CacheTTL == 0 {
 		o.CacheTTL = time.Hour
 	}
-	allow := func(a netip.Addr) bool { return publicAddr(a) && !ownAddr(a) }
+	allow := func(a netip.Addr) bool { return netguard.Public(a) && !netguard.Own(a) }
 	if o.AllowAddr != nil {
 		test := o.AllowAddr
-		allow = func(a netip.Addr) bool { return (publicAddr(a) && !ownAddr(a)) || test(a) }
+		allow = func(a netip.Addr) bool { return (netguard.Public(a) && !netguard.Own(a)) || test(a) }
 	}
-	dialer := &net.Dialer{Timeout: o.Timeout,
-		// The check runs on the address actually dialled, after DNS, so
-		// a name that resolves (or re-resolves) to an inner address is
-		// refused too.
-		Control: func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !allow(ap.Addr()) {
-				return errAddrRefused
-			}
-			return nil
-		}}
+	// The check runs on the address actually dialled, after DNS.
+	dialer := &net.Dialer{Timeout: o.Timeout, Control: netguard.Control(allow)}
 	tr := &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: o.Timeout,
 		ResponseHeaderTimeout: o.Timeout, MaxIdleConns: 10, IdleConnTimeout: 30 * time.Second,
 		TLSClientConfig: &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}, Proxy: nil}
@@ -202,7 +126,7 @@ func newCIMDFetcher(o CIMDOptions) *cimdFetcher {
 var errNoRedirects = errors.New("redirects are not followed")
 
 // errAddrRefused is the dialer's refusal of an inner address.
-var errAddrRefused = errors.New("address not allowed")
+var errAddrRefused = netguard.ErrRefused
 
 // fetchError is a refused metadata document: Reason is safe to show the
 // person (it never names an address the gateway resolved or reached, which

@@ -118,6 +118,7 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	}
 	s.present(ap)
 	s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalRequested, ap))
+	s.notifyApproval(ctx, mcpgate.EventApprovalRequested, ap)
 	return ap, nil
 }
 
@@ -240,6 +241,9 @@ func lowerFirst(s string) string {
 func (s *Service) expire(ctx context.Context, a *mcpgate.Actor, ap *mcpgate.ApprovalRequest) {
 	if ok, err := s.db.ExpireApproval(ctx, ap.WorkspaceID, ap.ID, s.now()); err == nil && ok {
 		s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalExpired, ap))
+		expired := *ap
+		expired.State = mcpgate.ApprovalExpired
+		s.notifyApproval(ctx, mcpgate.EventApprovalExpired, &expired)
 	}
 }
 
@@ -322,6 +326,7 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 		action = mcpgate.ActionApprovalApproved
 	}
 	s.record(ctx, approvalEvent(a, action, after))
+	s.notifyApproval(ctx, string(action), after)
 	return after, nil
 }
 
@@ -384,6 +389,9 @@ func (s *Service) ExpireApprovals(ctx context.Context) error {
 		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, KeyID: ap.KeyID, GrantID: ap.GrantID, Kind: mcpgate.KindAdmin,
 			Action: string(mcpgate.ActionApprovalExpired), Outcome: mcpgate.OutcomeOK,
 			Arguments: map[string]any{"approval": ap.ID, "tool": ap.Tool, "requested_by": ap.RequestedBy, "arguments": ap.Arguments}})
+		if full, _, err := s.db.FindApproval(ctx, ap.WorkspaceID, ap.ID); err == nil {
+			s.notifyApproval(ctx, mcpgate.EventApprovalExpired, full)
+		}
 	}
 	return nil
 }

@@ -29,9 +29,15 @@
 // library's code generator) for the replay check; the secret is sealed with
 // the vault like an E2B key, and recovery codes are stored as SHA-256 hashes.
 //
+// Approval notifications (notifications.go) follow each approval step once
+// it is stored and audited: mail to the people who may decide (the
+// decision rules of requireDecider, the mail throttle, one mail per person
+// and approval) and a webhook handed to internal/webhook, whose attempts
+// come back through WebhookDone. Nothing in them fails the step.
+//
 // Outside the module it imports pquerna/otp; it never imports api, web or
 // mcp.
 //
 // Imports from this module: connectors, internal/lastused, internal/mail, internal/password,
-// internal/store, internal/trustcache, mcpgate, vault.
+// internal/store, internal/trustcache, internal/webhook, mcpgate, vault.
 package service

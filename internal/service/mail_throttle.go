@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -27,6 +28,12 @@ type mailSend struct {
 	to     string // the address the mail goes to (normalized)
 	userID string // the signed-in person who asks, or ""
 	client string // the client address of a route without a session, or ""
+	// workspace, when set, counts the mail against the workspace too
+	// (approval mails), perWorkspace a window; perTarget, when set,
+	// replaces mailPerTarget for this kind.
+	workspace    string
+	perWorkspace int
+	perTarget    int
 	// refusal is the message of the 429.
 	refusal string
 }
@@ -40,7 +47,10 @@ func (s *Service) throttleMail(ctx context.Context, m mailSend) error {
 		subject string
 		limit   int
 	}
-	counters := []counter{{"mail:" + m.kind + ":to:" + m.to, mailPerTarget}}
+	counters := []counter{{"mail:" + m.kind + ":to:" + m.to, cmp.Or(m.perTarget, mailPerTarget)}}
+	if m.workspace != "" {
+		counters = append(counters, counter{"mail:" + m.kind + ":workspace:" + m.workspace, m.perWorkspace})
+	}
 	if m.userID != "" {
 		counters = append(counters, counter{"mail:" + m.kind + ":user:" + m.userID, mailPerPerson})
 	}

@@ -91,6 +91,9 @@ func (s *Service) MailDone(r mail.Result) {
 	if r.Ref == "" {
 		return // a sign-up's link: no account, so no audit log, yet
 	}
+	if s.approvalMailDone(r) {
+		return
+	}
 	ctx := context.Background()
 	u, err := s.db.FindUserByID(ctx, r.Ref)
 	if err != nil {

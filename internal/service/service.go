@@ -67,6 +67,8 @@ type Options struct {
 	// Mailer sends the account emails; nil means the instance has no
 	// SMTP_URL, and the features that need email say so.
 	Mailer Mailer
+	// Webhooks sends the approval webhooks; nil: none can be set.
+	Webhooks Webhooks
 	// RequireVerifiedEmail is SIGNUP_VERIFY=required: until a person has
 	// confirmed their address they cannot accept invitations or create
 	// keys. It needs a Mailer.
@@ -202,7 +204,7 @@ func New(opts Options) *Service {
 // Services returns the services as the front doors take them.
 func (s *Service) Services() mcpgate.Services {
 	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
-		Approvals: s, Guardrails: s, Grants: s}
+		Approvals: s, Guardrails: s, Grants: s, Notifications: s}
 }
 
 // The kinds of change Invalidate is told about.

@@ -147,6 +147,7 @@ type sealedTable struct {
 var sealedTables = []sealedTable{
 	{table: "connections", column: "ciphertext", owner: "workspace_id", aad: vault.CredentialAAD},
 	{table: "totp_factors", column: "secret", owner: "user_id", aad: vault.TOTPAAD, ref: "totp_factors:"},
+	{table: "webhook_secrets", column: "secret", owner: "workspace_id", aad: vault.WebhookSecretAAD, ref: "webhook_secrets:"},
 }
 
 // sealedUnion selects key_term from every sealed table.
