@@ -11,5 +11,5 @@
 // binary's dependencies. The tests use github.com/emersion/go-smtp only as the
 // receiving server (see mailtest).
 //
-// Imports from this module: mcpgate.
+// Imports from this module: internal/retryqueue, mcpgate.
 package mail

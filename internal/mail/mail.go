@@ -20,11 +20,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	texttemplate "text/template"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/retryqueue"
 )
 
 //go:embed templates/*
@@ -234,10 +234,7 @@ type Options struct {
 type Mailer struct {
 	opts  Options
 	from  *mail.Address
-	queue chan *Message
-	wg    sync.WaitGroup
-	stop  chan struct{}
-	once  sync.Once
+	queue *retryqueue.Queue[*Message]
 }
 
 // ErrQueueFull is Send's answer when too many messages are waiting.
@@ -261,89 +258,43 @@ func New(opts Options) (*Mailer, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
-	m := &Mailer{opts: opts, from: from, queue: make(chan *Message, 256), stop: make(chan struct{})}
-	m.wg.Add(1)
-	go m.run()
+	m := &Mailer{opts: opts, from: from}
+	m.queue = retryqueue.New(retryqueue.Options{Attempts: opts.Attempts, Backoff: opts.Backoff}, m.try)
 	return m, nil
 }
 
 // Send queues a message. It does not wait for the server.
 func (m *Mailer) Send(msg *Message) error {
-	select {
-	case <-m.stop:
-		return errors.New("mailer closed")
-	default:
-	}
-	select {
-	case m.queue <- msg:
-		return nil
-	default:
+	switch err := m.queue.Send(msg); {
+	case errors.Is(err, retryqueue.ErrFull):
 		return ErrQueueFull
+	case err != nil:
+		return errors.New("mailer closed")
 	}
+	return nil
 }
 
 // Close stops the mailer once what is queued has been tried, or when ctx
 // ends.
-func (m *Mailer) Close(ctx context.Context) {
-	m.once.Do(func() { close(m.stop) })
-	done := make(chan struct{})
-	go func() { m.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
+func (m *Mailer) Close(ctx context.Context) { m.queue.Close(ctx) }
 
-func (m *Mailer) run() {
-	defer m.wg.Done()
-	for {
-		select {
-		case msg := <-m.queue:
-			m.deliver(msg)
-		case <-m.stop:
-			for {
-				select {
-				case msg := <-m.queue:
-					m.deliver(msg)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-func (m *Mailer) deliver(msg *Message) {
-	wait := m.opts.Backoff
-	var err error
-	n := 0
-	for n < m.opts.Attempts {
-		n++
-		if err = m.sendOnce(msg); err == nil {
-			break
-		}
-		if n == m.opts.Attempts {
-			break
-		}
-		m.opts.Logger.Warn("mail not sent; retrying", "kind", msg.Kind, "attempt", n, "err", err)
-		select {
-		case <-time.After(wait):
-		case <-m.stop:
-			// Shutting down: one more try at most, no more waiting.
-			if n < m.opts.Attempts-1 {
-				n = m.opts.Attempts - 1
-			}
-		}
-		wait *= 2
-	}
-	if err != nil {
-		m.opts.Logger.Error("mail not sent", "kind", msg.Kind, "attempts", n, "err", err)
-	} else {
+// try sends msg once for the queue, which retries it until it is sent or
+// out of attempts.
+func (m *Mailer) try(msg *Message, n int, last bool) bool {
+	err := m.sendOnce(msg)
+	switch {
+	case err == nil:
 		m.opts.Logger.Info("mail sent", "kind", msg.Kind, "attempts", n)
+	case !last:
+		m.opts.Logger.Warn("mail not sent; retrying", "kind", msg.Kind, "attempt", n, "err", err)
+		return false
+	default:
+		m.opts.Logger.Error("mail not sent", "kind", msg.Kind, "attempts", n, "err", err)
 	}
 	if m.opts.Done != nil {
 		m.opts.Done(Result{Kind: msg.Kind, Ref: msg.Ref, To: msg.To, Attempts: n, Err: err})
 	}
+	return true
 }
 
 func (m *Mailer) sendOnce(msg *Message) error {

@@ -7,5 +7,5 @@
 // approvals or the store: the services render the body and hear back each
 // attempt's outcome (Options.Done), as internal/mail does for email.
 //
-// Imports from this module: internal/netguard, mcpgate.
+// Imports from this module: internal/netguard, internal/retryqueue, mcpgate.
 package webhook

@@ -14,11 +14,11 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/netguard"
+	"github.com/mcpgate/mcpgate/internal/retryqueue"
 )
 
 // The headers of a delivery (a public contract, design §4).
@@ -87,10 +87,7 @@ type Sender struct {
 	opts   Options
 	public *http.Client // for https URLs: public addresses and the private networks
 	inner  *http.Client // for http URLs: the private networks only
-	queue  chan Delivery
-	stop   chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
+	queue  *retryqueue.Queue[Delivery]
 }
 
 // ErrQueueFull is Send's answer when too many deliveries are waiting.
@@ -120,13 +117,10 @@ func New(opts Options) *Sender {
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	s := &Sender{opts: opts, queue: make(chan Delivery, 256), stop: make(chan struct{})}
+	s := &Sender{opts: opts}
 	s.public = s.client(s.allowed(true))
 	s.inner = s.client(s.allowed(false))
-	for range opts.Workers {
-		s.wg.Add(1)
-		go s.run()
-	}
+	s.queue = retryqueue.New(retryqueue.Options{Workers: opts.Workers, Attempts: opts.Attempts, Backoff: opts.Backoff}, s.try)
 	return s
 }
 
@@ -183,69 +177,30 @@ func (s *Sender) CheckURL(ctx context.Context, raw string) error {
 
 // Send queues a delivery. It does not wait for the receiver.
 func (s *Sender) Send(d Delivery) error {
-	select {
-	case <-s.stop:
-		return errors.New("webhook sender closed")
-	default:
-	}
-	select {
-	case s.queue <- d:
-		return nil
-	default:
+	switch err := s.queue.Send(d); {
+	case errors.Is(err, retryqueue.ErrFull):
 		return ErrQueueFull
+	case err != nil:
+		return errors.New("webhook sender closed")
 	}
+	return nil
 }
 
 // Close stops the sender once what is queued has been tried (without more
 // waiting between attempts), or when ctx ends.
-func (s *Sender) Close(ctx context.Context) {
-	s.once.Do(func() { close(s.stop) })
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-	}
-}
+func (s *Sender) Close(ctx context.Context) { s.queue.Close(ctx) }
 
-func (s *Sender) run() {
-	defer s.wg.Done()
-	for {
-		select {
-		case d := <-s.queue:
-			s.deliver(d)
-		case <-s.stop:
-			for {
-				select {
-				case d := <-s.queue:
-					s.deliver(d)
-				default:
-					return
-				}
-			}
-		}
-	}
-}
-
-// deliver tries d until it is accepted (2xx), refused for good (a 4xx
-// other than 408 and 429: retrying will not help), or out of attempts.
-func (s *Sender) deliver(d Delivery) {
-	wait := s.opts.Backoff
-	for n := 1; ; n++ {
-		status, err := s.post(d)
-		final := err == nil || n >= s.opts.Attempts || permanent(status)
-		s.report(Result{ID: d.ID, Ref: d.Ref, Event: d.Event, Attempts: n, Status: status, Err: err, Final: final})
-		if final {
-			return
-		}
+// try posts d once for the queue, which retries it until it is accepted
+// (2xx), refused for good (a 4xx other than 408 and 429: retrying will not
+// help), or out of attempts.
+func (s *Sender) try(d Delivery, n int, last bool) bool {
+	status, err := s.post(d)
+	final := err == nil || last || permanent(status)
+	s.report(Result{ID: d.ID, Ref: d.Ref, Event: d.Event, Attempts: n, Status: status, Err: err, Final: final})
+	if !final {
 		s.opts.Logger.Warn("webhook not delivered; retrying", "event", d.Event, "delivery", d.ID, "attempt", n, "status", status)
-		select {
-		case <-time.After(wait):
-		case <-s.stop:
-			n = max(n, s.opts.Attempts-1) // shutting down: one more try at most
-		}
-		wait *= 2
 	}
+	return final
 }
 
 func (s *Sender) report(r Result) {
