@@ -21,7 +21,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/retryqueue"
 )
 
-// The headers of a delivery (a public contract, design §4).
+// The headers of a delivery: a public contract, since receivers check the
+// signature and de-duplicate by delivery id.
 const (
 	HeaderEvent     = "X-Mcpgate-Event"
 	HeaderDelivery  = "X-Mcpgate-Delivery"
