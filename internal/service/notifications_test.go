@@ -71,6 +71,14 @@ func (rv *hookReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// received is a copy of the events so far: deliveries may still arrive
+// (the expiry of an approval can be sent twice, once per approval).
+func (rv *hookReceiver) received() []hookEvent {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	return append([]hookEvent(nil), rv.events...)
+}
+
 // wait returns the first event named event, waiting up to 10 s.
 func (rv *hookReceiver) wait(t *testing.T, event string) hookEvent {
 	t.Helper()
@@ -217,7 +225,7 @@ func TestNotify_MailAndWebhook(t *testing.T) {
 	for _, m := range srv.Messages() {
 		all = append(all, m.Text+m.HTML...)
 	}
-	for _, ev := range rv.events {
+	for _, ev := range rv.received() {
 		all = append(all, ev.Raw...)
 	}
 	if strings.Contains(string(all), hookSecret) || strings.Contains(string(all), "pads-credential") {
