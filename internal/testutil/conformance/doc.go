@@ -1,0 +1,28 @@
+// Package conformance lets tests hold an MCP server to the official MCP
+// conformance suite (@modelcontextprotocol/conformance, pinned with its
+// Node.js 22 by testdata/conformance-suite/package-lock.json) and gives
+// them the suite's reference server to measure against.
+//
+// Run drives the suite's server scenarios against any URL and returns one
+// Result per scenario, read from the checks.json files the suite writes
+// (its machine-readable output) and cross-checked against the counts it
+// prints, so that a change in the suite's output fails loudly instead of
+// reading as a pass.
+//
+// StartReference runs the reference "everything" server that the suite's
+// own sdk command runs for the Go SDK: conformance/everything-server of
+// the go-sdk module this module already requires (go.sum pins its hash),
+// built with go build from the module cache. The suite's TypeScript
+// reference server (examples/servers/typescript in the suite's git
+// repository) is in no npm package: the suite's package ships only dist
+// and requirements, and the TypeScript SDK's packages ship only dist, so a
+// test that cannot reach the repository can run it only from a copy, which
+// the project does not keep. The Go server mirrors it: same tool, prompt and
+// resource names, and it passes every active server scenario of both
+// protocol generations (stateful for 2025-11-25, stateless for 2026-07-28).
+//
+// The suite is one process per run: a whole active suite takes a few
+// seconds; Options.Scenarios runs a chosen subset.
+//
+// Imports from this module: internal/testutil, internal/testutil/npmtest.
+package conformance
