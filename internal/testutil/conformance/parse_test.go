@@ -94,6 +94,9 @@ Total: 4 passed, 2 failed
 	if diff := cmp.Diff([]string{"ping", "tools-call-image"}, Names(got, Passed)); diff != "" {
 		t.Errorf("Names(Passed) (-want +got):\n%s", diff)
 	}
+	if r := Index(got)["threw"]; r.Status != Failed {
+		t.Errorf("Index()[threw] = %+v, want the failure", r)
+	}
 	if diff := cmp.Diff([]string{"ping"}, Without(Names(got, Passed), "tools-call-image", "absent")); diff != "" {
 		t.Errorf("Without() (-want +got):\n%s", diff)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
 )
 
 // referencePackage is the suite's reference server for the Go SDK, in the
@@ -50,6 +51,15 @@ func StartReference(t testing.TB, opts ReferenceOptions) string {
 	addr := l.Addr().String()
 	l.Close()
 	cmd := exec.Command(bin, "-http="+addr, fmt.Sprintf("-stateless=%t", opts.Stateless))
+	url := "http://" + addr + "/mcp"
+	start(t, cmd, url, "the reference server")
+	return url
+}
+
+// start starts cmd, stops it with the test, and waits until it answers at
+// url.
+func start(t testing.TB, cmd *exec.Cmd, url, what string) {
+	t.Helper()
 	logs := &testutil.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
@@ -64,11 +74,9 @@ func StartReference(t testing.TB, opts ReferenceOptions) string {
 		_ = cmd.Process.Kill()
 		<-exited
 	})
-	url := "http://" + addr + "/mcp"
 	if err := waitAnswer(url, exited); err != nil {
-		t.Fatalf("the reference server: %v\n%s", err, logs)
+		t.Fatalf("%s: %v\n%s", what, err, logs)
 	}
-	return url
 }
 
 // waitAnswer polls url with a ping until the server answers over HTTP
@@ -179,8 +187,8 @@ func goTool(t testing.TB) string {
 	return p
 }
 
-// moduleDir is this package's directory, inside the module whose go.mod
-// pins the go-sdk, wherever the calling test runs.
+// moduleDir is this package's source directory, inside the module whose
+// go.mod pins the go-sdk, wherever the calling test runs.
 func moduleDir(t testing.TB) string {
 	t.Helper()
 	_, file, _, ok := runtime.Caller(0)
@@ -188,4 +196,29 @@ func moduleDir(t testing.TB) string {
 		t.Fatal("conformance: cannot locate the package's source")
 	}
 	return filepath.Dir(file)
+}
+
+// StartEverything runs the official MCP "everything" server of the npm
+// registry (@modelcontextprotocol/server-everything, pinned by
+// testdata/server-everything/package-lock.json) under the suite's pinned
+// Node.js over streamable HTTP on a free port, waits until it answers, and
+// returns its MCP endpoint. It is not the suite's reference server (its
+// tools have other names, so most scenarios fail against it), but a
+// second server no one on the project wrote, run with Node. It stops with
+// the test.
+func StartEverything(t testing.TB) string {
+	t.Helper()
+	node := Install(t).Node
+	dir := npmtest.Install(t, testdata(t, "server-everything"))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(node, filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	start(t, cmd, url, "the everything server")
+	return url
 }

