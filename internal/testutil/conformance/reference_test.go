@@ -78,7 +78,8 @@ func TestReference_Subset(t *testing.T) {
 // TestEverything_Baseline runs the active suite against the npm
 // everything server under Node and logs what passes there directly: a
 // second baseline, from a server that is not the suite's reference (most
-// scenarios name tools it lacks), so only some pass and none is required.
+// scenarios name tools it lacks), so only some pass and none is required;
+// the failures show the harness reading them.
 func TestEverything_Baseline(t *testing.T) {
 	suite := conformance.Install(t)
 	url := conformance.StartEverything(t)
@@ -89,4 +90,16 @@ func TestEverything_Baseline(t *testing.T) {
 	if len(passed) == 0 {
 		t.Fatal("no scenario passed against the everything server")
 	}
+	// Its failures are read with the suite's reasons (here, mostly the
+	// reference's tool names it lacks).
+	failed := conformance.Names(results, conformance.Failed)
+	if len(failed) == 0 {
+		t.Errorf("no scenario failed against a server that lacks the reference's tools")
+	}
+	for _, r := range results {
+		if r.Status == conformance.Failed && r.Message == "" {
+			t.Errorf("%s failed with no message: %+v", r.Scenario, r.Checks)
+		}
+	}
+	t.Logf("failed there (%d): %s", len(failed), strings.Join(failed, " "))
 }

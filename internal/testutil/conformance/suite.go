@@ -160,6 +160,10 @@ func (s Suite) run(t testing.TB, url, scenario string, opts Options) []Result {
 	if perr != nil {
 		t.Fatalf("conformance suite (exit %v): %v\nstdout:\n%s\nstderr:\n%s", err, perr, stdout.String(), stderr.String())
 	}
+	// The suite exits non-zero exactly when a check failed.
+	if failed := len(Names(results, Failed)) > 0; failed != (err != nil) {
+		t.Fatalf("conformance suite exited with %v, but %d scenarios failed by its checks\nstdout:\n%s\nstderr:\n%s", err, len(Names(results, Failed)), stdout.String(), stderr.String())
+	}
 	return results
 }
 
