@@ -17,9 +17,25 @@
 // repository) is in no npm package: the suite's package ships only dist
 // and requirements, and the TypeScript SDK's packages ship only dist, so a
 // test that cannot reach the repository can run it only from a copy, which
-// the project does not keep. The Go server mirrors it: same tool, prompt and
-// resource names, and it passes every active server scenario of both
-// protocol generations (stateful for 2025-11-25, stateless for 2026-07-28).
+// the project does not keep. The Go server mirrors it: the same 32 tool and
+// prompt names (it adds test_x_mcp_header), the same static resources and
+// template, and it passes every active server scenario of both protocol
+// generations (stateful for 2025-11-25, stateless for 2026-07-28).
+// StartEverything runs, under Node, the registry's everything server
+// (@modelcontextprotocol/server-everything), which is not the suite's
+// reference: a second server no one on the project wrote.
+//
+// A test of a front end (the gateway's per-server endpoint) takes the
+// baseline from the reference at run time and requires it there:
+//
+//	suite := conformance.Install(t)
+//	ref := conformance.StartReference(t, conformance.ReferenceOptions{})
+//	want := conformance.Names(suite.Run(t, ref, conformance.Options{}), conformance.Passed)
+//	// ... register ref behind the gateway ...
+//	got := conformance.Index(suite.Run(t, front, conformance.Options{}))
+//	for _, name := range conformance.Without(want, notYet...) {
+//		if got[name].Status != conformance.Passed { t.Errorf("%s: %s", name, got[name].Message) }
+//	}
 //
 // A run is one Node process for the whole suite (31 active scenarios at
 // 2025-11-25, 20 at 2026-07-28: 1.5 to 5 s against a local server,
