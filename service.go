@@ -255,10 +255,17 @@ type ToolSet struct {
 	derived any
 }
 
-// Derived returns what build makes of the set, building it once.
-func (s *ToolSet) Derived(build func(*ToolSet) any) any {
+// Derive returns what build makes of the set, building it once per set: a
+// front door keeps what it derives from the immutable value (an MCP server)
+// on the value itself. A set keeps one derived value, the first asked for;
+// a caller deriving another type from the same set gets its own each time,
+// never a value of the wrong type.
+func Derive[T any](s *ToolSet, build func(*ToolSet) T) T {
 	s.once.Do(func() { s.derived = build(s) })
-	return s.derived
+	if v, ok := s.derived.(T); ok {
+		return v
+	}
+	return build(s)
 }
 
 // AuditService reads the audit log.

@@ -16,6 +16,9 @@ import (
 // SessionStore is what sessions need from the database.
 type SessionStore interface {
 	CreateSession(ctx context.Context, userID string, expiresAt time.Time) (string, error)
+	// DescribeSession records where a session was made (client address and
+	// user agent), for the person's session list.
+	DescribeSession(ctx context.Context, sessionID, address, userAgent string) error
 	FindSessionUser(ctx context.Context, sessionID string) (*mcpgate.User, error)
 	RevokeSession(ctx context.Context, sessionID string) error
 }
