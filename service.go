@@ -72,6 +72,12 @@ type AccountService interface {
 	// EndOtherSessions signs out every session of the person but currentID
 	// and returns how many ended.
 	EndOtherSessions(ctx context.Context, u *User, currentID string) (int, error)
+}
+
+// TwoFactorService manages a person's two-factor sign-in (TOTP and
+// recovery codes); the login that checks the second factor is
+// AccountService.Login.
+type TwoFactorService interface {
 	// TOTPEnabled reports whether the person signs in with a second factor.
 	TOTPEnabled(ctx context.Context, u *User) (bool, error)
 	// BeginTOTP starts two-factor enrolment once the current password is
@@ -255,10 +261,17 @@ type ToolSet struct {
 	derived any
 }
 
-// Derived returns what build makes of the set, building it once.
-func (s *ToolSet) Derived(build func(*ToolSet) any) any {
+// Derive returns what build makes of the set, building it once per set: a
+// front door keeps what it derives from the immutable value (an MCP server)
+// on the value itself. A set keeps one derived value, the first asked for;
+// a caller deriving another type from the same set gets its own each time,
+// never a value of the wrong type.
+func Derive[T any](s *ToolSet, build func(*ToolSet) T) T {
 	s.once.Do(func() { s.derived = build(s) })
-	return s.derived
+	if v, ok := s.derived.(T); ok {
+		return v
+	}
+	return build(s)
 }
 
 // AuditService reads the audit log.
@@ -273,20 +286,4 @@ type AuditService interface {
 	// given time, under the same visibility as Audit; userID, for an admin,
 	// narrows it to one member, and source ("" for all) to one front door.
 	CallsPerHour(ctx context.Context, a *Actor, userID string, source Source, since time.Time) ([]HourCount, error)
-}
-
-// Services are the services together, as the front doors take them.
-type Services struct {
-	Accounts    AccountService
-	Workspaces  WorkspaceService
-	Keys        KeyService
-	Connections ConnectionService
-	Tools       ToolService
-	Audit       AuditService
-	Resources   ResourceService
-	Approvals   ApprovalService
-	Guardrails  GuardrailService
-	Grants      GrantService
-	// Notifications are the workspace's approval notifications.
-	Notifications NotificationService
 }

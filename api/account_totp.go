@@ -29,7 +29,7 @@ type totpEnrollment struct {
 // handleTOTPBegin is POST /me/totp {"current_password"}: a new pending
 // enrolment, replacing a pending one.
 func (s *Server) handleTOTPBegin(r *http.Request, req totpBegin) (reply, error) {
-	en, err := s.svc.Accounts.BeginTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.CurrentPassword, httpx.ClientAddress(r))
+	en, err := s.svc.TwoFactor.BeginTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.CurrentPassword, httpx.ClientAddress(r))
 	if err != nil {
 		return reply{}, err
 	}
@@ -45,7 +45,7 @@ type totpCode struct {
 // handleTOTPConfirm is POST /me/totp/confirm {"code"}: two-factor sign-in
 // on, and the recovery codes, shown this once.
 func (s *Server) handleTOTPConfirm(r *http.Request, req totpCode) (reply, error) {
-	codes, err := s.svc.Accounts.ConfirmTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code)
+	codes, err := s.svc.TwoFactor.ConfirmTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code)
 	return ok(listOf("recovery_codes", codes)), err
 }
 
@@ -60,7 +60,7 @@ type factorsCheck struct {
 // {"code","current_password"}: new recovery codes, shown this once; the old
 // ones stop working.
 func (s *Server) handleRecoveryCodesRenew(r *http.Request, req factorsCheck) (reply, error) {
-	codes, err := s.svc.Accounts.NewRecoveryCodes(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
+	codes, err := s.svc.TwoFactor.NewRecoveryCodes(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
 		httpx.ClientAddress(r))
 	return ok(listOf("recovery_codes", codes)), err
 }
@@ -68,6 +68,6 @@ func (s *Server) handleRecoveryCodesRenew(r *http.Request, req factorsCheck) (re
 // handleTOTPDisable is DELETE /me/totp {"code","current_password"}: the
 // code is a current TOTP code or an unused recovery code.
 func (s *Server) handleTOTPDisable(r *http.Request, req factorsCheck) (reply, error) {
-	return noContent, s.svc.Accounts.DisableTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
+	return noContent, s.svc.TwoFactor.DisableTOTP(r.Context(), mcpgate.UserFromContext(r.Context()), req.Code, req.CurrentPassword,
 		httpx.ClientAddress(r))
 }

@@ -99,7 +99,7 @@ func (s *Server) me(r *http.Request, u *mcpgate.User) (meResponse, error) {
 	if err != nil {
 		return meResponse{}, err
 	}
-	totp, err := s.svc.Accounts.TOTPEnabled(r.Context(), u)
+	totp, err := s.svc.TwoFactor.TOTPEnabled(r.Context(), u)
 	if err != nil {
 		return meResponse{}, err
 	}

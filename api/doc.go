@@ -4,7 +4,7 @@
 // the root router that mounts the MCP endpoint and the dashboard, which cmd
 // passes in as http.Handlers.
 //
-// Its handlers translate HTTP to calls of the services (mcpgate.Services)
+// Its handlers translate HTTP to calls of the services (Services)
 // and back; who may do what is decided there, not here. Errors become
 // statuses through the one table in internal/httpx. It never runs SQL, holds
 // key material, or imports mcp, web, vault, internal/service or

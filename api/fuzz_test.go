@@ -52,11 +52,11 @@ func newStack(tb testing.TB) *stack {
 	db, svc := env.DB, env.Service
 	keys := svc.NewKeyAuthenticator()
 	tb.Cleanup(keys.Close)
-	gw := mcp.New(mcp.Options{Tools: svc, Registry: registry, Authenticators: []mcpgate.Authenticator{keys}, Tokens: db,
+	gw := mcp.New(mcp.Options{Tools: svc.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{keys}, Tokens: db,
 		PublicURL: "http://localhost:8080", ConfirmationSecret: []byte("stack-confirmation-secret-0123456789")})
 	tb.Cleanup(gw.Close)
 	secret := []byte("stack-jwt-secret-0123456789abcdefghij")
-	srv := api.New(api.Options{Services: svc.Services(), Sessions: db, JWTSecret: secret,
+	srv := api.New(api.Options{Services: apiServices(svc), Sessions: db, JWTSecret: secret,
 		PublicURL: "http://localhost:8080", Ready: db.Ready, MCP: gw.Handler()})
 	s := &stack{db: db, h: srv.Handler(), sim: sim, secret: secret}
 	s.owner = s.signup(tb, "owner@example.com", "")

@@ -59,7 +59,7 @@ func newTestServer(t *testing.T, opts api.Options, edit ...func(*service.Options
 	if opts.Services.Accounts == nil {
 		// servicetest gives the services a vault of their own, as
 		// production does (TOTP secrets are sealed).
-		opts.Services = servicetest.New(t, so).Service.Services()
+		opts.Services = apiServices(servicetest.New(t, so).Service)
 	}
 	if opts.Sessions == nil {
 		opts.Sessions = db
@@ -390,4 +390,12 @@ func roleIn(me *meBody, ws string) mcpgate.Role {
 		}
 	}
 	return ""
+}
+
+// apiServices gives the API the services of set it takes, as the wiring
+// does.
+func apiServices(set *service.Set) api.Services {
+	return api.Services{Accounts: set.Accounts, TwoFactor: set.TwoFactor, Workspaces: set.Workspaces, Keys: set.Keys,
+		Connections: set.Connections, Tools: set.Tools, Guardrails: set.Tools, Audit: set.Audit, Approvals: set.Approvals,
+		Grants: set.Grants, Notifications: set.Notifications}
 }

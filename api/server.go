@@ -16,14 +16,33 @@ import (
 // SessionStore is what sessions need from the database.
 type SessionStore interface {
 	CreateSession(ctx context.Context, userID string, expiresAt time.Time) (string, error)
+	// DescribeSession records where a session was made (client address and
+	// user agent), for the person's session list.
+	DescribeSession(ctx context.Context, sessionID, address, userAgent string) error
 	FindSessionUser(ctx context.Context, sessionID string) (*mcpgate.User, error)
 	RevokeSession(ctx context.Context, sessionID string) error
+}
+
+// Services are the services the handlers call: every one but the
+// resources, which only the dashboard's pages browse.
+type Services struct {
+	Accounts      mcpgate.AccountService
+	TwoFactor     mcpgate.TwoFactorService
+	Workspaces    mcpgate.WorkspaceService
+	Keys          mcpgate.KeyService
+	Connections   mcpgate.ConnectionService
+	Tools         mcpgate.ToolService
+	Guardrails    mcpgate.GuardrailService
+	Audit         mcpgate.AuditService
+	Approvals     mcpgate.ApprovalService
+	Grants        mcpgate.GrantService
+	Notifications mcpgate.NotificationService
 }
 
 // Options configure the server. Handlers left nil are not mounted.
 type Options struct {
 	// Services decide every rule; the handlers only translate HTTP.
-	Services mcpgate.Services
+	Services Services
 	Sessions SessionStore
 	Logger   *slog.Logger
 	// PublicURL is where people reach the gateway: the base of connector
@@ -49,7 +68,7 @@ type Options struct {
 
 // Server is the HTTP surface.
 type Server struct {
-	svc      mcpgate.Services
+	svc      Services
 	log      *slog.Logger
 	opts     Options
 	sessions *Sessions

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -14,12 +13,6 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 )
-
-// sessionDescriber is implemented by stores that record where a session was
-// made (*store.DB does).
-type sessionDescriber interface {
-	DescribeSession(ctx context.Context, sessionID, address, userAgent string) error
-}
 
 // Cookie names and the CSRF header. Where PUBLIC_URL is https the two
 // cookies carry the __Host- prefix (see Sessions.cookieName); these are the
@@ -62,11 +55,9 @@ func (s *Sessions) issue(w http.ResponseWriter, r *http.Request, u *mcpgate.User
 	if err != nil {
 		return err
 	}
-	if d, ok := s.Store.(sessionDescriber); ok {
-		// Where the session was made, for the person's session list.
-		if err := d.DescribeSession(r.Context(), sid, httpx.ClientAddress(r), r.UserAgent()); err != nil {
-			return err
-		}
+	// Where the session was made, for the person's session list.
+	if err := s.Store.DescribeSession(r.Context(), sid, httpx.ClientAddress(r), r.UserAgent()); err != nil {
+		return err
 	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
 		Issuer: jwtIssuer, Subject: u.ID, Audience: jwt.ClaimStrings{jwtAudience}, ID: sid,

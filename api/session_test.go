@@ -153,6 +153,8 @@ func (f fakeSessions) FindSessionUser(ctx context.Context, id string) (*mcpgate.
 	return f.FindSessionUserFn(ctx, id)
 }
 
+func (f fakeSessions) DescribeSession(context.Context, string, string, string) error { return nil }
+
 func (f fakeSessions) RevokeSession(context.Context, string) error { return nil }
 
 // FuzzAuthenticate presents arbitrary session cookies: nothing panics, and

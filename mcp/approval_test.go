@@ -21,7 +21,7 @@ func TestApproval_URLRequestState(t *testing.T) {
 	tg := newGWGateway(t)
 	ctx := context.Background()
 	human := mcpgate.ApprovalHuman
-	if _, err := tg.Service.UpdateTool(ctx, tg.Owner(), "demo_delete", mcpgate.ToolUpdate{Approval: &human}); err != nil {
+	if _, err := tg.Service.Tools.UpdateTool(ctx, tg.Owner(), "demo_delete", mcpgate.ToolUpdate{Approval: &human}); err != nil {
 		t.Fatal(err)
 	}
 	key, _ := tg.AddKey(t, mcpgate.ScopeFull)
@@ -55,7 +55,7 @@ func TestApproval_URLRequestState(t *testing.T) {
 	if res := retry(cs, "x1", state, accept); !res.IsError || !strings.Contains(testutil.ToolText(res), "nobody has approved") {
 		t.Errorf("retry before approval = %q", testutil.ToolText(res))
 	}
-	if _, err := tg.Service.Approve(ctx, tg.Owner(), approvalID); err != nil {
+	if _, err := tg.Service.Approvals.Approve(ctx, tg.Owner(), approvalID); err != nil {
 		t.Fatal(err)
 	}
 	// A state altered by the client, or replayed by another key, carries no
@@ -91,7 +91,7 @@ func TestApproval_URLRequestState(t *testing.T) {
 
 	// Approved, then the ten minutes pass.
 	approvalID, state = ask(t, "x2")
-	if _, err := tg.Service.Approve(ctx, tg.Owner(), approvalID); err != nil {
+	if _, err := tg.Service.Approvals.Approve(ctx, tg.Owner(), approvalID); err != nil {
 		t.Fatal(err)
 	}
 	tg.clock.Advance(mcpgate.ApprovalTTL + time.Second)
@@ -108,7 +108,7 @@ func TestApproval_URLRequestState(t *testing.T) {
 func TestApproval_LegacyClientGetsText(t *testing.T) {
 	tg := newGWGateway(t)
 	human := mcpgate.ApprovalHuman
-	if _, err := tg.Service.UpdateTool(context.Background(), tg.Owner(), "demo_delete", mcpgate.ToolUpdate{Approval: &human}); err != nil {
+	if _, err := tg.Service.Tools.UpdateTool(context.Background(), tg.Owner(), "demo_delete", mcpgate.ToolUpdate{Approval: &human}); err != nil {
 		t.Fatal(err)
 	}
 	key, _ := tg.AddKey(t, mcpgate.ScopeFull)

@@ -108,7 +108,7 @@ func BenchmarkPolicyCheck(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			set, err := fx.Service.ToolSet(ctx, a)
+			set, err := fx.Service.Tools.ToolSet(ctx, a)
 			if err != nil || len(set.Tools) != 1 || set.Tools[0].Approval != mcpgate.ApprovalNone {
 				b.Fatal("tool not callable", err)
 			}
@@ -126,7 +126,7 @@ func BenchmarkCall(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := fx.Service.CallTool(ctx, a, call); err != nil {
+			if _, err := fx.Service.Tools.CallTool(ctx, a, call); err != nil {
 				b.Fatal(err)
 			}
 		}

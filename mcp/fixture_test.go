@@ -43,7 +43,7 @@ type FixtureOptions struct {
 // Fixture is one workspace with its owner, served over HTTP.
 type Fixture struct {
 	DB        *store.DB
-	Service   *service.Service
+	Service   *service.Set
 	Keys      *service.KeyAuthenticator
 	Gateway   *Gateway
 	URL       string
@@ -73,7 +73,7 @@ func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	if audit == nil {
 		audit = env.Audit
 	}
-	f.Gateway = New(Options{Tools: f.Service, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
+	f.Gateway = New(Options{Tools: f.Service.Tools, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
 		Tokens: env.DB, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
 		ConfirmationSecret: []byte("fixture-confirmation-secret-0123456789"), Now: o.Now,
 		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst,
@@ -101,7 +101,7 @@ func (f *Fixture) Owner() *mcpgate.Actor {
 // AddKey creates a key of the owner with the given scope.
 func (f *Fixture) AddKey(tb testing.TB, scope mcpgate.Scope) (key, id string) {
 	tb.Helper()
-	k, key, err := f.Service.CreateKey(context.Background(), f.Owner(), mcpgate.NewKey{Name: "test", Scope: scope})
+	k, key, err := f.Service.Keys.CreateKey(context.Background(), f.Owner(), mcpgate.NewKey{Name: "test", Scope: scope})
 	if err != nil {
 		tb.Fatalf("CreateKey() err = %v", err)
 	}

@@ -245,7 +245,7 @@ func TestBadToolArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, _ := json.Marshal(tt.args)
-			_, err := fx.Service.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: tt.tool, Arguments: raw, Confirmed: true})
+			_, err := fx.Service.Tools.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: tt.tool, Arguments: raw, Confirmed: true})
 			if mcpgate.ErrorCode(err) != mcpgate.EInvalid || !strings.Contains(mcpgate.ErrorMessage(err), tt.want) {
 				t.Errorf("Call(%s) err = %v, want invalid naming %q", tt.tool, err, tt.want)
 			}
@@ -255,7 +255,7 @@ func TestBadToolArguments(t *testing.T) {
 		})
 	}
 	raw := []byte("{\"sandbox_id\":\"\xff\xfe\"}")
-	if _, err := fx.Service.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: e2b.ToolGetSandbox, Arguments: raw}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := fx.Service.Tools.CallTool(context.Background(), fx.Owner(), mcpgate.ToolCall{Tool: e2b.ToolGetSandbox, Arguments: raw}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Errorf("invalid UTF-8 id: err = %v, want invalid", err)
 	}
 	if n := up.count(); n != 0 {

@@ -3,7 +3,7 @@ package mcp
 // The cache of what the gateway builds per tool set, which both paths use:
 // the SDK path's server (go-sdk asks for one on every HTTP request) and the
 // fast path's tools and tools/list answers. It lives on the set itself
-// (ToolSet.Derived), so a policy change, which makes a new set, makes a new
+// (mcpgate.Derive), so a policy change, which makes a new set, makes a new
 // entry and the old one goes with the old set.
 
 import (
@@ -45,7 +45,7 @@ func (g *Gateway) state(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet
 	if err != nil {
 		return nil, nil, err
 	}
-	return set, set.Derived(func(set *mcpgate.ToolSet) any { return g.buildState(set) }).(*setState), nil
+	return set, mcpgate.Derive(set, g.buildState), nil
 }
 
 func (g *Gateway) buildState(set *mcpgate.ToolSet) *setState {

@@ -45,7 +45,7 @@ func (h *handler) handleAccount(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	totp, err := h.svc.Accounts.TOTPEnabled(r.Context(), u)
+	totp, err := h.svc.TwoFactor.TOTPEnabled(r.Context(), u)
 	if err != nil {
 		h.serverError(w, r, err)
 		return

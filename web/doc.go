@@ -1,7 +1,7 @@
 // Package web serves the dashboard: server-rendered html/template pages and
 // embedded static assets (one stylesheet, one small script, no build step).
 //
-// Pages only read, through the services (mcpgate.Services), as the signed-in
+// Pages only read, through the services (Services), as the signed-in
 // person's actor: what each person sees is decided there. The sandbox pages
 // show the connector's own view of its resources (mcpgate.ResourceService),
 // so nothing here names a connector's tool; what the pages say of a

@@ -142,3 +142,17 @@ func TestLoginDuringOAuth(t *testing.T) {
 		t.Error("the ordinary login page changed")
 	}
 }
+
+// The wiring builds the authorization server after the dashboard, whose
+// consent pages it renders, and gives the dashboard its app names then
+// (SetOAuthApp): the login page names the app as with OAuthApp set at New.
+func TestLoginDuringOAuth_AppSetAfterNew(t *testing.T) {
+	d := New(Options{Services: newFake(mcpgate.RoleOwner).services(), PublicURL: "https://gw.example.com",
+		Now: func() time.Time { return testNow }})
+	d.SetOAuthApp(func(context.Context, string) string { return "Late App" })
+	w := httptest.NewRecorder()
+	d.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/login?next="+url.QueryEscape("/oauth/authorize?client_id=mcpc_x"), nil))
+	if body := w.Body.String(); !strings.Contains(body, "Log in to continue to Late App") {
+		t.Errorf("login page during OAuth after SetOAuthApp lacks the app's name")
+	}
+}

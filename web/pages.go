@@ -359,7 +359,7 @@ func (h *handler) handleSettings(w http.ResponseWriter, r *http.Request) {
 	p := settingsPage{Admin: ws.Role.CanAdmin(), Owner: ws.Role == mcpgate.RoleOwner, Me: u.ID}
 	var err error
 	if p.Owner {
-		if p.OwnTOTP, err = h.svc.Accounts.TOTPEnabled(ctx, u); err != nil {
+		if p.OwnTOTP, err = h.svc.TwoFactor.TOTPEnabled(ctx, u); err != nil {
 			h.serverError(w, r, err)
 			return
 		}

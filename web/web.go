@@ -20,11 +20,28 @@ import (
 	"github.com/mcpgate/mcpgate"
 )
 
+// Services are the services the pages read through: every one of them, the
+// pages show a little of each.
+type Services struct {
+	Accounts      mcpgate.AccountService
+	TwoFactor     mcpgate.TwoFactorService
+	Workspaces    mcpgate.WorkspaceService
+	Keys          mcpgate.KeyService
+	Connections   mcpgate.ConnectionService
+	Tools         mcpgate.ToolService
+	Guardrails    mcpgate.GuardrailService
+	Audit         mcpgate.AuditService
+	Resources     mcpgate.ResourceService
+	Approvals     mcpgate.ApprovalService
+	Grants        mcpgate.GrantService
+	Notifications mcpgate.NotificationService
+}
+
 // Options configure the dashboard.
 type Options struct {
 	// Services are what the pages read through; their rules decide what
 	// each person sees.
-	Services mcpgate.Services
+	Services Services
 	Logger   *slog.Logger
 	// PublicURL is where users reach the gateway, without a trailing slash;
 	// setup snippets and connector URLs are built from it.
@@ -42,7 +59,7 @@ type Options struct {
 }
 
 type handler struct {
-	svc    mcpgate.Services
+	svc    Services
 	log    *slog.Logger
 	opts   Options
 	pages  map[string]*template.Template
@@ -56,15 +73,28 @@ type asset struct {
 	ct   string
 }
 
-// New returns the dashboard handler. It parses every template now, so a
-// broken template stops the process at start-up; it panics on one, as it is
-// a programming error in the embedded files.
-func New(opts Options) http.Handler {
+// Dashboard is the dashboard's handler. Besides its pages it renders the
+// authorization server's consent and error pages (RenderConsent,
+// RenderError), which the wiring hands to the server as its renderer.
+type Dashboard struct{ *handler }
+
+// New returns the dashboard. It parses every template now, so a broken
+// template stops the process at start-up; it panics on one, as it is a
+// programming error in the embedded files.
+func New(opts Options) *Dashboard {
 	h, err := newHandler(opts)
 	if err != nil {
 		panic(err)
 	}
-	return h
+	return &Dashboard{h}
+}
+
+// SetOAuthApp sets Options.OAuthApp, for wiring in which the authorization
+// server that names the apps is built after the dashboard (it takes the
+// dashboard as its consent renderer). It must be called before the
+// dashboard serves.
+func (d *Dashboard) SetOAuthApp(fn func(ctx context.Context, clientID string) string) {
+	d.opts.OAuthApp = fn
 }
 
 func newHandler(opts Options) (*handler, error) {

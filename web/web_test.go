@@ -46,6 +46,7 @@ type fakeData struct {
 	// more are connectors registered after E2B.
 	more []mcpgate.ConnectorInfo
 	mcpgate.AccountService
+	mcpgate.TwoFactorService
 	mcpgate.WorkspaceService
 	mcpgate.KeyService
 	mcpgate.ConnectionService
@@ -108,8 +109,8 @@ func (f *fakeData) ws() *mcpgate.Workspace {
 	return &mcpgate.Workspace{ID: "ws1", Name: f.wsName, Role: f.role, Personal: true}
 }
 
-func (f *fakeData) services() mcpgate.Services {
-	return mcpgate.Services{Accounts: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
+func (f *fakeData) services() Services {
+	return Services{Accounts: f, TwoFactor: f, Workspaces: f, Keys: f, Connections: f, Tools: f, Audit: f, Resources: f,
 		Approvals: f, Guardrails: f, Grants: f}
 }
 

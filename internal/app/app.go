@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -105,7 +106,7 @@ type Gateway struct {
 	// Keyring, Service, Keys, MCP and API are exposed for tests and tools
 	// that need to reach inside a running instance.
 	Keyring *vault.Keyring
-	Service *service.Service
+	Service *service.Set
 	Keys    *service.KeyAuthenticator
 	OAuth   *oauth.Server
 	Tokens  *oauth.TokenAuthenticator
@@ -150,57 +151,51 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		HTTPClient: o.E2BHTTPClient}))
 	// The replicas on this database share the rate limits out (mcp).
 	members := replicas.New(replicas.Options{Store: db, Logger: log})
-	// The metrics read the services' state at scrape time only.
-	var svc *service.Service
+	// The metrics read the invalidation listener's state at scrape time;
+	// the wiring keeps it, and tells the services' caches too (below).
+	var listenerUp atomic.Bool
 	gw.metrics = metrics.New(metrics.Options{Version: version, AuditQueue: gw.audit.Len, DBStats: db.Pool.Stat,
-		Listening: func() bool { return svc != nil && svc.Listening() }, Replicas: members.Count,
+		Listening: listenerUp.Load, Replicas: members.Count,
 		SpoolBytes: func() int64 { return spoolSize(spool) },
 		AuditSpool: func() metrics.AuditSpool {
 			st := gw.audit.SpoolStats()
 			return metrics.AuditSpool{Events: st.Events, Spooled: st.Spooled, Lost: st.Lost, Full: st.Full, FreeBytes: st.FreeBytes}
 		}})
-	var mailer service.Mailer
+	so := service.Options{DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
+		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
+		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
+		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments")}
+	// The mailer and the webhook sender report each outcome to Deliveries,
+	// which records and audits it; it needs neither, so it comes first.
+	deliveries := service.NewDeliveries(so)
 	if o.Mail != nil {
 		mo := *o.Mail
-		mo.Logger = log
-		// The mailer reports each outcome to the services, which audit it.
-		mo.Done = func(r mail.Result) { svc.MailDone(r) }
+		mo.Logger, mo.Done = log, deliveries.MailDone
 		if gw.mailer, err = mail.New(mo); err != nil {
 			cancel()
 			return nil, err
 		}
-		mailer = gw.mailer
+		so.Mailer = gw.mailer
+		so.RequireVerifiedEmail = o.SignupVerify == "required"
 	}
 	wo := o.Webhook
-	wo.PrivateNetworks, wo.Logger = o.PrivateNetworks, log
-	// The sender reports each attempt to the services, which record and
-	// audit it.
-	wo.Done = func(r webhook.Result) { svc.WebhookDone(r) }
+	wo.PrivateNetworks, wo.Logger, wo.Done = o.PrivateNetworks, log, deliveries.WebhookDone
 	gw.hooks = webhook.New(wo)
-	gw.Service = service.New(service.Options{Webhooks: gw.hooks, DB: db, Keyring: keyring, Registry: registry, Audit: gw.audit,
-		Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Signup: service.SignupMode(o.Signup),
-		MaxKeysPerUser: o.MaxKeysPerUser, MaxWorkspacesPerUser: o.MaxWorkspacesPerUser,
-		OutageGrace: o.OutageGrace, ApprovalKey: deriveKey(o.JWTSecret.Reveal(), "mcpgate approval arguments"),
-		Mailer: mailer, RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
-	svc = gw.Service
-	gw.Service.SetListening(false) // until the invalidation listener is connected
-	gw.Keys = gw.Service.NewKeyAuthenticator()
-	services := gw.Service.Services()
-	// A grant revoked in the dashboard is dropped from this replica's token
-	// cache at once (as /oauth/revoke does), ahead of the notification every
-	// replica gets: the app's next call here is refused, not served from
-	// the cache for the moment the notification takes.
-	services.Grants = grantsRevokedHere{GrantService: services.Grants,
-		drop: func(ws string) { gw.Tokens.Invalidate(store.InvalidateGrants, ws) }}
+	so.Webhooks = gw.hooks
+	gw.Service = service.New(so)
+	set := gw.Service
+	set.SetListening(false) // until the invalidation listener is connected
+	gw.Keys = set.NewKeyAuthenticator()
 	demos := connectors.DemoProbes(registry)
-	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version,
-		Demo:     func(connector string) bool { return demos[connector].On() },
-		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
-	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
-		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
+	dashboard := web.New(web.Options{Services: webServices(set), Logger: log, PublicURL: o.PublicURL, Version: version,
+		Demo: func(connector string) bool { return demos[connector].On() }})
+	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: set.Workspaces, Consent: dashboard,
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: set.CacheTrust()})
+	// The login page an authorization request starts with names its app.
+	dashboard.SetOAuthApp(gw.OAuth.AppName)
 	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
-		Tools: services.Tools, Registry: registry, Tokens: db,
+		Tools: set.Tools, Registry: registry, Tokens: db,
 		// Access tokens first: the key authenticator refuses any bearer
 		// that is not a key, and an access token is not one.
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
@@ -211,7 +206,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Replicas: members.Count,
 	})
 	gw.API = api.New(api.Options{
-		Services:       services,
+		Services:       apiServices(set, gw.Tokens),
 		Sessions:       db,
 		Logger:         log,
 		PublicURL:      o.PublicURL,
@@ -241,8 +236,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			}
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
-			gw.Service.Invalidate(inv.Kind, inv.WorkspaceID)
-		}, gw.Service.SetListening)
+			set.Invalidate(inv.Kind, inv.WorkspaceID)
+		}, func(on bool) { listenerUp.Store(on); set.SetListening(on) })
 	})
 	gw.goBackground(func() { members.Run(ctx) })
 	gw.goBackground(func() { gw.pruneLoop(ctx) })
@@ -374,7 +369,7 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 			if err := gw.db.PruneExpired(ctx, 15*time.Minute); err != nil && ctx.Err() == nil {
 				gw.log.Warn("prune expired rows", "err", err)
 			}
-			if err := gw.Service.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+			if err := gw.Service.Approvals.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
 				gw.log.Warn("expire approval requests", "err", err)
 			}
 			if err := gw.OAuth.Prune(ctx); err != nil && ctx.Err() == nil {
@@ -384,17 +379,35 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 	}
 }
 
+// apiServices gives the API the services it calls. A grant revoked there is
+// dropped from this replica's token cache at once (as /oauth/revoke does),
+// ahead of the notification every replica gets: the app's next call here is
+// refused, not served from the cache for the moment the notification takes.
+func apiServices(set *service.Set, tokens *oauth.TokenAuthenticator) api.Services {
+	return api.Services{Accounts: set.Accounts, TwoFactor: set.TwoFactor, Workspaces: set.Workspaces, Keys: set.Keys,
+		Connections: set.Connections, Tools: set.Tools, Guardrails: set.Tools, Audit: set.Audit, Approvals: set.Approvals,
+		Grants: grantsRevokedHere{GrantService: set.Grants, tokens: tokens}, Notifications: set.Notifications}
+}
+
+// webServices gives the dashboard the services its pages read (it lists
+// grants and revokes none).
+func webServices(set *service.Set) web.Services {
+	return web.Services{Accounts: set.Accounts, TwoFactor: set.TwoFactor, Workspaces: set.Workspaces, Keys: set.Keys,
+		Connections: set.Connections, Tools: set.Tools, Guardrails: set.Tools, Audit: set.Audit, Resources: set.Resources,
+		Approvals: set.Approvals, Grants: set.Grants, Notifications: set.Notifications}
+}
+
 // grantsRevokedHere is the grant service with a revocation that also drops
 // this replica's cached access tokens of the workspace.
 type grantsRevokedHere struct {
 	mcpgate.GrantService
-	drop func(workspaceID string)
+	tokens *oauth.TokenAuthenticator
 }
 
 func (g grantsRevokedHere) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) error {
 	if err := g.GrantService.RevokeGrant(ctx, a, id); err != nil {
 		return err
 	}
-	g.drop(a.WorkspaceID)
+	g.tokens.Invalidate(store.InvalidateGrants, a.WorkspaceID)
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // Signup implements mcpgate.AccountService.
-func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string) (*mcpgate.User, error) {
+func (s *Accounts) Signup(ctx context.Context, email, pw, invitation, addr string) (*mcpgate.User, error) {
 	email, err := mcpgate.NormalizeEmail(email)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (s *Service) Signup(ctx context.Context, email, pw, invitation, addr string
 // are throttled like every other (per target address and client address),
 // and the password was hashed before the address is looked up, so the two
 // cost the same time.
-func (s *Service) signupByLink(ctx context.Context, email, passwordHash, addr string) error {
+func (s *Accounts) signupByLink(ctx context.Context, email, passwordHash, addr string) error {
 	if s.opts.Mailer == nil {
 		return errNoMail
 	}
@@ -103,7 +103,7 @@ const dummyHash = "$argon2id$v=19$m=65536,t=3,p=2$ZtMy0NrkZ/ujIyJ+H30ssw$xDy3JQr
 // Login implements mcpgate.AccountService. The second factor is asked for
 // only once the password is right, so that a code's answer says nothing to
 // someone who does not know the password.
-func (s *Service) Login(ctx context.Context, c mcpgate.Credentials, addr string) (*mcpgate.User, error) {
+func (s *Accounts) Login(ctx context.Context, c mcpgate.Credentials, addr string) (*mcpgate.User, error) {
 	email, err := mcpgate.NormalizeEmail(c.Email)
 	if err != nil {
 		return nil, errBadLogin
@@ -127,7 +127,7 @@ func (s *Service) Login(ctx context.Context, c mcpgate.Credentials, addr string)
 		}
 		return nil, errBadLogin
 	}
-	if err := s.loginSecondFactor(ctx, u, c, sub); err != nil {
+	if err := s.twoFactor.loginSecondFactor(ctx, u, c, sub); err != nil {
 		return nil, err
 	}
 	_ = s.db.ClearLoginFailures(ctx, sub.pair)

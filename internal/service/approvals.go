@@ -29,7 +29,7 @@ const maxPendingApprovals = 50
 // configuration, not a bare hash: the arguments may hold secrets
 // (env_vars), and a database dump must not let anyone test guesses of
 // them against the stored value.
-func (s *Service) argsHash(args map[string]any, follows string) string {
+func (s *Approvals) argsHash(args map[string]any, follows string) string {
 	b, _ := json.Marshal(args)
 	m := hmac.New(sha256.New, s.argsKey)
 	m.Write(b)
@@ -45,7 +45,7 @@ func (s *Service) argsHash(args map[string]any, follows string) string {
 // now, one that followed the tool's own Follows (an approval of the
 // stricter effect covers the milder: a shortening approved becomes an
 // extension as time passes).
-func (s *Service) usableHashes(t *connectors.Tool, args map[string]any, follows string) []string {
+func (s *Approvals) usableHashes(t *connectors.Tool, args map[string]any, follows string) []string {
 	hashes := []string{s.argsHash(args, follows)}
 	if follows == "" && t.Follows != "" {
 		hashes = append(hashes, s.argsHash(args, t.Follows))
@@ -53,13 +53,13 @@ func (s *Service) usableHashes(t *connectors.Tool, args map[string]any, follows 
 	return hashes
 }
 
-func (s *Service) approvalURL(ap *mcpgate.ApprovalRequest) string {
+func (s *Approvals) approvalURL(ap *mcpgate.ApprovalRequest) string {
 	return s.opts.PublicURL + mcpgate.ApprovalPath(ap.WorkspaceID, ap.ID)
 }
 
 // present fills in what the stored row does not say: the page's URL and the
 // state as of now.
-func (s *Service) present(ap *mcpgate.ApprovalRequest) *mcpgate.ApprovalRequest {
+func (s *Approvals) present(ap *mcpgate.ApprovalRequest) *mcpgate.ApprovalRequest {
 	ap.URL = s.approvalURL(ap)
 	ap.State = ap.EffectiveState(s.now())
 	if ap.Arguments == nil {
@@ -77,14 +77,14 @@ func approvalEvent(a *mcpgate.Actor, action mcpgate.AdminAction, ap *mcpgate.App
 
 // requestApproval stores a pending approval for a call that the policy says
 // a person must approve, and audits the request. Nothing runs.
-func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason string) (*mcpgate.ApprovalRequest, error) {
+func (s *Approvals) requestApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason string) (*mcpgate.ApprovalRequest, error) {
 	if a.CredentialID() == "" {
 		// An approval is bound to the credential that asked for it (an MCP
 		// key or an OAuth grant); anything else is refused rather than
 		// bound loosely (to the user alone).
 		err := mcpgate.Errorf(mcpgate.EForbidden, "%s needs a person's approval in the dashboard, which this kind of credential "+
 			"cannot ask for. Use an MCP key or a connected app, or run it from the dashboard.", t.Name)
-		s.deny(ctx, a, t, args, err)
+		s.tools.deny(ctx, a, t, args, err)
 		return nil, err
 	}
 	now := s.now()
@@ -100,7 +100,7 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	}
 	summary, err := s.summarize(ctx, a, t, args)
 	if err != nil {
-		s.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), now, err)
+		s.tools.auditCall(ctx, a, t, args, connectors.UpstreamStatus(err), now, err)
 		return nil, err
 	}
 	ap := &mcpgate.ApprovalRequest{WorkspaceID: a.WorkspaceID, KeyID: a.KeyID, GrantID: a.GrantID, ClientName: a.ClientName, RequestedBy: a.UserID, RequesterEmail: a.Email,
@@ -118,12 +118,12 @@ func (s *Service) requestApproval(ctx context.Context, a *mcpgate.Actor, t *conn
 	}
 	s.present(ap)
 	s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalRequested, ap))
-	s.notifyApproval(ctx, mcpgate.EventApprovalRequested, ap)
+	s.notifications.notifyApproval(ctx, mcpgate.EventApprovalRequested, ap)
 	return ap, nil
 }
 
 // tooManyPending refuses an approval request past maxPendingApprovals.
-func (s *Service) tooManyPending(a *mcpgate.Actor, n int) error {
+func (s *Approvals) tooManyPending(a *mcpgate.Actor, n int) error {
 	return mcpgate.Errorf(mcpgate.ETooMany, "%d approval requests of yours are already waiting in this workspace; ask the "+
 		"user to decide those (%s/app/w/%s/approvals) before asking for more", n, s.opts.PublicURL, a.WorkspaceID)
 }
@@ -132,14 +132,14 @@ func (s *Service) tooManyPending(a *mcpgate.Actor, n int) error {
 // upstream's current state, when it can; otherwise the generic summary. A
 // call on something that does not exist is refused here rather than sent to
 // a person.
-func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (string, error) {
+func (s *Approvals) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (string, error) {
 	generic := describe(t, args)
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	d, ok := c.(connectors.Describer)
 	if !ok {
 		return generic, nil
 	}
-	cred, err := s.credential(ctx, a, c)
+	cred, err := s.tools.credential(ctx, a, c)
 	if err != nil {
 		return "", err
 	}
@@ -162,7 +162,7 @@ func (s *Service) summarize(ctx context.Context, a *mcpgate.Actor, t *connectors
 // call's guard found under the call's locks. A refusal says which check
 // failed: the caller already holds the id, and each case needs a different
 // next step.
-func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason, id string) error {
+func (s *Approvals) useApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, reason, id string) error {
 	hashes := s.usableHashes(t, args, follows)
 	ok, err := s.db.UseApproval(ctx, store.ApprovalUse{WorkspaceID: a.WorkspaceID, ID: id, KeyID: a.KeyID, GrantID: a.GrantID, UserID: a.UserID,
 		Tool: t.Name, ArgsHashes: hashes, Now: s.now()})
@@ -177,11 +177,11 @@ func (s *Service) useApproval(ctx context.Context, a *mcpgate.Actor, t *connecto
 		return nil
 	}
 	err = s.approvalRefusal(ctx, a, t, id, args, follows, reason)
-	s.deny(ctx, a, t, args, err)
+	s.tools.deny(ctx, a, t, args, err)
 	return err
 }
 
-func (s *Service) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id string, args map[string]any, follows, reason string) error {
+func (s *Approvals) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id string, args map[string]any, follows, reason string) error {
 	again := "Call " + t.Name + " again without approval_id to ask for a new approval."
 	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
@@ -238,17 +238,17 @@ func lowerFirst(s string) string {
 }
 
 // expire marks an expired request so and audits that, once.
-func (s *Service) expire(ctx context.Context, a *mcpgate.Actor, ap *mcpgate.ApprovalRequest) {
+func (s *Approvals) expire(ctx context.Context, a *mcpgate.Actor, ap *mcpgate.ApprovalRequest) {
 	if ok, err := s.db.ExpireApproval(ctx, ap.WorkspaceID, ap.ID, s.now()); err == nil && ok {
 		s.record(ctx, approvalEvent(a, mcpgate.ActionApprovalExpired, ap))
 		expired := *ap
 		expired.State = mcpgate.ApprovalExpired
-		s.notifyApproval(ctx, mcpgate.EventApprovalExpired, &expired)
+		s.notifications.notifyApproval(ctx, mcpgate.EventApprovalExpired, &expired)
 	}
 }
 
 // Approvals implements mcpgate.ApprovalService.
-func (s *Service) Approvals(ctx context.Context, a *mcpgate.Actor, state mcpgate.ApprovalState) ([]mcpgate.ApprovalRequest, error) {
+func (s *Approvals) Approvals(ctx context.Context, a *mcpgate.Actor, state mcpgate.ApprovalState) ([]mcpgate.ApprovalRequest, error) {
 	if state != "" && !state.Valid() {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "state must be pending, approved, denied, expired or used")
 	}
@@ -267,7 +267,7 @@ var errNotYours = mcpgate.Errorf(mcpgate.EForbidden,
 	"only the person whose MCP key asked for this, or a workspace owner or admin, can see or decide it")
 
 // Approval implements mcpgate.ApprovalService.
-func (s *Service) Approval(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+func (s *Approvals) Approval(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
 	ap, _, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
 	if err != nil {
 		return nil, err
@@ -279,16 +279,16 @@ func (s *Service) Approval(ctx context.Context, a *mcpgate.Actor, id string) (*m
 }
 
 // Approve implements mcpgate.ApprovalService.
-func (s *Service) Approve(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+func (s *Approvals) Approve(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
 	return s.decide(ctx, a, id, true)
 }
 
 // Deny implements mcpgate.ApprovalService.
-func (s *Service) Deny(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
+func (s *Approvals) Deny(ctx context.Context, a *mcpgate.Actor, id string) (*mcpgate.ApprovalRequest, error) {
 	return s.decide(ctx, a, id, false)
 }
 
-func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, approve bool) (*mcpgate.ApprovalRequest, error) {
+func (s *Approvals) decide(ctx context.Context, a *mcpgate.Actor, id string, approve bool) (*mcpgate.ApprovalRequest, error) {
 	if !a.IsPerson() {
 		// The whole point: the credential that asked can never answer.
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a person signed in to the dashboard can approve or deny a call")
@@ -326,7 +326,7 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 		action = mcpgate.ActionApprovalApproved
 	}
 	s.record(ctx, approvalEvent(a, action, after))
-	s.notifyApproval(ctx, string(action), after)
+	s.notifications.notifyApproval(ctx, string(action), after)
 	return after, nil
 }
 
@@ -340,7 +340,7 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 //     member cannot go on approving their own key's requests without it;
 //   - with four eyes on, the decider is not requestedBy, the person whose
 //     key or app asked (in the dashboard: the person making the call).
-func (s *Service) requireDecider(ctx context.Context, a *mcpgate.Actor, requestedBy string) error {
+func (s *Approvals) requireDecider(ctx context.Context, a *mcpgate.Actor, requestedBy string) error {
 	twoFactor, fourEyes, enrolled, err := s.db.DecisionPolicy(ctx, a.WorkspaceID, a.UserID)
 	if err != nil {
 		return err
@@ -362,16 +362,16 @@ func (s *Service) requireDecider(ctx context.Context, a *mcpgate.Actor, requeste
 // and that a person confirmed in the dashboard: they decide for the human
 // about their own call, so the decision rules hold (requireDecider). A
 // refusal is audited as a denied call.
-func (s *Service) confirmInDashboard(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
+func (s *Approvals) confirmInDashboard(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
 	if err := s.requireDecider(ctx, a, a.UserID); err != nil {
-		s.deny(ctx, a, t, args, err)
+		s.tools.deny(ctx, a, t, args, err)
 		return err
 	}
 	return nil
 }
 
 // PendingApprovals implements mcpgate.ApprovalService.
-func (s *Service) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, error) {
+func (s *Approvals) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, error) {
 	return s.db.CountPendingApprovals(ctx, a.WorkspaceID, visibleOwner(a), s.now())
 }
 
@@ -379,7 +379,7 @@ func (s *Service) PendingApprovals(ctx context.Context, a *mcpgate.Actor) (int, 
 // audits each once (the gateway's own action: no actor). The wiring runs it
 // periodically; a request touched after its expiry is audited at that
 // moment instead (see expire).
-func (s *Service) ExpireApprovals(ctx context.Context) error {
+func (s *Approvals) ExpireApprovals(ctx context.Context) error {
 	expired, err := s.db.ExpireApprovals(ctx, s.now())
 	if err != nil {
 		return err
@@ -390,7 +390,7 @@ func (s *Service) ExpireApprovals(ctx context.Context) error {
 			Action: string(mcpgate.ActionApprovalExpired), Outcome: mcpgate.OutcomeOK,
 			Arguments: map[string]any{"approval": ap.ID, "tool": ap.Tool, "requested_by": ap.RequestedBy, "arguments": ap.Arguments}})
 		if full, _, err := s.db.FindApproval(ctx, ap.WorkspaceID, ap.ID); err == nil {
-			s.notifyApproval(ctx, mcpgate.EventApprovalExpired, full)
+			s.notifications.notifyApproval(ctx, mcpgate.EventApprovalExpired, full)
 		}
 	}
 	return nil

@@ -97,7 +97,7 @@ func newPadFixture(t *testing.T) *padFixture {
 		o.Registry = connectors.NewRegistry(notes, pads)
 		o.Now = clk.Now
 	})
-	if _, err := f.svc.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
+	if _, err := f.svc.Connections.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
 		t.Fatal(err)
 	}
 	return &padFixture{svcFixture: f, pads: pads, clock: clk}
@@ -106,7 +106,7 @@ func newPadFixture(t *testing.T) *padFixture {
 // keyActor is a person's MCP key as the key authenticator makes it.
 func (f *padFixture) keyActor(t *testing.T, person *mcpgate.Actor) *mcpgate.Actor {
 	t.Helper()
-	k, _, err := f.svc.CreateKey(context.Background(), person, mcpgate.NewKey{Name: "ai"})
+	k, _, err := f.svc.Keys.CreateKey(context.Background(), person, mcpgate.NewKey{Name: "ai"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func (f *padFixture) keyActor(t *testing.T, person *mcpgate.Actor) *mcpgate.Acto
 func (f *padFixture) enableEnd(t *testing.T, approval mcpgate.Approval) {
 	t.Helper()
 	on := true
-	if _, err := f.svc.UpdateTool(context.Background(), f.owner, "pads_end", mcpgate.ToolUpdate{Enabled: &on, Approval: &approval}); err != nil {
+	if _, err := f.svc.Tools.UpdateTool(context.Background(), f.owner, "pads_end", mcpgate.ToolUpdate{Enabled: &on, Approval: &approval}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -125,7 +125,7 @@ func (f *padFixture) enableEnd(t *testing.T, approval mcpgate.Approval) {
 // request calls pads_end as the key and returns the approval it got.
 func (f *padFixture) request(t *testing.T, key *mcpgate.Actor, pad string) *mcpgate.ApprovalRequest {
 	t.Helper()
-	_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"` + pad + `"}`)})
+	_, err := f.svc.Tools.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"` + pad + `"}`)})
 	var need *mcpgate.ApprovalRequiredError
 	if !errors.As(err, &need) {
 		t.Fatalf("CallTool(pads_end) err = %v, want an approval request", err)
@@ -139,13 +139,13 @@ func (f *padFixture) extender(t *testing.T, person *mcpgate.Actor) func(args str
 	t.Helper()
 	key := f.keyActor(t, person)
 	return func(args string) error {
-		_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
+		_, err := f.svc.Tools.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_extend", Arguments: []byte(args)})
 		return err
 	}
 }
 
 func (f *padFixture) use(key *mcpgate.Actor, id, args string) error {
-	_, err := f.svc.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(args), ApprovalID: id})
+	_, err := f.svc.Tools.CallTool(context.Background(), key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(args), ApprovalID: id})
 	return err
 }
 
@@ -154,13 +154,13 @@ func (f *padFixture) use(key *mcpgate.Actor, id, args string) error {
 func (f *padFixture) wantShutOut(t *testing.T, name string, who *mcpgate.Actor, ap *mcpgate.ApprovalRequest, code mcpgate.Code) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.svc.Approve(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
+	if _, err := f.svc.Approvals.Approve(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
 		t.Errorf("%s approving: err = %v, want %s", name, err, code)
 	}
-	if _, err := f.svc.Approval(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
+	if _, err := f.svc.Approvals.Approval(ctx, who, ap.ID); mcpgate.ErrorCode(err) != code {
 		t.Errorf("%s reading: err = %v, want %s", name, err, code)
 	}
-	if list, _ := f.svc.Approvals(ctx, who, ""); len(list) != 0 {
+	if list, _ := f.svc.Approvals.Approvals(ctx, who, ""); len(list) != 0 {
 		t.Errorf("%s lists %d approvals, want 0", name, len(list))
 	}
 }
@@ -199,10 +199,10 @@ func TestApproval_HumanFlow(t *testing.T) {
 		ap.URL != "http://gw.test/app/w/"+f.ws+"/approvals/"+ap.ID || ap.ExpiresAt.Sub(f.clock.Now()) > mcpgate.ApprovalTTL {
 		t.Fatalf("approval = %+v", ap)
 	}
-	if n, _ := f.svc.PendingApprovals(ctx, f.member); n != 1 {
+	if n, _ := f.svc.Approvals.PendingApprovals(ctx, f.member); n != 1 {
 		t.Errorf("member's pending count = %d, want 1", n)
 	}
-	if n, _ := f.svc.PendingApprovals(ctx, f.admin); n != 1 {
+	if n, _ := f.svc.Approvals.PendingApprovals(ctx, f.admin); n != 1 {
 		t.Errorf("admin's pending count = %d, want 1", n)
 	}
 	if err := f.use(memberKey, ap.ID, `{"pad":"p1"}`); !strings.Contains(mcpgate.ErrorMessage(err), "nobody has approved this yet") {
@@ -211,15 +211,15 @@ func TestApproval_HumanFlow(t *testing.T) {
 
 	// Nobody but a signed-in person who asked, or an admin, decides; the
 	// key that asked never can.
-	if _, err := f.svc.Approve(ctx, memberKey, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Approvals.Approve(ctx, memberKey, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("the key approving its own call: err = %v, want forbidden", err)
 	}
 	f.wantShutOut(t, "another workspace's owner", f.outside, ap, mcpgate.ENotFound)
-	got, err := f.svc.Approve(ctx, f.member, ap.ID)
+	got, err := f.svc.Approvals.Approve(ctx, f.member, ap.ID)
 	if err != nil || got.State != mcpgate.ApprovalApproved || got.DecidedBy != f.member.UserID {
 		t.Fatalf("Approve() by the requester = %+v, %v", got, err)
 	}
-	if _, err := f.svc.Deny(ctx, f.admin, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if _, err := f.svc.Approvals.Deny(ctx, f.admin, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Errorf("deny after approval: err = %v, want conflict", err)
 	}
 
@@ -266,13 +266,13 @@ func TestApproval_WhoDecides(t *testing.T) {
 	f, ownerKey, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
 	ctx := context.Background()
 	f.wantShutOut(t, "a plain member, of the owner's request,", f.member, ap, mcpgate.EForbidden)
-	if _, err := f.svc.Approve(ctx, f.admin, ap.ID); err != nil {
+	if _, err := f.svc.Approvals.Approve(ctx, f.admin, ap.ID); err != nil {
 		t.Fatalf("an admin approving: err = %v", err)
 	}
 
 	// Denied: refused with its own message, and it never runs.
 	ap2 := f.request(t, ownerKey, "p2")
-	if _, err := f.svc.Deny(ctx, f.admin, ap2.ID); err != nil {
+	if _, err := f.svc.Approvals.Deny(ctx, f.admin, ap2.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.use(ownerKey, ap2.ID, `{"pad":"p2"}`); !strings.Contains(mcpgate.ErrorMessage(err), "admin@example.com denied") {
@@ -282,18 +282,18 @@ func TestApproval_WhoDecides(t *testing.T) {
 	// and the expiry is audited once.
 	ap3 := f.request(t, ownerKey, "p3")
 	ap4 := f.request(t, ownerKey, "p4")
-	if _, err := f.svc.Approve(ctx, f.owner, ap4.ID); err != nil {
+	if _, err := f.svc.Approvals.Approve(ctx, f.owner, ap4.ID); err != nil {
 		t.Fatal(err)
 	}
 	f.clock.Advance(mcpgate.ApprovalTTL + time.Second)
-	if _, err := f.svc.Approve(ctx, f.owner, ap3.ID); !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
+	if _, err := f.svc.Approvals.Approve(ctx, f.owner, ap3.ID); !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
 		t.Errorf("approving an expired request: err = %v", err)
 	}
 	if err := f.use(ownerKey, ap4.ID, `{"pad":"p4"}`); !strings.Contains(mcpgate.ErrorMessage(err), "expired") {
 		t.Errorf("use of an expired approval: err = %v", err)
 	}
 	// p1 was approved and never used: expired as well.
-	if list, _ := f.svc.Approvals(ctx, f.owner, mcpgate.ApprovalExpired); len(list) != 3 {
+	if list, _ := f.svc.Approvals.Approvals(ctx, f.owner, mcpgate.ApprovalExpired); len(list) != 3 {
 		t.Errorf("expired list has %d, want 3", len(list))
 	}
 	if f.endedCount() != 0 {
@@ -311,7 +311,7 @@ func TestApproval_WhoDecides(t *testing.T) {
 	// The sweep audits the one nobody touched (p1, approved, never used),
 	// once, and none of the others again.
 	for range 2 {
-		if err := f.svc.ExpireApprovals(ctx); err != nil {
+		if err := f.svc.Approvals.ExpireApprovals(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -329,14 +329,14 @@ func TestApproval_WhoDecides(t *testing.T) {
 	}
 	// After the retention the rows go; the audit log keeps the record.
 	f.clock.Advance(31 * 24 * time.Hour)
-	if err := f.svc.ExpireApprovals(ctx); err != nil {
+	if err := f.svc.Approvals.ExpireApprovals(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := f.svc.Approvals(ctx, f.owner, ""); len(list) != 0 {
+	if list, _ := f.svc.Approvals.Approvals(ctx, f.owner, ""); len(list) != 0 {
 		t.Errorf("%d approvals kept past the retention, want 0", len(list))
 	}
 	// A thing that does not exist is refused, not sent to a person.
-	_, err := f.svc.CallTool(ctx, ownerKey, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"gone"}`)})
+	_, err := f.svc.Tools.CallTool(ctx, ownerKey, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"gone"}`)})
 	if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Errorf("approval for a missing pad: err = %v, want not found", err)
 	}
@@ -363,10 +363,10 @@ func TestApproval_OAuthGrant(t *testing.T) {
 	if ap.GrantID != app.GrantID || ap.KeyID != "" || ap.State != mcpgate.ApprovalPending {
 		t.Fatalf("approval = %+v, want pending and bound to the grant", ap)
 	}
-	if _, err := f.svc.Approve(ctx, app, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Approvals.Approve(ctx, app, ap.ID); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("the app approving its own call: err = %v, want forbidden", err)
 	}
-	if _, err := f.svc.Approve(ctx, f.member, ap.ID); err != nil {
+	if _, err := f.svc.Approvals.Approve(ctx, f.member, ap.ID); err != nil {
 		t.Fatalf("Approve() err = %v", err)
 	}
 	for name, other := range map[string]*mcpgate.Actor{"the same person's MCP key": memberKey, "another grant": otherApp} {
@@ -390,7 +390,7 @@ func TestApproval_OAuthGrant(t *testing.T) {
 
 func TestApproval_UsedOnce(t *testing.T) {
 	f, key, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.owner })
-	if _, err := f.svc.Approve(context.Background(), f.owner, ap.ID); err != nil {
+	if _, err := f.svc.Approvals.Approve(context.Background(), f.owner, ap.ID); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -416,17 +416,17 @@ func TestApproval_PersonInDashboard(t *testing.T) {
 	f := newPadFixture(t)
 	f.enableEnd(t, mcpgate.ApprovalHuman)
 	ctx := context.Background()
-	_, err := f.svc.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p1"}`)})
+	_, err := f.svc.Tools.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p1"}`)})
 	if c := (*mcpgate.ConfirmationRequiredError)(nil); !errors.As(err, &c) {
 		t.Fatalf("unconfirmed dashboard call err = %v, want a confirmation", err)
 	}
-	if _, err := f.svc.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p1"}`), Confirmed: true}); err != nil {
+	if _, err := f.svc.Tools.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p1"}`), Confirmed: true}); err != nil {
 		t.Fatal(err)
 	}
 	// A key's Confirmed (what the MCP endpoint sets after a model-mode
 	// confirmation) is no person.
 	key := f.keyActor(t, f.member)
-	_, err = f.svc.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p2"}`), Confirmed: true})
+	_, err = f.svc.Tools.CallTool(ctx, key, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(`{"pad":"p2"}`), Confirmed: true})
 	if need := (*mcpgate.ApprovalRequiredError)(nil); !errors.As(err, &need) {
 		t.Fatalf("confirmed key call err = %v, want an approval request", err)
 	}
@@ -469,21 +469,21 @@ func TestGuardrails(t *testing.T) {
 	if err := call(`{"pad":"p","seconds":86400,"template":"anything"}`); err != nil {
 		t.Fatalf("no guardrails: err = %v", err)
 	}
-	if _, err := f.svc.SetGuardrails(ctx, f.member, mcpgate.Guardrails{MaxRunning: 1}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Tools.SetGuardrails(ctx, f.member, mcpgate.Guardrails{MaxRunning: 1}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("member setting guardrails: err = %v, want forbidden", err)
 	}
-	if _, err := f.svc.SetGuardrails(ctx, f.admin, mcpgate.Guardrails{MaxTimeoutSeconds: -1}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := f.svc.Tools.SetGuardrails(ctx, f.admin, mcpgate.Guardrails{MaxTimeoutSeconds: -1}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Errorf("negative limit: err = %v, want invalid", err)
 	}
-	g, err := f.svc.SetGuardrails(ctx, f.admin, mcpgate.Guardrails{MaxTimeoutSeconds: 3600, MaxRunning: 3,
+	g, err := f.svc.Tools.SetGuardrails(ctx, f.admin, mcpgate.Guardrails{MaxTimeoutSeconds: 3600, MaxRunning: 3,
 		AllowedTemplates: []string{" base ", "base", "python"}})
 	if err != nil || len(g.AllowedTemplates) != 2 {
 		t.Fatalf("SetGuardrails() = %+v, %v", g, err)
 	}
-	if got, _ := f.svc.Guardrails(ctx, f.member); got.MaxRunning != 3 || got.MaxTimeoutSeconds != 3600 {
+	if got, _ := f.svc.Tools.Guardrails(ctx, f.member); got.MaxRunning != 3 || got.MaxTimeoutSeconds != 3600 {
 		t.Errorf("Guardrails() as member = %+v", got)
 	}
-	if got, _ := f.svc.Guardrails(ctx, f.outside); got.MaxRunning != 0 {
+	if got, _ := f.svc.Tools.Guardrails(ctx, f.outside); got.MaxRunning != 0 {
 		t.Errorf("another workspace's guardrails = %+v, want none", got)
 	}
 	f.pads.running = 2
@@ -526,7 +526,7 @@ func TestGuardrails(t *testing.T) {
 func TestUpdateTool_Approval(t *testing.T) {
 	f := newPadFixture(t)
 	ctx := context.Background()
-	infos, _ := f.svc.Tools(ctx, f.owner)
+	infos, _ := f.svc.Tools.Tools(ctx, f.owner)
 	for _, info := range infos {
 		if info.Name == "pads_end" && info.Approval != mcpgate.ApprovalHuman {
 			t.Fatalf("default = %+v, want human", info)
@@ -543,13 +543,13 @@ func TestUpdateTool_Approval(t *testing.T) {
 		{mcpgate.ToolUpdate{Approval: new(mcpgate.ApprovalHuman)}, mcpgate.ApprovalHuman},
 		{mcpgate.ToolUpdate{Enabled: &enabled}, mcpgate.ApprovalHuman},
 	} {
-		got, err := f.svc.UpdateTool(ctx, f.admin, "pads_end", step.u)
+		got, err := f.svc.Tools.UpdateTool(ctx, f.admin, "pads_end", step.u)
 		if err != nil || got.Approval != step.want {
 			t.Fatalf("UpdateTool(%+v) = %v, %v; want %s", step.u, got, err, step.want)
 		}
 	}
 	bad := mcpgate.Approval("maybe")
-	if _, err := f.svc.UpdateTool(ctx, f.admin, "pads_end", mcpgate.ToolUpdate{Approval: &bad}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := f.svc.Tools.UpdateTool(ctx, f.admin, "pads_end", mcpgate.ToolUpdate{Approval: &bad}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Errorf("unknown approval: err = %v", err)
 	}
 }

@@ -18,7 +18,7 @@ func visible(a *mcpgate.Actor, f mcpgate.AuditFilter) mcpgate.AuditFilter {
 }
 
 // Audit implements mcpgate.AuditService.
-func (s *Service) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
+func (s *Audit) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter) ([]mcpgate.AuditEvent, string, error) {
 	return s.db.ListAudit(ctx, a.WorkspaceID, visible(a, f))
 }
 
@@ -32,7 +32,7 @@ func (s *Service) Audit(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFi
 // rather than queued, and the rest of the pool stays with every tenant's
 // calls and logins. It is bounded by ctx (the caller cancels it when the
 // client goes or stalls), not by the statements' query timeout.
-func (s *Service) Export(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter, fn func(*mcpgate.AuditEvent) error) (int, error) {
+func (s *Audit) Export(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditFilter, fn func(*mcpgate.AuditEvent) error) (int, error) {
 	f = visible(a, f)
 	release, err := s.db.AcquireLongRead()
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *Service) Export(ctx context.Context, a *mcpgate.Actor, f mcpgate.AuditF
 
 // CallsPerHour implements mcpgate.AuditService with Audit's visibility: a
 // member counts only their own calls. It reads the writer's hourly rollup.
-func (s *Service) CallsPerHour(ctx context.Context, a *mcpgate.Actor, userID string, source mcpgate.Source, since time.Time) ([]mcpgate.HourCount, error) {
+func (s *Audit) CallsPerHour(ctx context.Context, a *mcpgate.Actor, userID string, source mcpgate.Source, since time.Time) ([]mcpgate.HourCount, error) {
 	if !a.CanAdmin() {
 		userID = a.UserID
 	}

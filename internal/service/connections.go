@@ -16,7 +16,7 @@ func (s *Service) connector(name string) (connectors.Connector, error) {
 }
 
 // Connection implements mcpgate.ConnectionService.
-func (s *Service) Connection(ctx context.Context, a *mcpgate.Actor, connector string) (*mcpgate.Connection, error) {
+func (s *Connections) Connection(ctx context.Context, a *mcpgate.Actor, connector string) (*mcpgate.Connection, error) {
 	if _, err := s.connector(connector); err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (s *Service) Connection(ctx context.Context, a *mcpgate.Actor, connector st
 // PutConnection implements mcpgate.ConnectionService: the credential is
 // checked with its connector (shape, then the upstream itself), and only if
 // it is accepted sealed and stored. Nothing is stored on any failure.
-func (s *Service) PutConnection(ctx context.Context, a *mcpgate.Actor, connector string, credential mcpgate.Secret) (*mcpgate.Connection, error) {
+func (s *Connections) PutConnection(ctx context.Context, a *mcpgate.Actor, connector string, credential mcpgate.Secret) (*mcpgate.Connection, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Service) PutConnection(ctx context.Context, a *mcpgate.Actor, connector
 }
 
 // DeleteConnection implements mcpgate.ConnectionService.
-func (s *Service) DeleteConnection(ctx context.Context, a *mcpgate.Actor, connector string) error {
+func (s *Connections) DeleteConnection(ctx context.Context, a *mcpgate.Actor, connector string) error {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return err
 	}

@@ -42,26 +42,26 @@ func (b credBackend) OpenCredential(ctx context.Context, workspaceID, connector 
 }
 
 // credGateway calls the services as the workspace's owner.
-type credGateway struct{ *service.Service }
+type credGateway struct{ *service.Set }
 
 func ownerOf(ws, userID string) *mcpgate.Actor {
 	return &mcpgate.Actor{UserID: userID, WorkspaceID: ws, Role: mcpgate.RoleOwner, Scope: mcpgate.ScopeFull, Source: mcpgate.SourceAPI}
 }
 
 func (g credGateway) PutCredential(ctx context.Context, ws, userID, connector string, c mcpgate.Secret) (*mcpgate.Connection, error) {
-	return g.PutConnection(ctx, ownerOf(ws, userID), connector, c)
+	return g.Connections.PutConnection(ctx, ownerOf(ws, userID), connector, c)
 }
 
 func (g credGateway) Connection(ctx context.Context, ws, connector string) (*mcpgate.Connection, error) {
-	return g.Service.Connection(ctx, ownerOf(ws, ""), connector)
+	return g.Connections.Connection(ctx, ownerOf(ws, ""), connector)
 }
 
 func (g credGateway) DeleteCredential(ctx context.Context, ws, userID, connector string) error {
-	return g.DeleteConnection(ctx, ownerOf(ws, userID), connector)
+	return g.Connections.DeleteConnection(ctx, ownerOf(ws, userID), connector)
 }
 
 func (g credGateway) CallTool(ctx context.Context, ws, userID, tool string, args json.RawMessage, confirmed bool) (json.RawMessage, error) {
-	return g.Service.CallTool(ctx, ownerOf(ws, userID), mcpgate.ToolCall{Tool: tool, Arguments: args, Confirmed: confirmed})
+	return g.Tools.CallTool(ctx, ownerOf(ws, userID), mcpgate.ToolCall{Tool: tool, Arguments: args, Confirmed: confirmed})
 }
 
 // credFixture is a database, a keyring, a workspace with its owner, and a

@@ -10,7 +10,7 @@ import (
 // checked under the login throttle. Each shared workspace the person leaves
 // records the deletion with no actor (the user row is gone by the time the
 // audit writer inserts it, and the event must not point at it).
-func (s *Service) DeleteAccount(ctx context.Context, u *mcpgate.User, current, addr string) error {
+func (s *Accounts) DeleteAccount(ctx context.Context, u *mcpgate.User, current, addr string) error {
 	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
 		return err
 	}

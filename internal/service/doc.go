@@ -1,14 +1,28 @@
 // Package service implements the gateway's services (mcpgate.AccountService,
-// WorkspaceService, KeyService, ConnectionService, ToolService, AuditService,
-// ResourceService, ApprovalService and GuardrailService) and the MCP key
+// TwoFactorService, WorkspaceService, KeyService, ConnectionService,
+// ToolService, GuardrailService, ApprovalService, NotificationService,
+// AuditService, ResourceService and GrantService) and the MCP key
 // Authenticator on the store, the vault and the connector registry, and the
 // operator's Admin (what `mcpgate user` does, audited as the operator). It is
 // where the rules live: who may see and change what, which calls a
 // workspace's policy and a key's scope allow, which need a confirmation or a
 // person's approval (and which do another tool's job, by the connector's
 // guard), what the workspace's guardrails refuse, and what the audit log
-// records. The JSON API, the dashboard
-// and the MCP endpoint call it and decide nothing themselves.
+// records. The JSON API, the dashboard and the MCP endpoint call it and
+// decide nothing themselves.
+//
+// One type per service, each with the methods of its own concern: Accounts,
+// TwoFactor, Workspaces, Keys, Connections, Tools (tools, guardrails, the
+// policy cache and the call path), Approvals, Notifications, Audit,
+// Resources, Grants, and Deliveries (what became of the mails and webhooks
+// sent). New builds them together as a Set on one Service, the state they
+// share (the caches and the trust that decides how long their entries
+// stand, the advisory locker, the login throttle, the approvals' argument
+// key); each points to it, and to the other services it works with through
+// named fields (a tool call that needs an approval asks Approvals, an
+// approval step tells Notifications), never through one object holding all
+// of them. Under them all is the core (store, audit log, log, clock,
+// password costs), which Admin and Deliveries are built on alone.
 //
 // What it caches (MCP keys, tool policies, sealed credentials) is dropped
 // across replicas by Invalidate, which the wiring feeds from the store's

@@ -13,7 +13,7 @@ import (
 // address is told. Where SIGNUP_VERIFY=required, an address that has an
 // account answers like any other (its owner gets a note), as sign-up does. The current password is checked under the login
 // throttle, as in ChangePassword.
-func (s *Service) ChangeEmail(ctx context.Context, u *mcpgate.User, newEmail, current, addr string) error {
+func (s *Accounts) ChangeEmail(ctx context.Context, u *mcpgate.User, newEmail, current, addr string) error {
 	if s.opts.Mailer == nil {
 		return mcpgate.Errorf(mcpgate.EUnavailable,
 			"this gateway cannot send email, so a new address cannot be confirmed: its operator has not configured SMTP_URL")

@@ -25,7 +25,7 @@ func TestReadOnlyGrantWording(t *testing.T) {
 	} {
 		a := *f.member
 		a.Role, a.KeyID, a.GrantID, a.Source, a.Scope = "", tt.keyID, tt.grantID, mcpgate.SourceMCP, mcpgate.ScopeReadOnly
-		_, err := f.svc.CallTool(ctx, &a, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
+		_, err := f.svc.Tools.CallTool(ctx, &a, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
 		msg := mcpgate.ErrorMessage(err)
 		if mcpgate.ErrorCode(err) != mcpgate.EForbidden || !strings.Contains(msg, tt.want) || strings.Contains(msg, tt.not) {
 			t.Errorf("%s: read-only call of notes_add = %v, want forbidden saying %q", tt.name, err, tt.want)

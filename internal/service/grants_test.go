@@ -46,7 +46,7 @@ func TestGrants(t *testing.T) {
 	ctx := context.Background()
 	ownerGrant, memberGrant, outsideGrant := f.mustGrant(t, f.owner), f.mustGrant(t, f.member), f.mustGrant(t, f.outside)
 	count := func(a *mcpgate.Actor) int {
-		gs, err := f.svc.Grants(ctx, a)
+		gs, err := f.svc.Grants.Grants(ctx, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,17 +68,17 @@ func TestGrants(t *testing.T) {
 		{"outsider revokes into the workspace", f.outside, memberGrant},
 		{"not a uuid", f.owner, "nope"},
 	} {
-		if err := f.svc.RevokeGrant(ctx, tt.actor, tt.id); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		if err := f.svc.Grants.RevokeGrant(ctx, tt.actor, tt.id); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 			t.Errorf("%s: RevokeGrant() err = %v, want not found", tt.name, err)
 		}
 	}
-	if err := f.svc.RevokeGrant(ctx, f.member, memberGrant); err != nil {
+	if err := f.svc.Grants.RevokeGrant(ctx, f.member, memberGrant); err != nil {
 		t.Fatalf("member revokes their own: %v", err)
 	}
-	if err := f.svc.RevokeGrant(ctx, f.member, memberGrant); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if err := f.svc.Grants.RevokeGrant(ctx, f.member, memberGrant); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Errorf("revoke twice err = %v, want not found", err)
 	}
-	if err := f.svc.RevokeGrant(ctx, f.admin, ownerGrant); err != nil {
+	if err := f.svc.Grants.RevokeGrant(ctx, f.admin, ownerGrant); err != nil {
 		t.Fatalf("admin revokes the owner's: %v", err)
 	}
 	if n := count(f.owner); n != 0 {

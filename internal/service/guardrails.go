@@ -13,7 +13,7 @@ import (
 )
 
 // Guardrails implements mcpgate.GuardrailService.
-func (s *Service) Guardrails(ctx context.Context, a *mcpgate.Actor) (*mcpgate.Guardrails, error) {
+func (s *Tools) Guardrails(ctx context.Context, a *mcpgate.Actor) (*mcpgate.Guardrails, error) {
 	wp, err := s.workspace(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (s *Service) Guardrails(ctx context.Context, a *mcpgate.Actor) (*mcpgate.Gu
 }
 
 // SetGuardrails implements mcpgate.GuardrailService.
-func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate.Guardrails) (*mcpgate.Guardrails, error) {
+func (s *Tools) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate.Guardrails) (*mcpgate.Guardrails, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate
 	if err := s.db.SetGuardrails(ctx, a.WorkspaceID, a.UserID, g); err != nil {
 		return nil, err
 	}
-	s.Invalidate(InvalidatePolicy, a.WorkspaceID)
+	s.invalidate(InvalidatePolicy, a.WorkspaceID)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionGuardrailsUpdated, map[string]any{
 		"max_timeout_seconds": g.MaxTimeoutSeconds, "max_running": g.MaxRunning, "allowed_templates": g.AllowedTemplates}))
 	return &g, nil
@@ -47,7 +47,7 @@ func (s *Service) SetGuardrails(ctx context.Context, a *mcpgate.Actor, g mcpgate
 // assess runs a tool's guard (read-only, upstream) and enforces the
 // workspace's guardrails on what it found, before anything runs, under h
 // (see weigh). A refusal is audited here.
-func (s *Service) assess(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy, args map[string]any) (connectors.Assessment, error) {
+func (s *Tools) assess(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy, args map[string]any) (connectors.Assessment, error) {
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	cred, err := s.credential(ctx, a, c)
 	if err != nil {
@@ -77,13 +77,13 @@ func (s *Service) assess(ctx context.Context, h *store.Held, a *mcpgate.Actor, t
 }
 
 // settingsURL is where an owner or admin changes a workspace's settings.
-func (s *Service) settingsURL(workspaceID string) string {
+func (s *Tools) settingsURL(workspaceID string) string {
 	return s.opts.PublicURL + "/app/w/" + workspaceID + "/settings"
 }
 
 // checkGuardrails compares what a call asks for with the workspace's
 // limits on lifetime and templates.
-func (s *Service) checkGuardrails(a *mcpgate.Actor, g mcpgate.Guardrails, as connectors.Assessment) error {
+func (s *Tools) checkGuardrails(a *mcpgate.Actor, g mcpgate.Guardrails, as connectors.Assessment) error {
 	if limit := time.Duration(g.MaxTimeoutSeconds) * time.Second; limit > 0 && as.Lifetime > limit {
 		return mcpgate.Errorf(mcpgate.EForbidden, "Not done: this workspace lets AI clients ask for at most %d seconds, and this call "+
 			"asked for %d. Ask for %d seconds or less. %s", g.MaxTimeoutSeconds, int(as.Lifetime/time.Second), g.MaxTimeoutSeconds, s.where(a))
@@ -97,7 +97,7 @@ func (s *Service) checkGuardrails(a *mcpgate.Actor, g mcpgate.Guardrails, as con
 }
 
 // where says who changes a guardrail, and where.
-func (s *Service) where(a *mcpgate.Actor) string {
+func (s *Tools) where(a *mcpgate.Actor) string {
 	return fmt.Sprintf("A workspace owner or admin can change this limit in the dashboard under Settings → Guardrails (%s).",
 		s.settingsURL(a.WorkspaceID))
 }
@@ -109,7 +109,7 @@ func (s *Service) where(a *mcpgate.Actor) string {
 // the call has run. Every call that starts one takes it, after any lock of
 // the resource it changes (the one order of locks, see lockChanged). It is
 // the only check that calls the upstream, so it comes last.
-func (s *Service) checkRunning(ctx context.Context, h *store.Held, a *mcpgate.Actor, c connectors.Connector, cred mcpgate.Secret,
+func (s *Tools) checkRunning(ctx context.Context, h *store.Held, a *mcpgate.Actor, c connectors.Connector, cred mcpgate.Secret,
 	g mcpgate.Guardrails, as connectors.Assessment) error {
 	if g.MaxRunning <= 0 || !as.Starts {
 		return nil
@@ -137,7 +137,7 @@ func (s *Service) checkRunning(ctx context.Context, h *store.Held, a *mcpgate.Ac
 
 // refuseGuardrail audits a guardrail refusal as its own action, so that
 // admins can filter for them, and counts it as a denied call.
-func (s *Service) refuseGuardrail(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
+func (s *Tools) refuseGuardrail(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
 	ev := mcpgate.NewAdminEvent(a, mcpgate.ActionGuardrailRefused, map[string]any{"tool": t.Name, "arguments": mcpgate.RedactArguments(args)})
 	ev.Outcome, ev.Message = mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err)
 	s.record(ctx, ev)
@@ -146,7 +146,7 @@ func (s *Service) refuseGuardrail(ctx context.Context, a *mcpgate.Actor, t *conn
 
 // followRefusal says why a call that does what a disabled tool does is
 // refused, and who can change it.
-func (s *Service) followRefusal(t *connectors.Tool, as connectors.Assessment, a *mcpgate.Actor) error {
+func (s *Tools) followRefusal(t *connectors.Tool, as connectors.Assessment, a *mcpgate.Actor) error {
 	return mcpgate.Errorf(mcpgate.EForbidden, "Not done: %s That is the same as %s, which is turned off in this workspace, so %s "+
 		"may not do it either. Ask for a later end time instead, or ask a workspace owner or admin to turn %s on in the "+
 		"dashboard under Settings → Tools (%s).", strings.TrimSpace(as.Reason), as.Follows, t.Name, as.Follows, s.settingsURL(a.WorkspaceID))

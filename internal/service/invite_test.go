@@ -19,11 +19,11 @@ func TestInvite_InviteOnlySignup(t *testing.T) {
 	_, instAdmin := env.NewUser(t, "first@example.com") // the first user is the instance admin
 	u, personal := env.NewUser(t, "plain@example.com")
 	env.NewUser(t, "existing@example.com")
-	shared, err := env.Service.CreateWorkspace(ctx, u, "Team")
+	shared, err := env.Service.Workspaces.CreateWorkspace(ctx, u, "Team")
 	if err != nil {
 		t.Fatalf("CreateWorkspace() err = %v", err)
 	}
-	owner, _, err := env.Service.Enter(ctx, u, shared.ID, mcpgate.SourceAPI)
+	owner, _, err := env.Service.Workspaces.Enter(ctx, u, shared.ID, mcpgate.SourceAPI)
 	if err != nil {
 		t.Fatalf("Enter() err = %v", err)
 	}
@@ -40,7 +40,7 @@ func TestInvite_InviteOnlySignup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, tok, err := env.Service.Invite(ctx, tt.actor, tt.email, mcpgate.RoleMember)
+			_, tok, err := env.Service.Workspaces.Invite(ctx, tt.actor, tt.email, mcpgate.RoleMember)
 			if got := codeOf(err); got != tt.wantCode {
 				t.Fatalf("Invite() err = %v, want code %q", err, tt.wantCode)
 			}
@@ -53,7 +53,7 @@ func TestInvite_InviteOnlySignup(t *testing.T) {
 	open := servicetest.New(t, service.Options{Signup: service.SignupOpen})
 	open.NewUser(t, "first@example.com")
 	_, p := open.NewUser(t, "plain@example.com")
-	if _, _, err := open.Service.Invite(ctx, p, "new@example.com", mcpgate.RoleMember); err != nil {
+	if _, _, err := open.Service.Workspaces.Invite(ctx, p, "new@example.com", mcpgate.RoleMember); err != nil {
 		t.Errorf("open sign-up: Invite() err = %v, want nil", err)
 	}
 }

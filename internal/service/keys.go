@@ -7,7 +7,7 @@ import (
 )
 
 // CreateKey implements mcpgate.KeyService.
-func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.NewKey) (*mcpgate.APIKey, string, error) {
+func (s *Keys) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.NewKey) (*mcpgate.APIKey, string, error) {
 	name, err := mcpgate.ValidateName("the key name", nk.Name)
 	if err != nil {
 		return nil, "", err
@@ -41,7 +41,7 @@ func (s *Service) CreateKey(ctx context.Context, a *mcpgate.Actor, nk mcpgate.Ne
 
 // Keys implements mcpgate.KeyService: all of the workspace's for an admin, a
 // member's own otherwise.
-func (s *Service) Keys(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.APIKey, error) {
+func (s *Keys) Keys(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.APIKey, error) {
 	return s.db.ListKeys(ctx, a.WorkspaceID, visibleOwner(a))
 }
 
@@ -62,7 +62,7 @@ func mayManage(a *mcpgate.Actor, ownerID string) bool { return a.CanAdmin() || o
 
 // RevokeKey implements mcpgate.KeyService: its owner or a workspace admin
 // may. Another member's key reads as not found to a member.
-func (s *Service) RevokeKey(ctx context.Context, a *mcpgate.Actor, id string) error {
+func (s *Keys) RevokeKey(ctx context.Context, a *mcpgate.Actor, id string) error {
 	k, err := s.db.FindKey(ctx, a.WorkspaceID, id)
 	if err == nil && !mayManage(a, k.UserID) {
 		err = mcpgate.Errorf(mcpgate.ENotFound, "key not found")

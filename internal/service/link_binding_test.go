@@ -21,30 +21,30 @@ func TestResetLink_DiesOnPasswordChange(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	u, verifyTok := mustSignup(t, env, srv, "pat@example.com")
-	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
-	if err := svc.ChangeEmail(ctx, u, "pat2@example.com", linkPassword, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "pat2@example.com", linkPassword, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	changeTok := servicetest.LinkToken(t, srv.Wait(t, "pat2@example.com", "Confirm your email"), "/verify-email")
 
-	if err := svc.ChangePassword(ctx, u, linkPassword, "the changed password 2", "198.51.100.1"); err != nil {
+	if err := svc.Accounts.ChangePassword(ctx, u, linkPassword, "the changed password 2", "198.51.100.1"); err != nil {
 		t.Fatalf("ChangePassword() err = %v", err)
 	}
-	if err := svc.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(link from before the password change) err = %v, want invalid", err)
 	}
 	// The email change asked for with the old password dies too: whoever
 	// asked for it may be who the password change locked out.
-	if _, err := svc.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(email change from before the password change) err = %v, want invalid", err)
 	}
-	if _, err := svc.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(link from before the password change) err = %v, want invalid", err)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: u.Email, Password: "the changed password 2"}, "198.51.100.2"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: u.Email, Password: "the changed password 2"}, "198.51.100.2"); err != nil {
 		t.Fatalf("Login(changed password) err = %v", err)
 	}
 }
@@ -54,23 +54,23 @@ func TestResetLink_DiesOnEmailChange(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	u, _ := mustSignup(t, env, srv, "eve@example.com")
-	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
-	if err := svc.ChangeEmail(ctx, u, "eve2@example.com", linkPassword, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "eve2@example.com", linkPassword, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	changeTok := servicetest.LinkToken(t, srv.Wait(t, "eve2@example.com", "Confirm your email"), "/verify-email")
-	if _, err := svc.VerifyEmail(ctx, changeTok); err != nil {
+	if _, err := svc.Accounts.VerifyEmail(ctx, changeTok); err != nil {
 		t.Fatalf("VerifyEmail(change) err = %v", err)
 	}
 	// The reset link went to the old address, which is no longer the
 	// account's: whoever reads that mailbox now must not get in.
-	if err := svc.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, resetTok, "the attacker's password", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(link to the old address) err = %v, want invalid", err)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "eve2@example.com", Password: linkPassword}, "198.51.100.2"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "eve2@example.com", Password: linkPassword}, "198.51.100.2"); err != nil {
 		t.Fatalf("Login(unchanged password) err = %v", err)
 	}
 }
@@ -80,20 +80,20 @@ func TestResetLink_ResetSpendsEveryLink(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	u, _ := mustSignup(t, env, srv, "rex@example.com")
-	if err := svc.ChangeEmail(ctx, u, "rex2@example.com", linkPassword, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "rex2@example.com", linkPassword, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	changeTok := servicetest.LinkToken(t, srv.Wait(t, "rex2@example.com", "Confirm your email"), "/verify-email")
-	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
-	if err := svc.ResetPassword(ctx, resetTok, "a reset password 3", false); err != nil {
+	if err := svc.Accounts.ResetPassword(ctx, resetTok, "a reset password 3", false); err != nil {
 		t.Fatalf("ResetPassword() err = %v", err)
 	}
 	// Someone who had the session and asked to move the account to their
 	// own address is who the reset is for: their link is spent.
-	if _, err := svc.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, changeTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(email change from before the reset) err = %v, want invalid", err)
 	}
 }
@@ -106,17 +106,17 @@ func TestAccountLink_BoundToPassword(t *testing.T) {
 	ctx := context.Background()
 	svc := env.Service
 	u, verifyTok := mustSignup(t, env, srv, "bo@example.com")
-	if err := svc.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	resetTok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
 	if _, err := env.DB.Pool.Exec(ctx, `UPDATE users SET password_hash = 'another hash' WHERE id = $1`, u.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.ResetPassword(ctx, resetTok, "a reset password 3", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, resetTok, "a reset password 3", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(after the password changed) err = %v, want invalid", err)
 	}
-	if _, err := svc.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, verifyTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(after the password changed) err = %v, want invalid", err)
 	}
 }
@@ -132,7 +132,7 @@ func TestChangeEmail_MailThrottled(t *testing.T) {
 	var err error
 	sent := 0
 	for i := 0; i < 10 && err == nil; i++ {
-		if err = svc.ChangeEmail(ctx, u, "victim@example.com", linkPassword, "198.51.100.1"); err == nil {
+		if err = svc.Accounts.ChangeEmail(ctx, u, "victim@example.com", linkPassword, "198.51.100.1"); err == nil {
 			sent++
 		}
 	}
@@ -143,15 +143,15 @@ func TestChangeEmail_MailThrottled(t *testing.T) {
 		t.Fatalf("refusal %v carries no Retry-After", err)
 	}
 	// Per person: other addresses do not reset the count.
-	if err := svc.ChangeEmail(ctx, u, "other@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "other@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("4th email change to another address err = %v, want too many", err)
 	}
 	// Per target: another person cannot flood the same inbox either.
 	v, _ := mustSignup(t, env, srv, "helper@example.com")
-	if err := svc.ChangeEmail(ctx, v, "victim@example.com", linkPassword, "198.51.100.9"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+	if err := svc.Accounts.ChangeEmail(ctx, v, "victim@example.com", linkPassword, "198.51.100.9"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("another person's email change to the flooded address err = %v, want too many", err)
 	}
-	if err := svc.ChangeEmail(ctx, v, "fresh@example.com", linkPassword, "198.51.100.9"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, v, "fresh@example.com", linkPassword, "198.51.100.9"); err != nil {
 		t.Fatalf("another person's email change elsewhere err = %v", err)
 	}
 	srv.Wait(t, "fresh@example.com", "Confirm your email")
@@ -175,7 +175,7 @@ func TestSignup_UniformWhereVerified(t *testing.T) {
 	svc := env.Service
 	known, _ := mustSignup(t, env, srv, "known@example.com")
 	for _, email := range []string{"known@example.com", "fresh@example.com"} {
-		if u, err := svc.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7"); u != nil || err != nil {
+		if u, err := svc.Accounts.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7"); u != nil || err != nil {
 			t.Fatalf("Signup(%s) = %+v, %v; want no user, no error", email, u, err)
 		}
 	}
@@ -185,10 +185,10 @@ func TestSignup_UniformWhereVerified(t *testing.T) {
 	}
 	srv.Wait(t, "fresh@example.com", "Confirm your email")
 	// Nothing changed for the known account: its password is its own.
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: "someone else's pw 1"}, "198.51.100.8"); err == nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: "someone else's pw 1"}, "198.51.100.8"); err == nil {
 		t.Fatal("the second sign-up's password signs in to the known account")
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: linkPassword}, "198.51.100.8"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: known.Email, Password: linkPassword}, "198.51.100.8"); err != nil {
 		t.Fatalf("Login(own password) err = %v", err)
 	}
 	// Throttled alike per target address: three sign-up mails per window
@@ -196,7 +196,7 @@ func TestSignup_UniformWhereVerified(t *testing.T) {
 	for _, email := range []string{"known@example.com", "fresh@example.com"} {
 		var err error
 		for i := 0; i < 3 && err == nil; i++ {
-			_, err = svc.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7")
+			_, err = svc.Accounts.Signup(ctx, email, "someone else's pw 1", "", "198.51.100.7")
 		}
 		if mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 			t.Fatalf("4th sign-up with %s err = %v, want too many", email, err)
@@ -234,7 +234,7 @@ func TestChangeEmail_MailThrottledInParallel(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			switch err := env.Service.ChangeEmail(ctx, u, "target@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) {
+			switch err := env.Service.Accounts.ChangeEmail(ctx, u, "target@example.com", linkPassword, "198.51.100.1"); mcpgate.ErrorCode(err) {
 			case "":
 				sent.Add(1)
 			case mcpgate.ETooMany:

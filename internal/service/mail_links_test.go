@@ -26,7 +26,7 @@ const linkPassword = "a long password 1"
 func mailEnv(t *testing.T, required bool) (*servicetest.Env, *mailtest.Server) {
 	t.Helper()
 	var env *servicetest.Env
-	m, srv := servicetest.NewMailer(t, func(r mail.Result) { env.Service.MailDone(r) })
+	m, srv := servicetest.NewMailer(t, func(r mail.Result) { env.Service.Deliveries.MailDone(r) })
 	env = servicetest.New(t, service.Options{Mailer: m, RequireVerifiedEmail: required, PublicURL: "https://gw.example",
 		PasswordParams: &password.Params{Time: 1, Memory: 8 * 1024, Threads: 1}})
 	return env, srv
@@ -39,13 +39,13 @@ func mailEnv(t *testing.T, required bool) (*servicetest.Env, *mailtest.Server) {
 func mustSignup(t *testing.T, env *servicetest.Env, srv *mailtest.Server, email string) (*mcpgate.User, string) {
 	t.Helper()
 	ctx := context.Background()
-	u, err := env.Service.Signup(ctx, email, linkPassword, "", "192.0.2.1")
+	u, err := env.Service.Accounts.Signup(ctx, email, linkPassword, "", "192.0.2.1")
 	if err != nil {
 		t.Fatalf("Signup(%s) err = %v", email, err)
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, email, "Confirm your email"), "/verify-email")
 	if u == nil {
-		if u, err = env.Service.VerifyEmail(ctx, tok); err != nil {
+		if u, err = env.Service.Accounts.VerifyEmail(ctx, tok); err != nil {
 			t.Fatalf("VerifyEmail(sign-up link of %s) err = %v", email, err)
 		}
 	}
@@ -56,7 +56,7 @@ func TestPasswordReset(t *testing.T) {
 	env, srv := mailEnv(t, false)
 	ctx := context.Background()
 	svc := env.Service
-	if _, err := svc.Signup(ctx, "ada@example.com", "old password 123", "", "192.0.2.1"); err != nil {
+	if _, err := svc.Accounts.Signup(ctx, "ada@example.com", "old password 123", "", "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
 	u, _, _ := env.DB.FindUserByEmail(ctx, "ada@example.com")
@@ -64,33 +64,33 @@ func TestPasswordReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.RequestPasswordReset(ctx, "Ada@Example.com", "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, "Ada@Example.com", "198.51.100.1"); err != nil {
 		t.Fatalf("RequestPasswordReset() err = %v", err)
 	}
 	// An unknown address gets the same answer and no mail.
-	if err := svc.RequestPasswordReset(ctx, "nobody@example.com", "198.51.100.1"); err != nil {
+	if err := svc.Accounts.RequestPasswordReset(ctx, "nobody@example.com", "198.51.100.1"); err != nil {
 		t.Fatalf("RequestPasswordReset(unknown) err = %v", err)
 	}
 	msg := srv.Wait(t, "ada@example.com", "Reset your password")
 	tok := servicetest.LinkToken(t, msg, "/reset-password")
 
-	if err := svc.ResetPassword(ctx, tok, "short", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, tok, "short", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(short) err = %v, want invalid", err)
 	}
-	if err := svc.ResetPassword(ctx, tok+"x", "new password 456", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, tok+"x", "new password 456", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(wrong token) err = %v, want invalid", err)
 	}
 	// The refused password did not spend the link.
-	if err := svc.ResetPassword(ctx, tok, "new password 456", false); err != nil {
+	if err := svc.Accounts.ResetPassword(ctx, tok, "new password 456", false); err != nil {
 		t.Fatalf("ResetPassword() err = %v", err)
 	}
-	if err := svc.ResetPassword(ctx, tok, "another password 789", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ResetPassword(ctx, tok, "another password 789", false); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ResetPassword(reused) err = %v, want invalid", err)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "new password 456"}, "198.51.100.1"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "new password 456"}, "198.51.100.1"); err != nil {
 		t.Fatalf("Login(new password) err = %v", err)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "old password 123"}, "198.51.100.1"); err == nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "ada@example.com", Password: "old password 123"}, "198.51.100.1"); err == nil {
 		t.Fatal("Login(old password) succeeded")
 	}
 	if _, err := env.DB.FindSessionUser(ctx, sess); err == nil {
@@ -128,30 +128,30 @@ func TestPasswordReset_RevokesKeys(t *testing.T) {
 	env, srv := mailEnv(t, false)
 	ctx := context.Background()
 	u, a := env.NewUser(t, "bob@example.com")
-	_, key, err := env.Service.CreateKey(ctx, a, mcpgate.NewKey{Name: "laptop"})
+	_, key, err := env.Service.Keys.CreateKey(ctx, a, mcpgate.NewKey{Name: "laptop"})
 	if err != nil || key == "" {
 		t.Fatal(err)
 	}
 	_, other := env.NewUser(t, "eve@example.com")
-	if _, _, err := env.Service.CreateKey(ctx, other, mcpgate.NewKey{Name: "eve"}); err != nil {
+	if _, _, err := env.Service.Keys.CreateKey(ctx, other, mcpgate.NewKey{Name: "eve"}); err != nil {
 		t.Fatal(err)
 	}
 	grants := &svcFixture{db: env.DB}
 	grant, othersGrant := grants.mustGrant(t, a), grants.mustGrant(t, other)
-	if err := env.Service.RequestPasswordReset(ctx, u.Email, "198.51.100.2"); err != nil {
+	if err := env.Service.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.2"); err != nil {
 		t.Fatal(err)
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset"), "/reset-password")
-	if err := env.Service.ResetPassword(ctx, tok, "brand new password", true); err != nil {
+	if err := env.Service.Accounts.ResetPassword(ctx, tok, "brand new password", true); err != nil {
 		t.Fatal(err)
 	}
-	keys, _ := env.Service.Keys(ctx, a)
+	keys, _ := env.Service.Keys.Keys(ctx, a)
 	for _, k := range keys {
 		if k.RevokedAt == nil {
 			t.Fatalf("key %s still live after reset with revoke", k.Name)
 		}
 	}
-	keys, _ = env.Service.Keys(ctx, other)
+	keys, _ = env.Service.Keys.Keys(ctx, other)
 	if len(keys) != 1 || keys[0].RevokedAt != nil {
 		t.Fatalf("another person's keys changed: %+v", keys)
 	}
@@ -184,24 +184,24 @@ func TestPasswordReset_Throttled(t *testing.T) {
 	env.NewUser(t, "cy@example.com")
 	var err error
 	for i := 0; i < 4 && err == nil; i++ {
-		err = env.Service.RequestPasswordReset(ctx, "cy@example.com", "198.51.100.3")
+		err = env.Service.Accounts.RequestPasswordReset(ctx, "cy@example.com", "198.51.100.3")
 	}
 	if mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("4th request err = %v, want too many", err)
 	}
 	// Another address for the same email is throttled per email too, but a
 	// different email from the same client is not yet.
-	if err := env.Service.RequestPasswordReset(ctx, "dee@example.com", "198.51.100.3"); err != nil {
+	if err := env.Service.Accounts.RequestPasswordReset(ctx, "dee@example.com", "198.51.100.3"); err != nil {
 		t.Fatalf("other email err = %v", err)
 	}
 }
 
 func TestPasswordReset_NoMail(t *testing.T) {
 	env := servicetest.New(t, service.Options{})
-	if env.Service.MailEnabled() {
+	if env.Service.Accounts.MailEnabled() {
 		t.Fatal("MailEnabled() without a mailer")
 	}
-	err := env.Service.RequestPasswordReset(context.Background(), "a@example.com", "x")
+	err := env.Service.Accounts.RequestPasswordReset(context.Background(), "a@example.com", "x")
 	if mcpgate.ErrorCode(err) != mcpgate.EUnavailable || !strings.Contains(err.Error(), "SMTP_URL") {
 		t.Fatalf("err = %v, want unavailable naming SMTP_URL", err)
 	}
@@ -222,68 +222,68 @@ func TestVerifyEmail_Required(t *testing.T) {
 	svc := env.Service
 	owner, ownerActor := env.NewUser(t, "owner@example.com")
 	// A sign-up makes no account until its link is opened.
-	if u, err := svc.Signup(ctx, "new@example.com", linkPassword, "", "192.0.2.1"); u != nil || err != nil {
+	if u, err := svc.Accounts.Signup(ctx, "new@example.com", linkPassword, "", "192.0.2.1"); u != nil || err != nil {
 		t.Fatalf("Signup() = %+v, %v; want no user yet, no error", u, err)
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, "new@example.com", "Confirm your email"), "/verify-email")
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err == nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err == nil {
 		t.Fatal("Login() before the sign-up link was opened succeeded")
 	}
 
 	// A person whose address is not confirmed (an account from before the
 	// instance required it) may not create keys or accept invitations.
 	u, a := env.NewUser(t, "unconfirmed@example.com")
-	if _, _, err := svc.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, _, err := svc.Keys.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("CreateKey(unverified) err = %v, want forbidden", err)
 	}
-	if ok, _ := svc.EmailVerified(ctx, u); ok {
+	if ok, _ := svc.Accounts.EmailVerified(ctx, u); ok {
 		t.Fatal("EmailVerified() = true before the link")
 	}
 	if _, err := env.DB.Pool.Exec(ctx, `UPDATE users SET email_verified_at = now() WHERE id = $1`, owner.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, inv, err := svc.Invite(ctx, ownerActor, "unconfirmed@example.com", mcpgate.RoleMember)
+	_, inv, err := svc.Workspaces.Invite(ctx, ownerActor, "unconfirmed@example.com", mcpgate.RoleMember)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AcceptInvitation(ctx, u, inv); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := svc.Workspaces.AcceptInvitation(ctx, u, inv); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("AcceptInvitation(unverified) err = %v, want forbidden", err)
 	}
-	if err := svc.ResendVerification(ctx, u); err != nil {
+	if err := svc.Accounts.ResendVerification(ctx, u); err != nil {
 		t.Fatal(err)
 	}
 	verifyTok := servicetest.LinkToken(t, srv.Wait(t, "unconfirmed@example.com", "Confirm your email"), "/verify-email")
-	if _, err := svc.VerifyEmail(ctx, verifyTok); err != nil {
+	if _, err := svc.Accounts.VerifyEmail(ctx, verifyTok); err != nil {
 		t.Fatalf("VerifyEmail() err = %v", err)
 	}
-	if ok, _ := svc.EmailVerified(ctx, u); !ok {
+	if ok, _ := svc.Accounts.EmailVerified(ctx, u); !ok {
 		t.Fatal("EmailVerified() = false after the link")
 	}
-	if _, _, err := svc.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
+	if _, _, err := svc.Keys.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
 		t.Fatalf("CreateKey(verified) err = %v", err)
 	}
-	if _, err := svc.AcceptInvitation(ctx, u, inv); err != nil {
+	if _, err := svc.Workspaces.AcceptInvitation(ctx, u, inv); err != nil {
 		t.Fatalf("AcceptInvitation(verified) err = %v", err)
 	}
-	if err := svc.ResendVerification(ctx, u); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if err := svc.Accounts.ResendVerification(ctx, u); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("ResendVerification(verified) err = %v, want conflict", err)
 	}
 
 	// The sign-up link makes the account, confirmed, once.
-	if _, err := svc.VerifyEmail(ctx, tok+"x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, tok+"x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(wrong) err = %v", err)
 	}
-	created, err := svc.VerifyEmail(ctx, tok)
+	created, err := svc.Accounts.VerifyEmail(ctx, tok)
 	if err != nil || created.Email != "new@example.com" {
 		t.Fatalf("VerifyEmail(sign-up link) = %+v, %v", created, err)
 	}
-	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(reused) err = %v, want invalid", err)
 	}
-	if ok, _ := svc.EmailVerified(ctx, created); !ok {
+	if ok, _ := svc.Accounts.EmailVerified(ctx, created); !ok {
 		t.Fatal("the account a sign-up link made is not confirmed")
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "192.0.2.1"); err != nil {
 		t.Fatalf("Login() after the sign-up link err = %v", err)
 	}
 }
@@ -293,11 +293,11 @@ func TestVerifyEmail_ResendThrottled(t *testing.T) {
 	ctx := context.Background()
 	u, _ := mustSignup(t, env, srv, "re@example.com")
 	for i := 0; i < 3; i++ {
-		if err := env.Service.ResendVerification(ctx, u); err != nil {
+		if err := env.Service.Accounts.ResendVerification(ctx, u); err != nil {
 			t.Fatalf("resend %d err = %v", i, err)
 		}
 	}
-	if err := env.Service.ResendVerification(ctx, u); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+	if err := env.Service.Accounts.ResendVerification(ctx, u); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("4th resend err = %v, want too many", err)
 	}
 }
@@ -308,9 +308,9 @@ func TestVerifyEmail_Off(t *testing.T) {
 	// The link is still sent (the address can be confirmed), but nothing
 	// waits for it.
 	u, _ := mustSignup(t, env, srv, "off@example.com")
-	wss, _ := env.Service.Workspaces(ctx, u)
-	a, _, _ := env.Service.Enter(ctx, u, wss[0].ID, mcpgate.SourceAPI)
-	if _, _, err := env.Service.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
+	wss, _ := env.Service.Workspaces.Workspaces(ctx, u)
+	a, _, _ := env.Service.Workspaces.Enter(ctx, u, wss[0].ID, mcpgate.SourceAPI)
+	if _, _, err := env.Service.Keys.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
 		t.Fatalf("CreateKey() with SIGNUP_VERIFY=off err = %v", err)
 	}
 }
@@ -321,24 +321,24 @@ func TestChangeEmail(t *testing.T) {
 	svc := env.Service
 	u, signupTok := mustSignup(t, env, srv, "old@example.com")
 	env.NewUser(t, "taken@example.com")
-	if err := svc.ChangeEmail(ctx, u, "new@example.com", "wrong password", "x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "new@example.com", "wrong password", "x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ChangeEmail(wrong password) err = %v, want invalid", err)
 	}
 	// A taken address answers like a free one (SIGNUP_VERIFY=required, as
 	// at sign-up): its owner gets a note, not a link.
-	if err := svc.ChangeEmail(ctx, u, "taken@example.com", linkPassword, "x"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "taken@example.com", linkPassword, "x"); err != nil {
 		t.Fatalf("ChangeEmail(taken) err = %v, want the answer of a free address", err)
 	}
 	srv.Wait(t, "taken@example.com", "You already have an account")
-	if err := svc.ChangeEmail(ctx, u, "New@Example.com", linkPassword, "x"); err != nil {
+	if err := svc.Accounts.ChangeEmail(ctx, u, "New@Example.com", linkPassword, "x"); err != nil {
 		t.Fatalf("ChangeEmail() err = %v", err)
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, "new@example.com", "Confirm your email"), "/verify-email")
 	// Nothing changed yet.
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "x"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "x"); err != nil {
 		t.Fatalf("Login(old address before confirming) err = %v", err)
 	}
-	got, err := svc.VerifyEmail(ctx, tok)
+	got, err := svc.Accounts.VerifyEmail(ctx, tok)
 	if err != nil || got.Email != "new@example.com" {
 		t.Fatalf("VerifyEmail() = %v, %v", got, err)
 	}
@@ -346,17 +346,17 @@ func TestChangeEmail(t *testing.T) {
 	if !strings.Contains(notice.Text, "new@example.com") {
 		t.Fatalf("notice to the old address = %q", notice.Text)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "x"); err != nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "new@example.com", Password: linkPassword}, "x"); err != nil {
 		t.Fatalf("Login(new address) err = %v", err)
 	}
-	if _, err := svc.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "y"); err == nil {
+	if _, err := svc.Accounts.Login(ctx, mcpgate.Credentials{Email: "old@example.com", Password: linkPassword}, "y"); err == nil {
 		t.Fatal("Login(old address) still works")
 	}
-	if _, err := svc.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, tok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(reused) err = %v", err)
 	}
 	// The signup link to the old address cannot bring it back or verify it.
-	if _, err := svc.VerifyEmail(ctx, signupTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.Accounts.VerifyEmail(ctx, signupTok); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("VerifyEmail(old signup link) err = %v, want invalid", err)
 	}
 }

@@ -30,7 +30,7 @@ const (
 )
 
 // Notifications implements mcpgate.NotificationService.
-func (s *Service) Notifications(ctx context.Context, a *mcpgate.Actor) (*mcpgate.NotificationSettings, error) {
+func (s *Notifications) Notifications(ctx context.Context, a *mcpgate.Actor) (*mcpgate.NotificationSettings, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (s *Service) Notifications(ctx context.Context, a *mcpgate.Actor) (*mcpgate
 // sealed like an E2B key and answered only as a hint; the audit log names
 // the webhook's host, never its path (a Slack webhook's path is its key)
 // or the secret.
-func (s *Service) SetNotifications(ctx context.Context, a *mcpgate.Actor, in mcpgate.NotificationInput) (*mcpgate.NotificationSettings, error) {
+func (s *Notifications) SetNotifications(ctx context.Context, a *mcpgate.Actor, in mcpgate.NotificationInput) (*mcpgate.NotificationSettings, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Service) SetNotifications(ctx context.Context, a *mcpgate.Actor, in mcp
 }
 
 // WebhookDeliveries implements mcpgate.NotificationService.
-func (s *Service) WebhookDeliveries(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.WebhookDelivery, error) {
+func (s *Notifications) WebhookDeliveries(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.WebhookDelivery, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func urlHost(raw string) string {
 // step, mail for a request. It runs after the step is stored and audited,
 // and nothing in it fails the step: a channel that cannot be reached is
 // logged and audited.
-func (s *Service) notifyApproval(ctx context.Context, event string, ap *mcpgate.ApprovalRequest) {
+func (s *Notifications) notifyApproval(ctx context.Context, event string, ap *mcpgate.ApprovalRequest) {
 	ctx = context.WithoutCancel(ctx)
 	n, err := s.db.Notifications(ctx, ap.WorkspaceID)
 	if err != nil {
@@ -114,7 +114,7 @@ func (s *Service) notifyApproval(ctx context.Context, event string, ap *mcpgate.
 	if !n.Email && n.WebhookURL == "" {
 		return
 	}
-	s.present(ap)
+	s.approvals.present(ap)
 	au, err := s.db.ApprovalAudience(ctx, ap.WorkspaceID, ap.RequestedBy)
 	if err != nil {
 		s.log.WarnContext(ctx, "approval not notified", "event", event, "approval", ap.ID, "err", err)
@@ -131,7 +131,7 @@ func (s *Service) notifyApproval(ctx context.Context, event string, ap *mcpgate.
 
 // requesterText says who asked: the connected app or the MCP key by name,
 // and the person it belongs to.
-func (s *Service) requesterText(ctx context.Context, ap *mcpgate.ApprovalRequest) string {
+func (s *Notifications) requesterText(ctx context.Context, ap *mcpgate.ApprovalRequest) string {
 	who := ap.RequesterEmail
 	if who == "" {
 		who = "a member"
@@ -157,7 +157,7 @@ func mayDecide(au *store.Audience, p store.Approver, requestedBy string) bool {
 
 // mailApprovers mails the requester and every owner and admin who may
 // decide, each at most once per approval, within the mail throttle.
-func (s *Service) mailApprovers(ctx context.Context, ap *mcpgate.ApprovalRequest, au *store.Audience, asked string) {
+func (s *Notifications) mailApprovers(ctx context.Context, ap *mcpgate.ApprovalRequest, au *store.Audience, asked string) {
 	for _, p := range au.People {
 		can := mayDecide(au, p, ap.RequestedBy)
 		if !can && p.UserID != ap.RequestedBy {
@@ -205,27 +205,6 @@ func approvalMailRef(workspaceID, approvalID, userID string) string {
 	return approvalRefPrefix + workspaceID + " " + approvalID + " " + userID
 }
 
-// approvalMailDone audits an approval mail's outcome in its workspace; ok
-// is false for a Ref that is not an approval mail's.
-func (s *Service) approvalMailDone(r mail.Result) bool {
-	rest, ok := strings.CutPrefix(r.Ref, approvalRefPrefix)
-	if !ok {
-		return false
-	}
-	f := strings.Fields(rest)
-	if len(f) != 3 {
-		return true
-	}
-	ev := mcpgate.AuditEvent{WorkspaceID: f[0], Kind: mcpgate.KindAdmin, Action: string(mcpgate.ActionNotificationSent),
-		Outcome: mcpgate.OutcomeOK, Arguments: map[string]any{"channel": "email", "event": mcpgate.EventApprovalRequested,
-			"approval": f[1], "recipient": f[2], "attempts": r.Attempts}}
-	if r.Err != nil {
-		ev.Action, ev.Outcome, ev.Message = string(mcpgate.ActionNotificationFailed), mcpgate.OutcomeError, "the mail server did not accept the message"
-	}
-	s.record(context.Background(), ev)
-	return true
-}
-
 // webhookApproval is the approval as a JSON webhook carries it.
 type webhookApproval struct {
 	ID            string    `json:"id"`
@@ -264,7 +243,7 @@ func webhookBody(format mcpgate.WebhookFormat, event string, wa webhookApproval)
 
 // sendWebhook records a delivery and queues it; the sender reports every
 // attempt to WebhookDone.
-func (s *Service) sendWebhook(ctx context.Context, event string, ap *mcpgate.ApprovalRequest, au *store.Audience, asked string) {
+func (s *Notifications) sendWebhook(ctx context.Context, event string, ap *mcpgate.ApprovalRequest, au *store.Audience, asked string) {
 	fail := func(msg string, err error) {
 		s.log.WarnContext(ctx, "approval webhook not sent", "event", event, "approval", ap.ID, "err", err)
 		s.record(ctx, mcpgate.AuditEvent{WorkspaceID: ap.WorkspaceID, Kind: mcpgate.KindAdmin, Action: string(mcpgate.ActionNotificationFailed),
@@ -289,35 +268,6 @@ func (s *Service) sendWebhook(ctx context.Context, event string, ap *mcpgate.App
 	}
 	d := webhook.Delivery{ID: id, Ref: ap.WorkspaceID + " " + ap.ID, Event: event, URL: t.URL, Body: body, Secret: t.Secret}
 	if err := s.opts.Webhooks.Send(d); err != nil {
-		s.WebhookDone(webhook.Result{ID: id, Ref: d.Ref, Event: event, Err: err, Final: true})
+		s.deliveries.WebhookDone(webhook.Result{ID: id, Ref: d.Ref, Event: event, Err: err, Final: true})
 	}
-}
-
-// WebhookDone records an attempt's outcome on its delivery, and audits the
-// last one (wire it as the sender's Done).
-func (s *Service) WebhookDone(r webhook.Result) {
-	ctx := context.Background()
-	d := mcpgate.WebhookDelivery{ID: r.ID, State: mcpgate.DeliveryPending, Attempts: r.Attempts, LastStatus: r.Status}
-	if r.Err != nil {
-		d.LastError = r.Err.Error()
-	}
-	if r.Final {
-		d.State = mcpgate.DeliveryDelivered
-		if r.Err != nil {
-			d.State = mcpgate.DeliveryFailed
-		}
-	}
-	if err := s.db.UpdateDelivery(ctx, d); err != nil {
-		s.log.Warn("webhook delivery not recorded", "delivery", r.ID, "err", err)
-	}
-	if !r.Final {
-		return
-	}
-	ws, approval, _ := strings.Cut(r.Ref, " ")
-	ev := mcpgate.AuditEvent{WorkspaceID: ws, Kind: mcpgate.KindAdmin, Action: string(mcpgate.ActionNotificationSent), Outcome: mcpgate.OutcomeOK,
-		Arguments: map[string]any{"channel": "webhook", "event": r.Event, "approval": approval, "delivery": r.ID, "attempts": r.Attempts, "status": r.Status}}
-	if r.Err != nil {
-		ev.Action, ev.Outcome, ev.Message = string(mcpgate.ActionNotificationFailed), mcpgate.OutcomeError, d.LastError
-	}
-	s.record(ctx, ev)
 }

@@ -106,10 +106,10 @@ func (rv *hookReceiver) wait(t *testing.T, event string) hookEvent {
 // UPSTREAM_PRIVATE_NETWORKS=127.0.0.0/8 allows).
 func newNotifyFixture(t *testing.T, nets ...netip.Prefix) (*padFixture, *mailtest.Server) {
 	t.Helper()
-	var svc *service.Service
-	m, srv := servicetest.NewMailer(t, func(r mail.Result) { svc.MailDone(r) })
+	var svc *service.Set
+	m, srv := servicetest.NewMailer(t, func(r mail.Result) { svc.Deliveries.MailDone(r) })
 	hooks := webhook.New(webhook.Options{PrivateNetworks: nets, Backoff: time.Millisecond, Attempts: 3,
-		Done: func(r webhook.Result) { svc.WebhookDone(r) }})
+		Done: func(r webhook.Result) { svc.Deliveries.WebhookDone(r) }})
 	t.Cleanup(func() { hooks.Close(context.Background()) })
 	pads, clk := newPadConnector(), e2bsim.NewManualClock(time.Now())
 	f := newSvcFixture(t, func(o *service.Options) {
@@ -118,7 +118,7 @@ func newNotifyFixture(t *testing.T, nets ...netip.Prefix) (*padFixture, *mailtes
 		o.Now, o.Mailer, o.Webhooks = clk.Now, m, hooks
 	})
 	svc = f.svc
-	if _, err := f.svc.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
+	if _, err := f.svc.Connections.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
 		t.Fatal(err)
 	}
 	pf := &padFixture{svcFixture: f, pads: pads, clock: clk}
@@ -135,14 +135,14 @@ func TestNotify_MailAndWebhook(t *testing.T) {
 	f, srv := newNotifyFixture(t, loopbackNet)
 	ctx := context.Background()
 	rv, url := newHookReceiver(t, http.StatusInternalServerError)
-	set, err := f.svc.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{Email: true, WebhookURL: url, WebhookSecret: hookSecret})
+	set, err := f.svc.Notifications.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{Email: true, WebhookURL: url, WebhookSecret: hookSecret})
 	if err != nil {
 		t.Fatalf("SetNotifications() err = %v", err)
 	}
 	if set.WebhookSecretHint != "…cdef" || set.WebhookFormat != mcpgate.WebhookJSON || !set.Email || set.WebhookURL != url {
 		t.Fatalf("settings = %+v", set)
 	}
-	if _, err := f.svc.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{ApprovalFourEyes: ptr(true)}); err != nil {
+	if _, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{ApprovalFourEyes: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
 	key := f.keyActor(t, f.member)
@@ -171,20 +171,20 @@ func TestNotify_MailAndWebhook(t *testing.T) {
 	}
 
 	// Approved, denied, expired: each reaches the webhook.
-	if _, err := f.svc.Approve(ctx, f.admin, ap.ID); err != nil {
+	if _, err := f.svc.Approvals.Approve(ctx, f.admin, ap.ID); err != nil {
 		t.Fatal(err)
 	}
 	if ev := rv.wait(t, mcpgate.EventApprovalApproved); !ev.SignatureOK || ev.Body["approval"].(map[string]any)["decided_by"] != "admin@example.com" {
 		t.Errorf("approved webhook = %+v", ev)
 	}
 	ap2 := f.request(t, key, "p2")
-	if _, err := f.svc.Deny(ctx, f.owner, ap2.ID); err != nil {
+	if _, err := f.svc.Approvals.Deny(ctx, f.owner, ap2.ID); err != nil {
 		t.Fatal(err)
 	}
 	rv.wait(t, mcpgate.EventApprovalDenied)
 	ap3 := f.request(t, key, "p3")
 	f.clock.Advance(mcpgate.ApprovalTTL + time.Second)
-	if err := f.svc.ExpireApprovals(ctx); err != nil {
+	if err := f.svc.Approvals.ExpireApprovals(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ev := rv.wait(t, mcpgate.EventApprovalExpired); ev.Body["approval"].(map[string]any)["id"] != ap3.ID && ev.Body["approval"].(map[string]any)["id"] != ap.ID {
@@ -195,7 +195,7 @@ func TestNotify_MailAndWebhook(t *testing.T) {
 	var list []mcpgate.WebhookDelivery
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if list, err = f.svc.WebhookDeliveries(ctx, f.admin); err != nil {
+		if list, err = f.svc.Notifications.WebhookDeliveries(ctx, f.admin); err != nil {
 			t.Fatal(err)
 		}
 		if done := countState(list, mcpgate.DeliveryDelivered); done >= 4 || time.Now().After(deadline) {
@@ -207,7 +207,7 @@ func TestNotify_MailAndWebhook(t *testing.T) {
 	if first.Event != mcpgate.EventApprovalRequested || first.State != mcpgate.DeliveryDelivered || first.Attempts != 2 || first.ApprovalID != ap.ID {
 		t.Errorf("first delivery = %+v", first)
 	}
-	if _, err := f.svc.WebhookDeliveries(ctx, f.member); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Notifications.WebhookDeliveries(ctx, f.member); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("a member listing deliveries: err = %v", err)
 	}
 
@@ -252,7 +252,7 @@ func ptr[T any](v T) *T { return &v }
 func TestNotify_OnlyDecidersAreTold(t *testing.T) {
 	f, srv := newNotifyFixture(t)
 	ctx := context.Background()
-	if _, err := f.svc.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{Email: true}); err != nil {
+	if _, err := f.svc.Notifications.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{Email: true}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.db.Pool.Exec(ctx, `UPDATE workspaces SET require_two_factor = true WHERE id = $1`, f.ws); err != nil {
@@ -266,7 +266,7 @@ func TestNotify_OnlyDecidersAreTold(t *testing.T) {
 	}
 	// The expiry notifies too; it must not mail anyone again.
 	f.clock.Advance(mcpgate.ApprovalTTL + time.Second)
-	if err := f.svc.ExpireApprovals(ctx); err != nil {
+	if err := f.svc.Approvals.ExpireApprovals(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// A second request is mailed (so the mailer has sent everything queued
@@ -306,7 +306,7 @@ func TestNotify_Settings(t *testing.T) {
 		"short secret":      {f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/hook", WebhookSecret: "short"}, mcpgate.EInvalid},
 		"format":            {f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/hook", WebhookSecret: hookSecret, WebhookFormat: "xml"}, mcpgate.EInvalid},
 	} {
-		_, err := f.svc.SetNotifications(ctx, c.who, c.in)
+		_, err := f.svc.Notifications.SetNotifications(ctx, c.who, c.in)
 		if mcpgate.ErrorCode(err) != c.code {
 			t.Errorf("%s: err = %v, want %s", name, err, c.code)
 		}
@@ -314,18 +314,18 @@ func TestNotify_Settings(t *testing.T) {
 			t.Errorf("%s: the error shows the secret", name)
 		}
 	}
-	if n, err := f.svc.Notifications(ctx, f.owner); err != nil || n.Email || n.WebhookURL != "" || n.UpdatedAt != nil {
+	if n, err := f.svc.Notifications.Notifications(ctx, f.owner); err != nil || n.Email || n.WebhookURL != "" || n.UpdatedAt != nil {
 		t.Errorf("after refusals: %+v, %v", n, err)
 	}
-	if _, err := f.svc.Notifications(ctx, f.member); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Notifications.Notifications(ctx, f.member); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("a member reading the settings: err = %v", err)
 	}
 	// A public https URL is taken; the secret is kept when not given again.
-	if _, err := f.svc.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/hook", WebhookSecret: hookSecret,
+	if _, err := f.svc.Notifications.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/hook", WebhookSecret: hookSecret,
 		WebhookFormat: mcpgate.WebhookSlack}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := f.svc.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/other", WebhookFormat: mcpgate.WebhookSlack})
+	n, err := f.svc.Notifications.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: "https://93.184.216.34/other", WebhookFormat: mcpgate.WebhookSlack})
 	if err != nil || n.WebhookSecretHint != "…cdef" || n.WebhookURL != "https://93.184.216.34/other" {
 		t.Fatalf("keeping the secret: %+v, %v", n, err)
 	}
@@ -344,7 +344,7 @@ func TestNotify_SlackFormat(t *testing.T) {
 	f, _ := newNotifyFixture(t, loopbackNet)
 	ctx := context.Background()
 	rv, url := newHookReceiver(t)
-	if _, err := f.svc.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: url, WebhookSecret: hookSecret,
+	if _, err := f.svc.Notifications.SetNotifications(ctx, f.owner, mcpgate.NotificationInput{WebhookURL: url, WebhookSecret: hookSecret,
 		WebhookFormat: mcpgate.WebhookSlack}); err != nil {
 		t.Fatal(err)
 	}

@@ -114,14 +114,14 @@ func TestOutage(t *testing.T) {
 		OutageGrace: 10 * time.Minute})
 	svc := env.Service
 	_, owner := env.NewUser(t, "owner@example.com")
-	if _, err := svc.PutConnection(ctx, owner, "notes", "notes-credential"); err != nil {
+	if _, err := svc.Connections.PutConnection(ctx, owner, "notes", "notes-credential"); err != nil {
 		t.Fatal(err)
 	}
-	_, used, err := svc.CreateKey(ctx, owner, mcpgate.NewKey{Name: "used"})
+	_, used, err := svc.Keys.CreateKey(ctx, owner, mcpgate.NewKey{Name: "used"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, unused, err := svc.CreateKey(ctx, owner, mcpgate.NewKey{Name: "never used"})
+	_, unused, err := svc.Keys.CreateKey(ctx, owner, mcpgate.NewKey{Name: "never used"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestOutage(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = svc.CallTool(ctx, a, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
+		_, err = svc.Tools.CallTool(ctx, a, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
 		return err
 	}
 	if err := call(used); err != nil {
@@ -158,12 +158,12 @@ func TestOutage(t *testing.T) {
 	// The database answers again; meanwhile another replica revoked the key.
 	proxy.setDown(false)
 	other := servicetest.New(t, service.Options{DB: env.DB, Keyring: env.Keyring, Registry: connectors.NewRegistry(conn)})
-	ks, err := other.Service.Keys(ctx, owner)
+	ks, err := other.Service.Keys.Keys(ctx, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range ks {
-		if err := other.Service.RevokeKey(ctx, owner, k.ID); err != nil {
+		if err := other.Service.Keys.RevokeKey(ctx, owner, k.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,7 +182,7 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	env := servicetest.New(t, service.Options{Registry: connectors.NewRegistry(newNoteConnector())})
 	_, owner := env.NewUser(t, "owner@example.com")
-	k, secret, err := env.Service.CreateKey(ctx, owner, mcpgate.NewKey{Name: "k"})
+	k, secret, err := env.Service.Keys.CreateKey(ctx, owner, mcpgate.NewKey{Name: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := servicetest.New(t, service.Options{DB: env.DB, Keyring: env.Keyring, Registry: connectors.NewRegistry(newNoteConnector())})
-	if err := other.Service.RevokeKey(ctx, owner, k.ID); err != nil {
+	if err := other.Service.Keys.RevokeKey(ctx, owner, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	// With the listener up, the notification would have dropped the entry;
@@ -228,12 +228,12 @@ func TestCall_FailsClosedOnAFullAuditQueue(t *testing.T) {
 	conn := newNoteConnector()
 	env := servicetest.New(t, service.Options{Registry: connectors.NewRegistry(conn), Audit: w})
 	_, owner := env.NewUser(t, "owner@example.com")
-	if _, err := env.Service.PutConnection(context.Background(), owner, "notes", "notes-credential"); err != nil {
+	if _, err := env.Service.Connections.PutConnection(context.Background(), owner, "notes", "notes-credential"); err != nil {
 		t.Fatal(err)
 	}
 	var refused error
 	for i := 0; i < 30 && refused == nil; i++ {
-		_, err := env.Service.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
+		_, err := env.Service.Tools.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
 		if mcpgate.ErrorCode(err) == mcpgate.EUnavailable {
 			refused = err
 		}
@@ -242,7 +242,7 @@ func TestCall_FailsClosedOnAFullAuditQueue(t *testing.T) {
 		t.Fatalf("calls with a full audit queue were never refused (last: %v)", refused)
 	}
 	before := len(conn.notes)
-	if _, err := env.Service.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"y"}`)}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable || len(conn.notes) != before {
+	if _, err := env.Service.Tools.CallTool(context.Background(), owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"y"}`)}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable || len(conn.notes) != before {
 		t.Fatalf("a call with the queue still full = %v (notes %d -> %d), want refused before it ran", err, before, len(conn.notes))
 	}
 }

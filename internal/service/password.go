@@ -13,7 +13,7 @@ var errWrongCurrentPassword = mcpgate.Errorf(mcpgate.EInvalid, "the current pass
 // ChangePassword implements mcpgate.AccountService. Wrong current passwords
 // count against the same throttle as logins (see loginThrottle), since
 // they guess the same secret. The audit event names no password.
-func (s *Service) ChangePassword(ctx context.Context, u *mcpgate.User, current, newPassword, addr string) error {
+func (s *Accounts) ChangePassword(ctx context.Context, u *mcpgate.User, current, newPassword, addr string) error {
 	if err := s.checkCurrentPassword(ctx, u, current, addr); err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func (p *holdingProxy) count(rt string) int {
 // who owns the workspace.
 type raceEnv struct {
 	env   *servicetest.Env
-	gws   [2]*service.Service
+	gws   [2]*service.Set
 	proxy *holdingProxy
 	owner *mcpgate.Actor
 	// opts are the options of another gateway on the same database.
@@ -150,13 +150,13 @@ func newRaceEnv(t *testing.T) *raceEnv {
 	env := servicetest.New(t, first)
 	second := opts()
 	second.DB, second.Keyring = pool(), env.Keyring
-	e := &raceEnv{env: env, gws: [2]*service.Service{env.Service, service.New(second)}, proxy: proxy, opts: func() service.Options {
+	e := &raceEnv{env: env, gws: [2]*service.Set{env.Service, service.New(second)}, proxy: proxy, opts: func() service.Options {
 		o := opts()
 		o.DB, o.Keyring = env.DB, env.Keyring
 		return o
 	}}
 	_, e.owner = env.NewUser(t, "owner@example.com")
-	if _, err := env.Service.PutConnection(context.Background(), e.owner, "e2b", raceKey); err != nil {
+	if _, err := env.Service.Connections.PutConnection(context.Background(), e.owner, "e2b", raceKey); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -181,7 +181,7 @@ func withPoolSize(t *testing.T, dsn string, n int) string {
 
 func (e *raceEnv) call(gw int, tool string, args map[string]any) (map[string]any, error) {
 	b, _ := json.Marshal(args)
-	out, err := e.gws[gw].CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: tool, Arguments: b})
+	out, err := e.gws[gw].Tools.CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: tool, Arguments: b})
 	if err != nil {
 		return nil, err
 	}
@@ -351,7 +351,7 @@ func TestRace_mostRunning(t *testing.T) {
 	for _, r := range replicas {
 		t.Run(r.name, func(t *testing.T) {
 			e := newRaceEnv(t)
-			if _, err := e.gws[0].SetGuardrails(context.Background(), e.owner, mcpgate.Guardrails{MaxRunning: 3}); err != nil {
+			if _, err := e.gws[0].Tools.SetGuardrails(context.Background(), e.owner, mcpgate.Guardrails{MaxRunning: 3}); err != nil {
 				t.Fatal(err)
 			}
 			e.create(t, 3600)
@@ -395,14 +395,14 @@ func TestRace_lockWaitBounded(t *testing.T) {
 	if res, refused := arrivedOrDone(t, e.proxy, pause); refused {
 		t.Fatalf("pause refused: %v", res.err)
 	}
-	_, err := gw.CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: e2b.ToolResumeSandbox,
+	_, err := gw.Tools.CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: e2b.ToolResumeSandbox,
 		Arguments: []byte(`{"sandbox_id":"` + id + `","timeout":600}`)})
 	var me *mcpgate.Error
 	if !errors.As(err, &me) || me.Code != mcpgate.EConflict || me.RetryAfter == 0 ||
 		!strings.Contains(me.Message, "another change to this sandbox is in progress") {
 		t.Errorf("resume while a pause holds the sandbox: err = %v, want a retryable conflict", err)
 	}
-	if _, err := gw.CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: e2b.ToolGetSandbox,
+	if _, err := gw.Tools.CallTool(context.Background(), e.owner, mcpgate.ToolCall{Tool: e2b.ToolGetSandbox,
 		Arguments: []byte(`{"sandbox_id":"` + id + `"}`)}); err != nil {
 		t.Errorf("a read while a change is held: err = %v", err)
 	}
@@ -427,11 +427,11 @@ func TestApproval_rechecked(t *testing.T) {
 	ctx := context.Background()
 	human, on := mcpgate.ApprovalHuman, true
 	for _, tool := range []string{e2b.ToolSetSandboxTimeout, e2b.ToolKillSandbox} {
-		if _, err := e.gws[0].UpdateTool(ctx, e.owner, tool, mcpgate.ToolUpdate{Enabled: &on, Approval: &human}); err != nil {
+		if _, err := e.gws[0].Tools.UpdateTool(ctx, e.owner, tool, mcpgate.ToolUpdate{Enabled: &on, Approval: &human}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	k, _, err := e.gws[0].CreateKey(ctx, e.owner, mcpgate.NewKey{Name: "ai"})
+	k, _, err := e.gws[0].Keys.CreateKey(ctx, e.owner, mcpgate.NewKey{Name: "ai"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,16 +439,16 @@ func TestApproval_rechecked(t *testing.T) {
 		KeyID: k.ID, Source: mcpgate.SourceMCP}
 	id := e.create(t, 100)
 	args := []byte(`{"sandbox_id":"` + id + `","timeout":300}`)
-	_, err = e.gws[0].CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args})
+	_, err = e.gws[0].Tools.CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args})
 	var need *mcpgate.ApprovalRequiredError
 	if !errors.As(err, &need) || strings.Contains(need.Approval.Summary, "kill") {
 		t.Fatalf("extension: err = %v, want an approval request for an extension", err)
 	}
-	if _, err := e.gws[0].Approve(ctx, e.owner, need.Approval.ID); err != nil {
+	if _, err := e.gws[0].Approvals.Approve(ctx, e.owner, need.Approval.ID); err != nil {
 		t.Fatal(err)
 	}
 	e.mustCall(t, e2b.ToolResumeSandbox, map[string]any{"sandbox_id": id, "timeout": 3600})
-	_, err = e.gws[1].CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args, ApprovalID: need.Approval.ID})
+	_, err = e.gws[1].Tools.CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args, ApprovalID: need.Approval.ID})
 	if msg := mcpgate.ErrorMessage(err); mcpgate.ErrorCode(err) != mcpgate.EForbidden || !strings.Contains(msg, "changed meaning") ||
 		!strings.Contains(msg, "kill it 5 min from now") {
 		t.Errorf("the approved call after the extension: err = %v, want refused as changed", err)
@@ -456,7 +456,7 @@ func TestApproval_rechecked(t *testing.T) {
 	if _, left := e.sandbox(t, id); left < 50*time.Minute {
 		t.Errorf("sandbox has %v left, want the hour", left)
 	}
-	_, err = e.gws[1].CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args})
+	_, err = e.gws[1].Tools.CallTool(ctx, key, mcpgate.ToolCall{Tool: e2b.ToolSetSandboxTimeout, Arguments: args})
 	if !errors.As(err, &need) || !strings.Contains(need.Approval.Summary, "kill it 5 min from now") {
 		t.Errorf("asking again: err = %v, want an approval request that says it ends the sandbox early", err)
 	}
@@ -505,10 +505,10 @@ func TestRace_pendingApprovalsCap(t *testing.T) {
 	env := servicetest.New(t, service.Options{Registry: reg, PublicURL: "http://gw.test"})
 	other := service.New(service.Options{Registry: reg, PublicURL: "http://gw.test", DB: env.DB, Keyring: env.Keyring})
 	_, owner := env.NewUser(t, "owner@example.com")
-	if _, err := env.Service.PutConnection(ctx, owner, "holds", "holds-credential"); err != nil {
+	if _, err := env.Service.Connections.PutConnection(ctx, owner, "holds", "holds-credential"); err != nil {
 		t.Fatal(err)
 	}
-	k, _, err := env.Service.CreateKey(ctx, owner, mcpgate.NewKey{Name: "ai"})
+	k, _, err := env.Service.Keys.CreateKey(ctx, owner, mcpgate.NewKey{Name: "ai"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,9 +523,9 @@ func TestRace_pendingApprovalsCap(t *testing.T) {
 		}
 	}
 	errs := make(chan error, 2)
-	for _, gw := range []*service.Service{env.Service, other} {
+	for _, gw := range []*service.Set{env.Service, other} {
 		go func() {
-			_, err := gw.CallTool(ctx, key, mcpgate.ToolCall{Tool: "holds_act", Arguments: []byte(`{}`)})
+			_, err := gw.Tools.CallTool(ctx, key, mcpgate.ToolCall{Tool: "holds_act", Arguments: []byte(`{}`)})
 			errs <- err
 		}()
 	}
@@ -553,7 +553,7 @@ func TestRace_pendingApprovalsCap(t *testing.T) {
 // exactly three start.
 func TestRace_mostRunningParallel(t *testing.T) {
 	e := newRaceEnv(t)
-	if _, err := e.gws[0].SetGuardrails(context.Background(), e.owner, mcpgate.Guardrails{MaxRunning: 3}); err != nil {
+	if _, err := e.gws[0].Tools.SetGuardrails(context.Background(), e.owner, mcpgate.Guardrails{MaxRunning: 3}); err != nil {
 		t.Fatal(err)
 	}
 	e.proxy.holdFirst("create") // the first create waits until others are under way

@@ -25,11 +25,11 @@ var errNoMail = mcpgate.Errorf(mcpgate.EUnavailable,
 		"or to reset your password with `mcpgate user reset-password`")
 
 // MailEnabled implements mcpgate.AccountService.
-func (s *Service) MailEnabled() bool { return s.opts.Mailer != nil }
+func (s *Accounts) MailEnabled() bool { return s.opts.Mailer != nil }
 
 // EmailVerificationRequired implements mcpgate.AccountService: the setting
 // requireVerified enforces.
-func (s *Service) EmailVerificationRequired() bool { return s.opts.RequireVerifiedEmail }
+func (s *Accounts) EmailVerificationRequired() bool { return s.opts.RequireVerifiedEmail }
 
 // newAccountToken returns a random token for an emailed link and the hash
 // that is stored. The token is 32 random bytes: unguessable, so it needs no
@@ -44,7 +44,7 @@ func newAccountToken() (string, []byte) {
 
 // RequestPasswordReset implements mcpgate.AccountService. An unknown address
 // gets the same answer as a known one; the mail goes out in the background.
-func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) error {
+func (s *Accounts) RequestPasswordReset(ctx context.Context, email, addr string) error {
 	if s.opts.Mailer == nil {
 		return errNoMail
 	}
@@ -72,7 +72,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email, addr string) 
 }
 
 // sendMail renders a message with a link to the dashboard and queues it.
-func (s *Service) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind, path string) error {
+func (s *Accounts) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind, path string) error {
 	msg, err := mail.Render(kind, mail.Data{To: u.Email, Link: s.opts.PublicURL + path, PublicURL: s.opts.PublicURL})
 	if err != nil {
 		return err
@@ -85,34 +85,8 @@ func (s *Service) sendMail(ctx context.Context, u *mcpgate.User, kind mail.Kind,
 	return nil
 }
 
-// MailDone audits the outcome of one email (wire it as the mailer's Done).
-// The event names the kind of message and the attempts, never the link.
-func (s *Service) MailDone(r mail.Result) {
-	if r.Ref == "" {
-		return // a sign-up's link: no account, so no audit log, yet
-	}
-	if s.approvalMailDone(r) {
-		return
-	}
-	ctx := context.Background()
-	u, err := s.db.FindUserByID(ctx, r.Ref)
-	if err != nil {
-		s.log.Warn("mail outcome not audited", "kind", r.Kind, "err", err)
-		return
-	}
-	ev := s.accountEvent(ctx, u, mcpgate.ActionMailSent, map[string]any{"kind": string(r.Kind), "attempts": r.Attempts})
-	if ev == nil {
-		return
-	}
-	if r.Err != nil {
-		ev.Outcome = mcpgate.OutcomeError
-		ev.Message = "the mail server did not accept the message"
-	}
-	s.record(ctx, *ev)
-}
-
 // ResetPassword implements mcpgate.AccountService.
-func (s *Service) ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error {
+func (s *Accounts) ResetPassword(ctx context.Context, token, newPassword string, revokeKeys bool) error {
 	if token == "" {
 		return mcpgate.Errorf(mcpgate.EInvalid, "the reset link is incomplete; open the link from the email again")
 	}

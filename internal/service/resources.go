@@ -9,7 +9,7 @@ import (
 )
 
 // Connectors implements mcpgate.ResourceService.
-func (s *Service) Connectors() []mcpgate.ConnectorInfo {
+func (s *Resources) Connectors() []mcpgate.ConnectorInfo {
 	var out []mcpgate.ConnectorInfo
 	for _, name := range s.opts.Registry.Names() {
 		c, _ := s.opts.Registry.Connector(name)
@@ -18,7 +18,7 @@ func (s *Service) Connectors() []mcpgate.ConnectorInfo {
 	return out
 }
 
-func (s *Service) browser(name string) (connectors.Browser, error) {
+func (s *Resources) browser(name string) (connectors.Browser, error) {
 	c, err := s.connector(name)
 	if err != nil {
 		return nil, err
@@ -32,18 +32,18 @@ func (s *Service) browser(name string) (connectors.Browser, error) {
 
 // caller runs the connector's tools as the actor, through CallTool: the
 // dashboard's reads are policed and audited like any call.
-func (s *Service) caller(a *mcpgate.Actor) connectors.Caller {
+func (s *Resources) caller(a *mcpgate.Actor) connectors.Caller {
 	return func(ctx context.Context, tool string, args map[string]any) (json.RawMessage, error) {
 		raw, err := json.Marshal(args)
 		if err != nil {
 			return nil, err
 		}
-		return s.CallTool(ctx, a, mcpgate.ToolCall{Tool: tool, Arguments: raw})
+		return s.tools.CallTool(ctx, a, mcpgate.ToolCall{Tool: tool, Arguments: raw})
 	}
 }
 
 // Resources implements mcpgate.ResourceService.
-func (s *Service) Resources(ctx context.Context, a *mcpgate.Actor, connector, page string) (*mcpgate.ResourcePage, error) {
+func (s *Resources) Resources(ctx context.Context, a *mcpgate.Actor, connector, page string) (*mcpgate.ResourcePage, error) {
 	b, err := s.browser(connector)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (s *Service) Resources(ctx context.Context, a *mcpgate.Actor, connector, pa
 // Resource implements mcpgate.ResourceService. Actions whose tool the
 // workspace has turned off, or the actor's scope does not allow, are marked
 // so; the page says so instead of offering them.
-func (s *Service) Resource(ctx context.Context, a *mcpgate.Actor, connector, id string) (*mcpgate.ResourceDetail, error) {
+func (s *Resources) Resource(ctx context.Context, a *mcpgate.Actor, connector, id string) (*mcpgate.ResourceDetail, error) {
 	b, err := s.browser(connector)
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (s *Service) Resource(ctx context.Context, a *mcpgate.Actor, connector, id 
 	if err != nil {
 		return nil, err
 	}
-	set, err := s.ToolSet(ctx, a)
+	set, err := s.tools.ToolSet(ctx, a)
 	if err != nil {
 		return nil, err
 	}

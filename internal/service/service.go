@@ -120,9 +120,9 @@ const (
 )
 
 // core is what every service is built on: the store, the audit log, the
-// log, the clock and the costs of password hashes. Service and Admin embed
-// it, so that an account event or a password hash is made one way whoever
-// asks.
+// log, the clock and the costs of password hashes. Service (and through it
+// every service of the Set), Admin and Deliveries embed it, so that an
+// account event or a password hash is made one way whoever asks.
 type core struct {
 	db       *store.DB
 	log      *slog.Logger
@@ -140,7 +140,14 @@ func newCore(opts Options) core {
 	return c
 }
 
-// Service implements every mcpgate service on the store and the vault.
+// Service is the state the services share, made once by New: the options,
+// the login throttle, the caches (policies, sealed credentials) and the
+// trust that decides how long their entries stand, the advisory locker and
+// the key binding approvals to their arguments. Every service of the Set
+// points to the one Service, so that a cache one of them fills or a lock
+// one of them takes is the others' too. It implements no service itself:
+// its methods are the checks several services make alike (requireAdminChange,
+// the current password, the mail throttle).
 type Service struct {
 	core
 	opts     Options
@@ -158,6 +165,104 @@ type Service struct {
 	beforeCache func()
 }
 
+// Set is the services built together on one Service, each the
+// implementation of services of the root package. A front door is given
+// those it uses; a service that works with another (a tool call that asks
+// for an approval, an approval that notifies) holds it in a field.
+type Set struct {
+	*Service
+	Accounts      *Accounts
+	TwoFactor     *TwoFactor
+	Workspaces    *Workspaces
+	Keys          *Keys
+	Connections   *Connections
+	Tools         *Tools
+	Approvals     *Approvals
+	Notifications *Notifications
+	Audit         *Audit
+	Resources     *Resources
+	Grants        *Grants
+	Deliveries    *Deliveries
+}
+
+// The services implement the root package's interfaces.
+var (
+	_ mcpgate.AccountService      = (*Accounts)(nil)
+	_ mcpgate.TwoFactorService    = (*TwoFactor)(nil)
+	_ mcpgate.WorkspaceService    = (*Workspaces)(nil)
+	_ mcpgate.KeyService          = (*Keys)(nil)
+	_ mcpgate.ConnectionService   = (*Connections)(nil)
+	_ mcpgate.ToolService         = (*Tools)(nil)
+	_ mcpgate.GuardrailService    = (*Tools)(nil)
+	_ mcpgate.ApprovalService     = (*Approvals)(nil)
+	_ mcpgate.NotificationService = (*Notifications)(nil)
+	_ mcpgate.AuditService        = (*Audit)(nil)
+	_ mcpgate.ResourceService     = (*Resources)(nil)
+	_ mcpgate.GrantService        = (*Grants)(nil)
+)
+
+// Accounts implements mcpgate.AccountService: sign-up, login, passwords,
+// email addresses and their verification, reset links, sessions and the
+// deletion of an account. A login's second factor is TwoFactor's.
+type Accounts struct {
+	*Service
+	twoFactor *TwoFactor
+}
+
+// TwoFactor implements mcpgate.TwoFactorService: TOTP enrolment, recovery
+// codes, and the second factor of a login.
+type TwoFactor struct{ *Service }
+
+// Workspaces implements mcpgate.WorkspaceService: workspaces, members,
+// invitations and workspace settings.
+type Workspaces struct{ *Service }
+
+// Keys implements mcpgate.KeyService.
+type Keys struct{ *Service }
+
+// Connections implements mcpgate.ConnectionService.
+type Connections struct{ *Service }
+
+// Tools implements mcpgate.ToolService and mcpgate.GuardrailService: the
+// workspace's tool policy (cached), its guardrails and the call path. A call
+// that needs a person's approval or confirmation asks Approvals.
+type Tools struct {
+	*Service
+	approvals *Approvals
+}
+
+// Approvals implements mcpgate.ApprovalService: approval requests, their
+// binding to a call's arguments and the decisions on them. The calls it
+// refuses are audited as Tools audits calls, and every step is told to
+// Notifications.
+type Approvals struct {
+	*Service
+	tools         *Tools
+	notifications *Notifications
+}
+
+// Notifications implements mcpgate.NotificationService: the workspace's
+// approval notification settings, and the mails and webhooks of every
+// approval step. What became of them is recorded by Deliveries.
+type Notifications struct {
+	*Service
+	approvals  *Approvals
+	deliveries *Deliveries
+}
+
+// Audit implements mcpgate.AuditService.
+type Audit struct{ *Service }
+
+// Resources implements mcpgate.ResourceService: the connectors' resources
+// as the dashboard browses them, read through the tool path.
+type Resources struct {
+	*Service
+	tools *Tools
+}
+
+// Grants implements mcpgate.GrantService.
+type Grants struct{ *Service }
+
 // withCoreDefaults fills in what the core needs and was not given.
 func (opts Options) withCoreDefaults() Options {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
@@ -168,8 +273,8 @@ func (opts Options) withCoreDefaults() Options {
 	return opts
 }
 
-// New returns the services.
-func New(opts Options) *Service {
+// New returns the services, built on one Service.
+func New(opts Options) *Set {
 	opts = opts.withCoreDefaults()
 	opts.Metrics = cmp.Or[Metrics](opts.Metrics, nopMetrics{})
 	opts.CallTimeout = cmp.Or(opts.CallTimeout, 30*time.Second)
@@ -198,13 +303,15 @@ func New(opts Options) *Service {
 		_, _ = rand.Read(s.argsKey)
 	}
 	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
-	return s
-}
-
-// Services returns the services as the front doors take them.
-func (s *Service) Services() mcpgate.Services {
-	return mcpgate.Services{Accounts: s, Workspaces: s, Keys: s, Connections: s, Tools: s, Audit: s, Resources: s,
-		Approvals: s, Guardrails: s, Grants: s, Notifications: s}
+	set := &Set{Service: s, TwoFactor: &TwoFactor{s}, Workspaces: &Workspaces{s}, Keys: &Keys{s},
+		Connections: &Connections{s}, Audit: &Audit{s}, Grants: &Grants{s}, Deliveries: &Deliveries{s.core}}
+	set.Accounts = &Accounts{Service: s, twoFactor: set.TwoFactor}
+	set.Tools = &Tools{Service: s}
+	set.Notifications = &Notifications{Service: s, deliveries: set.Deliveries}
+	set.Approvals = &Approvals{Service: s, tools: set.Tools, notifications: set.Notifications}
+	set.Tools.approvals, set.Notifications.approvals = set.Approvals, set.Approvals
+	set.Resources = &Resources{Service: s, tools: set.Tools}
+	return set
 }
 
 // The kinds of change Invalidate is told about.
@@ -218,7 +325,10 @@ const (
 // "conn", or "" for everything of every workspace (after a lost listener
 // connection, when notifications may have been missed). Key caches are the
 // authenticators'; see KeyAuthenticator.Invalidate.
-func (s *Service) Invalidate(kind, workspaceID string) {
+func (s *Set) Invalidate(kind, workspaceID string) { s.invalidate(kind, workspaceID) }
+
+// invalidate is Invalidate, for the services that change what is cached.
+func (s *Service) invalidate(kind, workspaceID string) {
 	switch kind {
 	case InvalidatePolicy:
 		s.policies.Invalidate(func(wp *workspacePolicy) bool { return wp.id == workspaceID })
@@ -234,10 +344,17 @@ func (s *Service) Invalidate(kind, workspaceID string) {
 // SetListening tells the caches whether the invalidation listener is
 // connected: while it is not, nothing cached is used without a reload (see
 // cacheTrust).
-func (s *Service) SetListening(on bool) { s.trust.listening.Store(on) }
+func (s *Set) SetListening(on bool) { s.trust.listening.Store(on) }
 
 // Listening reports what SetListening was last told.
-func (s *Service) Listening() bool { return s.trust.listening.Load() }
+func (s *Set) Listening() bool { return s.trust.listening.Load() }
+
+// CacheTrust returns the services' rule for how long a cached entry may be
+// used (see cacheTrust): fresh for the TTL only while the invalidation
+// listener is connected, and standing in through a database outage for the
+// grace. Caches outside the package that must honour revocations the same
+// way (the OAuth access-token authenticator) follow it too.
+func (s *Set) CacheTrust() trustcache.Trust { return s.trust }
 
 func (c *core) record(ctx context.Context, ev mcpgate.AuditEvent) { c.audit.Record(ctx, ev) }
 

@@ -24,7 +24,7 @@ import (
 type svcFixture struct {
 	db      *store.DB
 	sealer  store.Sealer
-	svc     *service.Service
+	svc     *service.Set
 	audit   *servicetest.Recorder
 	conn    *noteConnector
 	ws      string
@@ -96,7 +96,7 @@ func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 	_, f.owner = env.NewUser(t, "owner@example.com")
 	f.ws = f.owner.WorkspaceID
 	enter := func(u *mcpgate.User, ws string) *mcpgate.Actor {
-		a, _, err := f.svc.Enter(ctx, u, ws, mcpgate.SourceAPI)
+		a, _, err := f.svc.Workspaces.Enter(ctx, u, ws, mcpgate.SourceAPI)
 		if err != nil {
 			t.Fatalf("Enter(%s) err = %v", u.Email, err)
 		}
@@ -109,16 +109,16 @@ func newSvcFixture(t *testing.T, opts ...func(*service.Options)) *svcFixture {
 		u    *mcpgate.User
 		role mcpgate.Role
 	}{{au, mcpgate.RoleAdmin}, {mu, mcpgate.RoleMember}} {
-		_, tok, err := f.svc.Invite(ctx, f.owner, m.u.Email, m.role)
+		_, tok, err := f.svc.Workspaces.Invite(ctx, f.owner, m.u.Email, m.role)
 		if err != nil {
 			t.Fatalf("Invite() err = %v", err)
 		}
-		if _, err := f.svc.AcceptInvitation(ctx, m.u, tok); err != nil {
+		if _, err := f.svc.Workspaces.AcceptInvitation(ctx, m.u, tok); err != nil {
 			t.Fatalf("AcceptInvitation() err = %v", err)
 		}
 	}
 	f.admin, f.member = enter(au, f.ws), enter(mu, f.ws)
-	if _, err := f.svc.PutConnection(ctx, f.owner, "notes", "notes-credential"); err != nil {
+	if _, err := f.svc.Connections.PutConnection(ctx, f.owner, "notes", "notes-credential"); err != nil {
 		t.Fatalf("PutConnection() err = %v", err)
 	}
 	return f
@@ -133,26 +133,26 @@ func TestAdminRules(t *testing.T) {
 	enable := true
 	actions := map[string]func(a *mcpgate.Actor) error{
 		"SetMemberRole": func(a *mcpgate.Actor) error {
-			_, err := f.svc.SetMemberRole(ctx, a, f.member.UserID, mcpgate.RoleMember)
+			_, err := f.svc.Workspaces.SetMemberRole(ctx, a, f.member.UserID, mcpgate.RoleMember)
 			return err
 		},
 		"Invite": func(a *mcpgate.Actor) error {
-			_, _, err := f.svc.Invite(ctx, a, "new@example.com", mcpgate.RoleMember)
+			_, _, err := f.svc.Workspaces.Invite(ctx, a, "new@example.com", mcpgate.RoleMember)
 			return err
 		},
-		"Invitations": func(a *mcpgate.Actor) error { _, err := f.svc.Invitations(ctx, a); return err },
+		"Invitations": func(a *mcpgate.Actor) error { _, err := f.svc.Workspaces.Invitations(ctx, a); return err },
 		"PutConnection": func(a *mcpgate.Actor) error {
-			_, err := f.svc.PutConnection(ctx, a, "notes", "notes-credential")
+			_, err := f.svc.Connections.PutConnection(ctx, a, "notes", "notes-credential")
 			return err
 		},
 		"UpdateTool": func(a *mcpgate.Actor) error {
-			_, err := f.svc.UpdateTool(ctx, a, "notes_burn", mcpgate.ToolUpdate{Enabled: &enable})
+			_, err := f.svc.Tools.UpdateTool(ctx, a, "notes_burn", mcpgate.ToolUpdate{Enabled: &enable})
 			return err
 		},
 		"RemoveMember (someone else)": func(a *mcpgate.Actor) error {
-			return f.svc.RemoveMember(ctx, a, f.owner.UserID)
+			return f.svc.Workspaces.RemoveMember(ctx, a, f.owner.UserID)
 		},
-		"DeleteConnection": func(a *mcpgate.Actor) error { return f.svc.DeleteConnection(ctx, a, "notes") },
+		"DeleteConnection": func(a *mcpgate.Actor) error { return f.svc.Connections.DeleteConnection(ctx, a, "notes") },
 	}
 	for name, act := range actions {
 		t.Run(name, func(t *testing.T) {
@@ -187,10 +187,10 @@ func TestVisibility(t *testing.T) {
 	f := newSvcFixture(t)
 	ctx := context.Background()
 	for _, a := range []*mcpgate.Actor{f.owner, f.member} {
-		if _, _, err := f.svc.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
+		if _, _, err := f.svc.Keys.CreateKey(ctx, a, mcpgate.NewKey{Name: "k"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.svc.CallTool(ctx, a, mcpgate.ToolCall{Tool: "notes_list"}); err != nil {
+		if _, err := f.svc.Tools.CallTool(ctx, a, mcpgate.ToolCall{Tool: "notes_list"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,7 +199,7 @@ func TestVisibility(t *testing.T) {
 		t.Fatal(err)
 	}
 	keys := func(a *mcpgate.Actor) []string {
-		ks, err := f.svc.Keys(ctx, a)
+		ks, err := f.svc.Keys.Keys(ctx, a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +218,7 @@ func TestVisibility(t *testing.T) {
 	if got := keys(f.outside); len(got) != 0 {
 		t.Errorf("outsider sees %d keys of their own workspace, want 0", len(got))
 	}
-	rows, _, err := f.svc.Audit(ctx, f.member, mcpgate.AuditFilter{ActorID: f.owner.UserID})
+	rows, _, err := f.svc.Audit.Audit(ctx, f.member, mcpgate.AuditFilter{ActorID: f.owner.UserID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,18 +230,18 @@ func TestVisibility(t *testing.T) {
 	if len(rows) == 0 {
 		t.Fatal("member sees none of their own rows")
 	}
-	all, _, _ := f.svc.Audit(ctx, f.admin, mcpgate.AuditFilter{})
+	all, _, _ := f.svc.Audit.Audit(ctx, f.admin, mcpgate.AuditFilter{})
 	if len(all) <= len(rows) {
 		t.Errorf("admin sees %d rows, member %d: want more for the admin", len(all), len(rows))
 	}
-	if got, _, _ := f.svc.Audit(ctx, f.outside, mcpgate.AuditFilter{}); len(got) != 0 {
+	if got, _, _ := f.svc.Audit.Audit(ctx, f.outside, mcpgate.AuditFilter{}); len(got) != 0 {
 		t.Errorf("outsider sees %d rows", len(got))
 	}
-	hours, err := f.svc.CallsPerHour(ctx, f.member, "", "", time.Now().Add(-time.Hour))
+	hours, err := f.svc.Audit.CallsPerHour(ctx, f.member, "", "", time.Now().Add(-time.Hour))
 	if err != nil || len(hours) != 1 || hours[0].Calls != 1 {
 		t.Errorf("member's chart = %+v, %v; want their one call", hours, err)
 	}
-	hours, _ = f.svc.CallsPerHour(ctx, f.admin, "", "", time.Now().Add(-time.Hour))
+	hours, _ = f.svc.Audit.CallsPerHour(ctx, f.admin, "", "", time.Now().Add(-time.Hour))
 	if len(hours) != 1 || hours[0].Calls != 2 {
 		t.Errorf("admin's chart = %+v; want both calls", hours)
 	}
@@ -255,34 +255,34 @@ func TestSecondConnector(t *testing.T) {
 	key := *f.member
 	key.Role, key.KeyID, key.Source, key.Scope = "", "key1", mcpgate.SourceMCP, mcpgate.ScopeReadOnly
 
-	set, err := f.svc.ToolSet(ctx, &key)
+	set, err := f.svc.Tools.ToolSet(ctx, &key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if names := toolNames(set.Tools); !slices.Equal(names, []string{"notes_list"}) {
 		t.Errorf("read-only tool set = %v, want [notes_list]", names)
 	}
-	if _, err := f.svc.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Tools.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("read-only key calling notes_add: err = %v, want forbidden", err)
 	}
 	key.Scope = mcpgate.ScopeFull
-	out, err := f.svc.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"hello"}`)})
+	out, err := f.svc.Tools.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"hello"}`)})
 	if err != nil || string(out) != `{"added":"hello"}` {
 		t.Fatalf("notes_add = %s, %v", out, err)
 	}
 	// Off by default, like kill; then on, it needs confirmation.
-	if _, err := f.svc.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn"}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Tools.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn"}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Errorf("disabled notes_burn: err = %v, want forbidden", err)
 	}
 	on := true
-	if _, err := f.svc.UpdateTool(ctx, f.owner, "notes_burn", mcpgate.ToolUpdate{Enabled: &on}); err != nil {
+	if _, err := f.svc.Tools.UpdateTool(ctx, f.owner, "notes_burn", mcpgate.ToolUpdate{Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.svc.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn"})
+	_, err = f.svc.Tools.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn"})
 	if need := (*mcpgate.ConfirmationRequiredError)(nil); !errors.As(err, &need) || need.Tool.Name != "notes_burn" {
 		t.Fatalf("unconfirmed notes_burn: err = %v, want confirmation required", err)
 	}
-	if _, err := f.svc.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn", Confirmed: true}); err != nil {
+	if _, err := f.svc.Tools.CallTool(ctx, &key, mcpgate.ToolCall{Tool: "notes_burn", Confirmed: true}); err != nil {
 		t.Fatalf("confirmed notes_burn: err = %v", err)
 	}
 	var calls []string
@@ -310,7 +310,7 @@ func toolNames(ts []mcpgate.ToolInfo) []string {
 func TestCall_RefusedWhenAuditSaturated(t *testing.T) {
 	f := newSvcFixture(t)
 	f.audit.SetSaturated(true)
-	_, err := f.svc.CallTool(context.Background(), f.owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
+	_, err := f.svc.Tools.CallTool(context.Background(), f.owner, mcpgate.ToolCall{Tool: "notes_add", Arguments: json.RawMessage(`{"text":"x"}`)})
 	if mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
 		t.Fatalf("CallTool() err = %v, want unavailable", err)
 	}
@@ -327,7 +327,7 @@ func TestInvalidate_DuringLoad(t *testing.T) {
 	t.Run("revoked key", func(t *testing.T) {
 		f := newSvcFixture(t)
 		ctx := context.Background()
-		k, secret, err := f.svc.CreateKey(ctx, f.owner, mcpgate.NewKey{Name: "k"})
+		k, secret, err := f.svc.Keys.CreateKey(ctx, f.owner, mcpgate.NewKey{Name: "k"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestInvalidate_DuringLoad(t *testing.T) {
 		var fired atomic.Bool
 		f.svc.SetBeforeCache(func() {
 			if fired.CompareAndSwap(false, true) { // the key was read: revoke it, and deliver the notification
-				if err := f.svc.RevokeKey(ctx, f.owner, k.ID); err != nil {
+				if err := f.svc.Keys.RevokeKey(ctx, f.owner, k.ID); err != nil {
 					t.Error(err)
 				}
 				keys.Invalidate(service.InvalidateKeys, f.ws)
@@ -359,19 +359,19 @@ func TestInvalidate_DuringLoad(t *testing.T) {
 		off := false
 		f.svc.SetBeforeCache(func() {
 			if fired.CompareAndSwap(false, true) { // the policy was read: change it (this invalidates)
-				if _, err := f.svc.UpdateTool(ctx, f.owner, "notes_list", mcpgate.ToolUpdate{Enabled: &off}); err != nil {
+				if _, err := f.svc.Tools.UpdateTool(ctx, f.owner, "notes_list", mcpgate.ToolUpdate{Enabled: &off}); err != nil {
 					t.Error(err)
 				}
 			}
 		})
 		f.svc.Invalidate(service.InvalidatePolicy, f.ws) // start from an empty cache
-		if _, err := f.svc.Tools(ctx, f.owner); err != nil {
+		if _, err := f.svc.Tools.Tools(ctx, f.owner); err != nil {
 			t.Fatal(err)
 		}
 		if !fired.Load() {
 			t.Fatal("the race was not staged")
 		}
-		tools, err := f.svc.Tools(ctx, f.owner)
+		tools, err := f.svc.Tools.Tools(ctx, f.owner)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 
 // Sessions implements mcpgate.AccountService. The store query is by the
 // person's own id: there is no way to name another person's sessions.
-func (s *Service) Sessions(ctx context.Context, u *mcpgate.User, currentID string) ([]mcpgate.Session, error) {
+func (s *Accounts) Sessions(ctx context.Context, u *mcpgate.User, currentID string) ([]mcpgate.Session, error) {
 	list, err := s.db.SessionsOfUser(ctx, u.ID)
 	if err != nil {
 		return nil, err
@@ -20,7 +20,7 @@ func (s *Service) Sessions(ctx context.Context, u *mcpgate.User, currentID strin
 }
 
 // EndSession implements mcpgate.AccountService.
-func (s *Service) EndSession(ctx context.Context, u *mcpgate.User, id string) error {
+func (s *Accounts) EndSession(ctx context.Context, u *mcpgate.User, id string) error {
 	if err := s.db.RevokeUserSession(ctx, u.ID, id); err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Service) EndSession(ctx context.Context, u *mcpgate.User, id string) er
 }
 
 // EndOtherSessions implements mcpgate.AccountService.
-func (s *Service) EndOtherSessions(ctx context.Context, u *mcpgate.User, currentID string) (int, error) {
+func (s *Accounts) EndOtherSessions(ctx context.Context, u *mcpgate.User, currentID string) (int, error) {
 	n, err := s.db.RevokeOtherSessions(ctx, u.ID, currentID)
 	if err != nil {
 		return 0, err

@@ -33,7 +33,7 @@ func TestSessions(t *testing.T) {
 	laptop := mustSession(ada, "192.0.2.3", "\x00\xff"+strings.Repeat("é", 300))
 	bobs := mustSession(bob, "198.51.100.9", "Chrome")
 
-	list, err := env.Service.Sessions(ctx, ada, here)
+	list, err := env.Service.Accounts.Sessions(ctx, ada, here)
 	if err != nil || len(list) != 3 {
 		t.Fatalf("Sessions() = %v, %v; want ada's 3", list, err)
 	}
@@ -48,19 +48,19 @@ func TestSessions(t *testing.T) {
 			t.Fatalf("user agent kept at %d bytes", len(s.UserAgent))
 		}
 	}
-	if err := env.Service.EndSession(ctx, ada, bobs); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if err := env.Service.Accounts.EndSession(ctx, ada, bobs); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("EndSession(bob's) err = %v, want not found", err)
 	}
 	if _, err := env.DB.FindSessionUser(ctx, bobs); err != nil {
 		t.Fatalf("bob's session ended by ada: %v", err)
 	}
-	if err := env.Service.EndSession(ctx, ada, phone); err != nil {
+	if err := env.Service.Accounts.EndSession(ctx, ada, phone); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.DB.FindSessionUser(ctx, phone); err == nil {
 		t.Fatal("ended session still works")
 	}
-	n, err := env.Service.EndOtherSessions(ctx, ada, here)
+	n, err := env.Service.Accounts.EndOtherSessions(ctx, ada, here)
 	if err != nil || n != 1 {
 		t.Fatalf("EndOtherSessions() = %d, %v; want the laptop's 1", n, err)
 	}

@@ -26,11 +26,11 @@ const goodPassword = "correct horse battery staple"
 func TestLogin_NoLockoutSwitch(t *testing.T) {
 	ctx := context.Background()
 	env := servicetest.New(t, service.Options{PasswordParams: fastParams})
-	if _, err := env.Service.Signup(ctx, "victim@example.com", goodPassword, "", "192.0.2.1"); err != nil {
+	if _, err := env.Service.Accounts.Signup(ctx, "victim@example.com", goodPassword, "", "192.0.2.1"); err != nil {
 		t.Fatalf("Signup() err = %v", err)
 	}
 	login := func(pw, addr string) mcpgate.Code {
-		_, err := env.Service.Login(ctx, mcpgate.Credentials{Email: "victim@example.com", Password: pw}, addr)
+		_, err := env.Service.Accounts.Login(ctx, mcpgate.Credentials{Email: "victim@example.com", Password: pw}, addr)
 		return codeOf(err)
 	}
 	for i := range 5 {
@@ -92,7 +92,7 @@ func TestSignup_ThrottledPerAddress(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 15 {
 		wg.Go(func() {
-			_, err := env.Service.Signup(ctx, fmt.Sprintf("u%d@example.com", i), goodPassword, "", "198.51.100.7")
+			_, err := env.Service.Accounts.Signup(ctx, fmt.Sprintf("u%d@example.com", i), goodPassword, "", "198.51.100.7")
 			switch codeOf(err) {
 			case "":
 				ok.Add(1)
@@ -110,7 +110,7 @@ func TestSignup_ThrottledPerAddress(t *testing.T) {
 	if ok.Load() != 10 || limited.Load() != 5 {
 		t.Errorf("15 parallel sign-ups from one address: %d created, %d refused; want 10 and 5", ok.Load(), limited.Load())
 	}
-	if _, err := env.Service.Signup(ctx, "other@example.com", goodPassword, "", "203.0.113.1"); err != nil {
+	if _, err := env.Service.Accounts.Signup(ctx, "other@example.com", goodPassword, "", "203.0.113.1"); err != nil {
 		t.Errorf("sign-up from another address: err = %v, want nil", err)
 	}
 }

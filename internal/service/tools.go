@@ -47,7 +47,7 @@ func effectivePolicy(tools []*connectors.Tool, stored map[string]mcpgate.ToolPol
 
 // workspace returns the workspace's cached policy, loading it on a miss
 // (the cache applies the trust rules: see internal/trustcache).
-func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspacePolicy, error) {
+func (s *Tools) workspace(ctx context.Context, workspaceID string) (*workspacePolicy, error) {
 	wp, err := s.policies.Get(ctx, workspaceID, func(ctx context.Context) (*workspacePolicy, error) {
 		stored, err := s.db.ToolPolicies(ctx, workspaceID)
 		if err != nil {
@@ -67,7 +67,7 @@ func (s *Service) workspace(ctx context.Context, workspaceID string) (*workspace
 	return wp, nil
 }
 
-func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.ToolInfo {
+func (s *Tools) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.ToolInfo {
 	c, _ := s.opts.Registry.ConnectorOf(t.Name)
 	return mcpgate.ToolInfo{Name: t.Name, Connector: c.Name(), Title: t.Title, Description: t.Description,
 		Enabled: p.Enabled, Approval: p.Approval, CostsMoney: t.CostsMoney,
@@ -77,7 +77,7 @@ func (s *Service) toolInfo(t *connectors.Tool, p mcpgate.ToolPolicy) mcpgate.Too
 }
 
 // Tools implements mcpgate.ToolService.
-func (s *Service) Tools(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.ToolInfo, error) {
+func (s *Tools) Tools(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.ToolInfo, error) {
 	wp, err := s.workspace(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func callable(t *connectors.Tool, p mcpgate.ToolPolicy, scope mcpgate.Scope) boo
 
 // ToolSet implements mcpgate.ToolService. The set is built once per policy
 // version and scope, so that the MCP endpoint can cache its server on it.
-func (s *Service) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet, error) {
+func (s *Tools) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet, error) {
 	wp, err := s.workspace(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (s *Service) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolS
 }
 
 // UpdateTool implements mcpgate.ToolService.
-func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u mcpgate.ToolUpdate) (*mcpgate.ToolInfo, error) {
+func (s *Tools) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u mcpgate.ToolUpdate) (*mcpgate.ToolInfo, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 	if err := s.db.SetToolPolicy(ctx, a.WorkspaceID, a.UserID, p); err != nil {
 		return nil, err
 	}
-	s.Invalidate(InvalidatePolicy, a.WorkspaceID)
+	s.invalidate(InvalidatePolicy, a.WorkspaceID)
 	action := mcpgate.ActionToolUpdated
 	switch {
 	case !prev.Enabled && p.Enabled:
@@ -160,7 +160,7 @@ func (s *Service) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string,
 }
 
 // CallTool implements mcpgate.ToolService.
-func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
+func (s *Tools) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
 	t, ok := s.opts.Registry.Tool(call.Tool)
 	if !ok {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", call.Tool)
@@ -205,7 +205,7 @@ func (s *Service) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 		// Asked outside the locks: asking reads the upstream for a summary
 		// and changes nothing there; the call with the approval is weighed
 		// again, under them, when it comes back.
-		ap, err := s.requestApproval(ctx, a, t, args, ask.follows, ask.reason)
+		ap, err := s.approvals.requestApproval(ctx, a, t, args, ask.follows, ask.reason)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +228,7 @@ type approvalAsk struct{ follows, reason string }
 // the confirmation it needs) otherwise. It runs under the call's locks, so
 // that the call that runs is the call that was weighed; an approval's id
 // is spent here, after the weighing it must match.
-func (s *Service) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy,
+func (s *Tools) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, wp *workspacePolicy,
 	call mcpgate.ToolCall, args map[string]any) (*approvalAsk, error) {
 	p := wp.policy[t.Name]
 	approval := p.Approval
@@ -259,12 +259,12 @@ func (s *Service) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t 
 	case mcpgate.ApprovalHuman:
 		switch {
 		case call.ApprovalID != "":
-			return nil, s.useApproval(ctx, a, t, args, as.Follows, as.Reason, call.ApprovalID)
+			return nil, s.approvals.useApproval(ctx, a, t, args, as.Follows, as.Reason, call.ApprovalID)
 		case a.IsPerson() && call.Confirmed:
 			// A person signed in to the dashboard confirmed it there: they
 			// are the human the policy asks for, if the workspace's rules
 			// for deciders let them be (see requireDecider).
-			if err := s.confirmInDashboard(ctx, a, t, args); err != nil {
+			if err := s.approvals.confirmInDashboard(ctx, a, t, args); err != nil {
 				return nil, err
 			}
 		case a.IsPerson():
@@ -280,7 +280,7 @@ func (s *Service) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t 
 // changes one (Spec.Changes), in the call's workspace: the calls that
 // change one resource are weighed and run one at a time, on every replica.
 // Read-only calls and creates take none.
-func (s *Service) lockChanged(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
+func (s *Tools) lockChanged(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) error {
 	if t.Changes == nil {
 		return nil
 	}
@@ -297,7 +297,7 @@ func lockKey(parts ...string) string { return strings.Join(parts, "|") }
 
 // lockRefusal turns a lock that could not be taken into the call's answer
 // (see lockError), audited.
-func (s *Service) lockRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error, busy string) error {
+func (s *Tools) lockRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error, busy string) error {
 	if err == nil {
 		return nil
 	}
@@ -323,7 +323,7 @@ func lockError(err error, busy string) error {
 
 // refusal says why a tool the workspace has is not callable by the actor,
 // and who can change it.
-func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.Actor) error {
+func (s *Tools) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.Actor) error {
 	if !p.Enabled {
 		return mcpgate.Errorf(mcpgate.EForbidden, "The tool %s is turned off in this workspace. A workspace owner or admin can turn it on "+
 			"in the dashboard under Settings → Tools (%s/app/w/%s/settings).", t.Name, s.opts.PublicURL, a.WorkspaceID)
@@ -340,7 +340,7 @@ func (s *Service) refusal(t *connectors.Tool, p mcpgate.ToolPolicy, a *mcpgate.A
 
 // run opens the workspace's credential, calls the tool under its deadline,
 // and audits the call. args are already decoded and validated.
-func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (any, error) {
+func (s *Tools) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any) (any, error) {
 	start := time.Now()
 	if s.audit.Saturated() {
 		// Fail closed: every call must be auditable, and the audit log has
@@ -395,7 +395,7 @@ func (s *Service) run(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool,
 
 // credential opens the workspace's credential for a connector, with an
 // error that says what to do when there is none.
-func (s *Service) credential(ctx context.Context, a *mcpgate.Actor, c connectors.Connector) (mcpgate.Secret, error) {
+func (s *Tools) credential(ctx context.Context, a *mcpgate.Actor, c connectors.Connector) (mcpgate.Secret, error) {
 	cred, err := s.creds.Open(ctx, s.opts.Keyring, a.WorkspaceID, c.Name())
 	if err != nil {
 		if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
@@ -409,7 +409,7 @@ func (s *Service) credential(ctx context.Context, a *mcpgate.Actor, c connectors
 }
 
 // deny audits and counts a call the gateway refused before it ran.
-func (s *Service) deny(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
+func (s *Tools) deny(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, err error) {
 	ev := mcpgate.NewToolEvent(a, t.Name, args)
 	ev.Outcome, ev.Message = mcpgate.OutcomeDenied, mcpgate.ErrorMessage(err)
 	s.record(ctx, ev)
@@ -425,7 +425,7 @@ func withReason(summary, reason string) string {
 }
 
 // auditCall records one tool call.
-func (s *Service) auditCall(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, status int, start time.Time, err error) {
+func (s *Tools) auditCall(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, status int, start time.Time, err error) {
 	ev := mcpgate.NewToolEvent(a, t.Name, args)
 	ev.UpstreamStatus = status
 	ev.DurationMS = float64(time.Since(start).Microseconds()) / 1000

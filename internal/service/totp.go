@@ -57,16 +57,16 @@ var (
 		"two-factor sign-in is already on; turn it off first to enrol another device")
 )
 
-// TOTPEnabled implements mcpgate.AccountService.
-func (s *Service) TOTPEnabled(ctx context.Context, u *mcpgate.User) (bool, error) {
+// TOTPEnabled implements mcpgate.TwoFactorService.
+func (s *TwoFactor) TOTPEnabled(ctx context.Context, u *mcpgate.User) (bool, error) {
 	return s.db.TOTPEnabled(ctx, u.ID)
 }
 
-// BeginTOTP implements mcpgate.AccountService. The current password is
+// BeginTOTP implements mcpgate.TwoFactorService. The current password is
 // asked for (under the login throttle) because enrolling is what a thief
 // holding only a stolen session would do to lock the owner out: once on,
 // the password alone no longer signs in.
-func (s *Service) BeginTOTP(ctx context.Context, u *mcpgate.User, current, addr string) (*mcpgate.TOTPEnrollment, error) {
+func (s *TwoFactor) BeginTOTP(ctx context.Context, u *mcpgate.User, current, addr string) (*mcpgate.TOTPEnrollment, error) {
 	if on, err := s.db.TOTPEnabled(ctx, u.ID); err != nil {
 		return nil, err
 	} else if on {
@@ -100,17 +100,17 @@ func (s *Service) BeginTOTP(ctx context.Context, u *mcpgate.User, current, addr 
 // totpIssuer names the gateway in authenticator apps: "mcpgate", with the
 // host of PUBLIC_URL so that two installations are told apart. The port is
 // left out: a colon would end the issuer in the otpauth label.
-func (s *Service) totpIssuer() string {
+func (s *TwoFactor) totpIssuer() string {
 	if pu, err := url.Parse(s.opts.PublicURL); err == nil && pu.Hostname() != "" {
 		return "mcpgate (" + pu.Hostname() + ")"
 	}
 	return "mcpgate"
 }
 
-// ConfirmTOTP implements mcpgate.AccountService. A wrong code is not
+// ConfirmTOTP implements mcpgate.TwoFactorService. A wrong code is not
 // counted by the login throttle: it guesses the code of a secret that the
 // session holding it was just given, after the password was checked.
-func (s *Service) ConfirmTOTP(ctx context.Context, u *mcpgate.User, code string) ([]string, error) {
+func (s *TwoFactor) ConfirmTOTP(ctx context.Context, u *mcpgate.User, code string) ([]string, error) {
 	f, err := s.db.FindTOTP(ctx, s.opts.Keyring, u.ID)
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "start setting up two-factor sign-in first")
@@ -149,8 +149,8 @@ func newRecoveryCodes() (codes []string, hashes [][]byte) {
 	return codes, hashes
 }
 
-// DisableTOTP implements mcpgate.AccountService.
-func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
+// DisableTOTP implements mcpgate.TwoFactorService.
+func (s *TwoFactor) DisableTOTP(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
 	if err := s.checkBothFactors(ctx, u, code, current, addr); err != nil {
 		return err
 	}
@@ -161,8 +161,8 @@ func (s *Service) DisableTOTP(ctx context.Context, u *mcpgate.User, code, curren
 	return nil
 }
 
-// NewRecoveryCodes implements mcpgate.AccountService.
-func (s *Service) NewRecoveryCodes(ctx context.Context, u *mcpgate.User, code, current, addr string) ([]string, error) {
+// NewRecoveryCodes implements mcpgate.TwoFactorService.
+func (s *TwoFactor) NewRecoveryCodes(ctx context.Context, u *mcpgate.User, code, current, addr string) ([]string, error) {
 	if err := s.checkBothFactors(ctx, u, code, current, addr); err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (s *Service) NewRecoveryCodes(ctx context.Context, u *mcpgate.User, code, c
 // second factor itself: a stolen session alone cannot take it away or
 // learn new recovery codes, nor can a stolen password. A wrong code counts
 // as a failed login.
-func (s *Service) checkBothFactors(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
+func (s *TwoFactor) checkBothFactors(ctx context.Context, u *mcpgate.User, code, current, addr string) error {
 	sub, err := s.verifyCurrentPassword(ctx, u, current, addr)
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func (s *Service) checkBothFactors(ctx context.Context, u *mcpgate.User, code, c
 // loginSecondFactor is Login's second step, after the right password: nil
 // for a person without two-factor sign-in (codes given are ignored), else
 // the code must be right. A wrong one is counted by the login throttle.
-func (s *Service) loginSecondFactor(ctx context.Context, u *mcpgate.User, c mcpgate.Credentials, sub loginSubjects) error {
+func (s *TwoFactor) loginSecondFactor(ctx context.Context, u *mcpgate.User, c mcpgate.Credentials, sub loginSubjects) error {
 	f, err := s.db.FindTOTP(ctx, s.opts.Keyring, u.ID)
 	if mcpgate.ErrorCode(err) == mcpgate.ENotFound || err == nil && !f.Confirmed {
 		return nil
@@ -240,7 +240,7 @@ func (s *Service) loginSecondFactor(ctx context.Context, u *mcpgate.User, c mcpg
 // checkSecondFactor checks a TOTP code (not replayed: its time step must be
 // later than the last one accepted, recorded in the same UPDATE) or spends a
 // recovery code, whichever c holds.
-func (s *Service) checkSecondFactor(ctx context.Context, u *mcpgate.User, f *store.TOTPFactor, c mcpgate.Credentials) (bool, error) {
+func (s *TwoFactor) checkSecondFactor(ctx context.Context, u *mcpgate.User, f *store.TOTPFactor, c mcpgate.Credentials) (bool, error) {
 	if c.TOTPCode != "" {
 		step, ok := matchTOTP(f.Secret, c.TOTPCode, s.now().Unix())
 		if !ok || step <= f.LastStep {

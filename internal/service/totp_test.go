@@ -29,7 +29,7 @@ func newTOTPEnv(t *testing.T) *totpEnv {
 	// on a boundary.
 	clk := e2bsim.NewManualClock(time.Unix(time.Now().Unix()/30*30+15, 0))
 	env := servicetest.New(t, service.Options{PasswordParams: fastParams, Now: clk.Now, PublicURL: "https://gw.example:8443"})
-	u, err := env.Service.Signup(context.Background(), "ada@example.com", goodPassword, "", "192.0.2.1")
+	u, err := env.Service.Accounts.Signup(context.Background(), "ada@example.com", goodPassword, "", "192.0.2.1")
 	if err != nil {
 		t.Fatalf("Signup() err = %v", err)
 	}
@@ -47,7 +47,7 @@ func (e *totpEnv) code(t *testing.T, secret mcpgate.Secret) string {
 
 func (e *totpEnv) login(c mcpgate.Credentials, addr string) error {
 	c.Email, c.Password = e.u.Email, goodPassword
-	_, err := e.Service.Login(context.Background(), c, addr)
+	_, err := e.Service.Accounts.Login(context.Background(), c, addr)
 	return err
 }
 
@@ -56,11 +56,11 @@ func (e *totpEnv) login(c mcpgate.Credentials, addr string) error {
 func (e *totpEnv) enrol(t *testing.T) (mcpgate.Secret, []string) {
 	t.Helper()
 	ctx := context.Background()
-	en, err := e.Service.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
+	en, err := e.Service.TwoFactor.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
 	if err != nil {
 		t.Fatalf("BeginTOTP() err = %v", err)
 	}
-	codes, err := e.Service.ConfirmTOTP(ctx, e.u, e.code(t, en.Secret))
+	codes, err := e.Service.TwoFactor.ConfirmTOTP(ctx, e.u, e.code(t, en.Secret))
 	if err != nil {
 		t.Fatalf("ConfirmTOTP() err = %v", err)
 	}
@@ -72,16 +72,16 @@ func TestTOTP_Enrolment(t *testing.T) {
 	ctx := context.Background()
 	svc := e.Service
 
-	if on, err := svc.TOTPEnabled(ctx, e.u); err != nil || on {
+	if on, err := svc.TwoFactor.TOTPEnabled(ctx, e.u); err != nil || on {
 		t.Fatalf("TOTPEnabled() before = %v, %v; want false", on, err)
 	}
-	if _, err := svc.BeginTOTP(ctx, e.u, "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.TwoFactor.BeginTOTP(ctx, e.u, "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("BeginTOTP(wrong password) err = %v, want invalid", err)
 	}
-	if _, err := svc.ConfirmTOTP(ctx, e.u, "123456"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if _, err := svc.TwoFactor.ConfirmTOTP(ctx, e.u, "123456"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("ConfirmTOTP() before BeginTOTP err = %v, want not_found", err)
 	}
-	first, err := svc.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
+	first, err := svc.TwoFactor.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
 	if err != nil {
 		t.Fatalf("BeginTOTP() err = %v", err)
 	}
@@ -101,20 +101,20 @@ func TestTOTP_Enrolment(t *testing.T) {
 	}
 	// A second start replaces the pending secret: the first one's codes no
 	// longer confirm.
-	second, err := svc.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
+	second, err := svc.TwoFactor.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1")
 	if err != nil {
 		t.Fatalf("BeginTOTP() again err = %v", err)
 	}
 	if second.Secret == first.Secret {
 		t.Fatal("a second BeginTOTP() kept the secret")
 	}
-	if _, err := svc.ConfirmTOTP(ctx, e.u, e.code(t, first.Secret)); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.TwoFactor.ConfirmTOTP(ctx, e.u, e.code(t, first.Secret)); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ConfirmTOTP(the replaced secret's code) err = %v, want invalid", err)
 	}
-	if _, err := svc.ConfirmTOTP(ctx, e.u, "12345x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := svc.TwoFactor.ConfirmTOTP(ctx, e.u, "12345x"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("ConfirmTOTP(not digits) err = %v, want invalid", err)
 	}
-	codes, err := svc.ConfirmTOTP(ctx, e.u, e.code(t, second.Secret))
+	codes, err := svc.TwoFactor.ConfirmTOTP(ctx, e.u, e.code(t, second.Secret))
 	if err != nil {
 		t.Fatalf("ConfirmTOTP() err = %v", err)
 	}
@@ -128,13 +128,13 @@ func TestTOTP_Enrolment(t *testing.T) {
 		}
 		seen[c] = true
 	}
-	if on, err := svc.TOTPEnabled(ctx, e.u); err != nil || !on {
+	if on, err := svc.TwoFactor.TOTPEnabled(ctx, e.u); err != nil || !on {
 		t.Fatalf("TOTPEnabled() after confirm = %v, %v; want true", on, err)
 	}
-	if _, err := svc.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if _, err := svc.TwoFactor.BeginTOTP(ctx, e.u, goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("BeginTOTP() while on err = %v, want conflict", err)
 	}
-	if _, err := svc.ConfirmTOTP(ctx, e.u, e.code(t, second.Secret)); mcpgate.ErrorCode(err) != mcpgate.EConflict {
+	if _, err := svc.TwoFactor.ConfirmTOTP(ctx, e.u, e.code(t, second.Secret)); mcpgate.ErrorCode(err) != mcpgate.EConflict {
 		t.Fatalf("ConfirmTOTP() while on err = %v, want conflict", err)
 	}
 
@@ -165,7 +165,7 @@ func TestTOTP_Login(t *testing.T) {
 	}
 	// A wrong password is a wrong password, code or not: the code's answer
 	// says nothing to someone without the password.
-	_, err := e.Service.Login(context.Background(), mcpgate.Credentials{Email: e.u.Email, Password: "wrong", TOTPCode: e.code(t, secret)}, "192.0.2.1")
+	_, err := e.Service.Accounts.Login(context.Background(), mcpgate.Credentials{Email: e.u.Email, Password: "wrong", TOTPCode: e.code(t, secret)}, "192.0.2.1")
 	if mcpgate.ErrorCode(err) != mcpgate.EUnauthorized {
 		t.Fatalf("Login(wrong password, right code) err = %v, want unauthorized", err)
 	}
@@ -247,25 +247,25 @@ func TestTOTP_Disable(t *testing.T) {
 	e.clock.Advance(30 * time.Second)
 	code := e.code(t, secret)
 
-	if err := e.Service.DisableTOTP(ctx, e.u, code, "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, code, "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("DisableTOTP(wrong password) err = %v, want invalid", err)
 	}
-	if err := e.Service.DisableTOTP(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("DisableTOTP(wrong code) err = %v, want invalid", err)
 	}
-	if err := e.Service.DisableTOTP(ctx, e.u, "aaaa-bbbb-cccc-dddd", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, "aaaa-bbbb-cccc-dddd", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("DisableTOTP(wrong recovery code) err = %v, want invalid", err)
 	}
-	if err := e.Service.DisableTOTP(ctx, e.u, codes[3], goodPassword, "192.0.2.1"); err != nil {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, codes[3], goodPassword, "192.0.2.1"); err != nil {
 		t.Fatalf("DisableTOTP(recovery code) err = %v", err)
 	}
-	if on, _ := e.Service.TOTPEnabled(ctx, e.u); on {
+	if on, _ := e.Service.TwoFactor.TOTPEnabled(ctx, e.u); on {
 		t.Fatal("TOTPEnabled() after DisableTOTP = true")
 	}
 	if err := e.login(mcpgate.Credentials{}, "203.0.113.9"); err != nil {
 		t.Fatalf("Login() without a code after disabling err = %v", err)
 	}
-	if err := e.Service.DisableTOTP(ctx, e.u, code, goodPassword, "203.0.113.9"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, code, goodPassword, "203.0.113.9"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("DisableTOTP() when off err = %v, want not_found", err)
 	}
 	// Enrolling again gives new recovery codes; the old ones are gone.
@@ -274,7 +274,7 @@ func TestTOTP_Disable(t *testing.T) {
 		t.Fatalf("Login(a recovery code of the earlier enrolment) err = %v, want unauthorized", err)
 	}
 	e.clock.Advance(30 * time.Second)
-	if err := e.Service.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "203.0.113.9"); err != nil {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "203.0.113.9"); err != nil {
 		t.Fatalf("DisableTOTP(TOTP code) err = %v", err)
 	}
 	var disabled int
@@ -294,14 +294,14 @@ func TestTOTP_NewRecoveryCodes(t *testing.T) {
 	e := newTOTPEnv(t)
 	ctx := context.Background()
 	secret, old := e.enrol(t)
-	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := e.Service.TwoFactor.NewRecoveryCodes(ctx, e.u, "000000", goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("NewRecoveryCodes(wrong code) err = %v, want invalid", err)
 	}
 	e.clock.Advance(30 * time.Second)
-	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, e.code(t, secret), "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+	if _, err := e.Service.TwoFactor.NewRecoveryCodes(ctx, e.u, e.code(t, secret), "wrong password", "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 		t.Fatalf("NewRecoveryCodes(wrong password) err = %v, want invalid", err)
 	}
-	fresh, err := e.Service.NewRecoveryCodes(ctx, e.u, old[0], goodPassword, "192.0.2.1")
+	fresh, err := e.Service.TwoFactor.NewRecoveryCodes(ctx, e.u, old[0], goodPassword, "192.0.2.1")
 	if err != nil || len(fresh) != len(old) {
 		t.Fatalf("NewRecoveryCodes(recovery code) = %d codes, %v; want %d", len(fresh), err, len(old))
 	}
@@ -329,10 +329,10 @@ func TestTOTP_NewRecoveryCodes(t *testing.T) {
 	if renewed != 1 {
 		t.Errorf("%s events = %d, want 1", mcpgate.ActionRecoveryCodesRenewed, renewed)
 	}
-	if err := e.Service.DisableTOTP(ctx, e.u, fresh[1], goodPassword, "192.0.2.1"); err != nil {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, fresh[1], goodPassword, "192.0.2.1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Service.NewRecoveryCodes(ctx, e.u, fresh[2], goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+	if _, err := e.Service.TwoFactor.NewRecoveryCodes(ctx, e.u, fresh[2], goodPassword, "192.0.2.1"); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		t.Fatalf("NewRecoveryCodes() with two-factor off err = %v, want not_found", err)
 	}
 }
@@ -345,15 +345,15 @@ func TestTOTP_DisableThrottled(t *testing.T) {
 	ctx := context.Background()
 	secret, _ := e.enrol(t)
 	for i := range 5 {
-		if err := e.Service.DisableTOTP(ctx, e.u, "000000", goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, "000000", goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
 			t.Fatalf("DisableTOTP(wrong code %d) err = %v, want invalid", i, err)
 		}
 	}
 	e.clock.Advance(30 * time.Second)
-	if err := e.Service.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+	if err := e.Service.TwoFactor.DisableTOTP(ctx, e.u, e.code(t, secret), goodPassword, "192.0.2.7"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Fatalf("DisableTOTP(right code) after 5 wrong ones err = %v, want rate_limited", err)
 	}
-	if on, _ := e.Service.TOTPEnabled(ctx, e.u); !on {
+	if on, _ := e.Service.TwoFactor.TOTPEnabled(ctx, e.u); !on {
 		t.Fatal("two-factor sign-in was turned off past the throttle")
 	}
 }
@@ -363,26 +363,26 @@ func TestTOTP_DisableThrottled(t *testing.T) {
 func TestTOTP_ResetKeepsSecondFactor(t *testing.T) {
 	env, srv := mailEnv(t, false)
 	ctx := context.Background()
-	u, err := env.Service.Signup(ctx, "ada@example.com", "old password 123", "", "192.0.2.1")
+	u, err := env.Service.Accounts.Signup(ctx, "ada@example.com", "old password 123", "", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	en, err := env.Service.BeginTOTP(ctx, u, "old password 123", "192.0.2.1")
+	en, err := env.Service.TwoFactor.BeginTOTP(ctx, u, "old password 123", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c, _ := totp.GenerateCode(en.Secret.Reveal(), time.Now())
-	if _, err := env.Service.ConfirmTOTP(ctx, u, c); err != nil {
+	if _, err := env.Service.TwoFactor.ConfirmTOTP(ctx, u, c); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Service.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
+	if err := env.Service.Accounts.RequestPasswordReset(ctx, u.Email, "198.51.100.1"); err != nil {
 		t.Fatal(err)
 	}
 	tok := servicetest.LinkToken(t, srv.Wait(t, u.Email, "Reset your password"), "/reset-password")
-	if err := env.Service.ResetPassword(ctx, tok, "new password 456", false); err != nil {
+	if err := env.Service.Accounts.ResetPassword(ctx, tok, "new password 456", false); err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.Service.Login(ctx, mcpgate.Credentials{Email: u.Email, Password: "new password 456"}, "198.51.100.1")
+	_, err = env.Service.Accounts.Login(ctx, mcpgate.Credentials{Email: u.Email, Password: "new password 456"}, "198.51.100.1")
 	if mcpgate.ErrorCode(err) != mcpgate.ETOTPRequired {
 		t.Fatalf("Login() after reset err = %v, want totp_required", err)
 	}
@@ -401,52 +401,52 @@ func TestTwoFactorPolicy(t *testing.T) {
 	f.enableEnd(t, mcpgate.ApprovalHuman)
 
 	// Only an owner may change the policy, and only with TOTP on.
-	if _, err := f.svc.UpdateWorkspace(ctx, f.admin, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.admin, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("UpdateWorkspace() by an admin err = %v, want forbidden", err)
 	}
-	if _, err := f.svc.UpdateWorkspace(ctx, f.member, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+	if _, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.member, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
 		t.Fatalf("UpdateWorkspace() by a member err = %v, want forbidden", err)
 	}
-	_, err := f.svc.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on})
+	_, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on})
 	if mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment || !strings.Contains(err.Error(), "/app/account") {
 		t.Fatalf("UpdateWorkspace(on) by an owner without TOTP err = %v, want totp_enrolment_required naming /app/account", err)
 	}
 	enrol(f.owner)
-	ws, err := f.svc.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on})
+	ws, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &on})
 	if err != nil || !ws.RequireTwoFactor {
 		t.Fatalf("UpdateWorkspace(on) = %+v, %v", ws, err)
 	}
 	if ev := f.audit.Last(); ev.Action != string(mcpgate.ActionWorkspaceUpdated) || ev.Arguments["require_two_factor"] != true {
 		t.Errorf("last audit event = %+v", ev)
 	}
-	if _, got, _ := f.svc.Enter(ctx, &mcpgate.User{ID: f.member.UserID}, f.ws, mcpgate.SourceDashboard); !got.RequireTwoFactor {
+	if _, got, _ := f.svc.Workspaces.Enter(ctx, &mcpgate.User{ID: f.member.UserID}, f.ws, mcpgate.SourceDashboard); !got.RequireTwoFactor {
 		t.Error("Enter() does not show the policy")
 	}
 
 	grails := mcpgate.Guardrails{MaxRunning: 3}
 	changes := map[string]func(a *mcpgate.Actor) error{
 		"UpdateTool": func(a *mcpgate.Actor) error {
-			_, err := f.svc.UpdateTool(ctx, a, "notes_burn", mcpgate.ToolUpdate{Enabled: &on})
+			_, err := f.svc.Tools.UpdateTool(ctx, a, "notes_burn", mcpgate.ToolUpdate{Enabled: &on})
 			return err
 		},
-		"SetGuardrails": func(a *mcpgate.Actor) error { _, err := f.svc.SetGuardrails(ctx, a, grails); return err },
+		"SetGuardrails": func(a *mcpgate.Actor) error { _, err := f.svc.Tools.SetGuardrails(ctx, a, grails); return err },
 		"PutConnection": func(a *mcpgate.Actor) error {
-			_, err := f.svc.PutConnection(ctx, a, "notes", "notes-credential")
+			_, err := f.svc.Connections.PutConnection(ctx, a, "notes", "notes-credential")
 			return err
 		},
 		"DeleteConnection": func(a *mcpgate.Actor) error {
-			if err := f.svc.DeleteConnection(ctx, a, "notes"); err != nil {
+			if err := f.svc.Connections.DeleteConnection(ctx, a, "notes"); err != nil {
 				return err
 			}
-			_, err := f.svc.PutConnection(ctx, f.owner, "notes", "notes-credential")
+			_, err := f.svc.Connections.PutConnection(ctx, f.owner, "notes", "notes-credential")
 			return err
 		},
 		"Approve": func(a *mcpgate.Actor) error {
-			_, err := f.svc.Approve(ctx, a, f.request(t, memberKey, "p1").ID)
+			_, err := f.svc.Approvals.Approve(ctx, a, f.request(t, memberKey, "p1").ID)
 			return err
 		},
 		"Deny": func(a *mcpgate.Actor) error {
-			_, err := f.svc.Deny(ctx, a, f.request(t, memberKey, "p2").ID)
+			_, err := f.svc.Approvals.Deny(ctx, a, f.request(t, memberKey, "p2").ID)
 			return err
 		},
 	}
@@ -477,18 +477,18 @@ func TestTwoFactorPolicy(t *testing.T) {
 	// (it is about the decision, not the role; see
 	// TestTwoFactorPolicy_RoleChanges), and may once enrolled.
 	p3 := f.request(t, memberKey, "p3").ID
-	if _, err := f.svc.Approve(ctx, f.member, p3); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
+	if _, err := f.svc.Approvals.Approve(ctx, f.member, p3); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
 		t.Fatalf("member without TOTP approving their own request: err = %v, want totp_enrolment_required", err)
 	}
 	enrol(f.member)
-	if _, err := f.svc.Approve(ctx, f.member, p3); err != nil {
+	if _, err := f.svc.Approvals.Approve(ctx, f.member, p3); err != nil {
 		t.Fatalf("enrolled member approving their own request: err = %v", err)
 	}
 	// Members' own work goes on: keys, tool calls.
-	if _, _, err := f.svc.CreateKey(ctx, f.member, mcpgate.NewKey{Name: "mine"}); err != nil {
+	if _, _, err := f.svc.Keys.CreateKey(ctx, f.member, mcpgate.NewKey{Name: "mine"}); err != nil {
 		t.Fatalf("member CreateKey() err = %v", err)
 	}
-	if _, err := f.svc.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "notes_list"}); err != nil {
+	if _, err := f.svc.Tools.CallTool(ctx, f.member, mcpgate.ToolCall{Tool: "notes_list"}); err != nil {
 		t.Fatalf("member CallTool() err = %v", err)
 	}
 	// The admin enrols and may change things.
@@ -500,11 +500,11 @@ func TestTwoFactorPolicy(t *testing.T) {
 	if err := f.db.DisableTOTP(ctx, f.owner.UserID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &off}); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
+	if _, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &off}); mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
 		t.Fatalf("UpdateWorkspace(off) by an owner without TOTP err = %v, want totp_enrolment_required", err)
 	}
 	enrol(f.owner)
-	if ws, err := f.svc.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &off}); err != nil || ws.RequireTwoFactor {
+	if ws, err := f.svc.Workspaces.UpdateWorkspace(ctx, f.owner, mcpgate.WorkspaceUpdate{RequireTwoFactor: &off}); err != nil || ws.RequireTwoFactor {
 		t.Fatalf("UpdateWorkspace(off) = %+v, %v", ws, err)
 	}
 }

@@ -19,7 +19,7 @@ var errUnverified = mcpgate.Errorf(mcpgate.EForbidden,
 // sendVerification emails a link that proves the user reads mail at their
 // address. A mail that cannot be queued is logged, not fatal: the person
 // can ask for another from their account page.
-func (s *Service) sendVerification(ctx context.Context, u *mcpgate.User) error {
+func (s *Accounts) sendVerification(ctx context.Context, u *mcpgate.User) error {
 	tok, hash := newAccountToken()
 	if err := s.db.CreateAccountToken(ctx, u.ID, store.TokenVerify, hash, u.Email, s.now().Add(verifyTTL)); err != nil {
 		return err
@@ -45,12 +45,12 @@ func (s *Service) requireVerified(ctx context.Context, userID string) error {
 }
 
 // EmailVerified implements mcpgate.AccountService.
-func (s *Service) EmailVerified(ctx context.Context, u *mcpgate.User) (bool, error) {
+func (s *Accounts) EmailVerified(ctx context.Context, u *mcpgate.User) (bool, error) {
 	return s.db.EmailVerified(ctx, u.ID)
 }
 
 // VerifyEmail implements mcpgate.AccountService.
-func (s *Service) VerifyEmail(ctx context.Context, token string) (*mcpgate.User, error) {
+func (s *Accounts) VerifyEmail(ctx context.Context, token string) (*mcpgate.User, error) {
 	if token == "" {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the link is incomplete; open the link from the email again")
 	}
@@ -84,7 +84,7 @@ func (s *Service) VerifyEmail(ctx context.Context, token string) (*mcpgate.User,
 }
 
 // ResendVerification implements mcpgate.AccountService.
-func (s *Service) ResendVerification(ctx context.Context, u *mcpgate.User) error {
+func (s *Accounts) ResendVerification(ctx context.Context, u *mcpgate.User) error {
 	if s.opts.Mailer == nil {
 		return mcpgate.Errorf(mcpgate.EUnavailable,
 			"this gateway cannot send email: its operator has not configured SMTP_URL")

@@ -11,7 +11,7 @@ import (
 
 // Enter implements mcpgate.WorkspaceService: the role comes from the
 // database here and nowhere else.
-func (s *Service) Enter(ctx context.Context, u *mcpgate.User, workspaceID string, source mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {
+func (s *Workspaces) Enter(ctx context.Context, u *mcpgate.User, workspaceID string, source mcpgate.Source) (*mcpgate.Actor, *mcpgate.Workspace, error) {
 	ws, err := s.db.FindMembership(ctx, workspaceID, u.ID)
 	if err != nil {
 		return nil, nil, err
@@ -23,7 +23,7 @@ func (s *Service) Enter(ctx context.Context, u *mcpgate.User, workspaceID string
 // EnterToGrant implements mcpgate.WorkspaceService: the OAuth consent page
 // calls it before it issues a code, so that an owner or admin whom the
 // two-factor policy stops cannot hand an app the workspace either.
-func (s *Service) EnterToGrant(ctx context.Context, u *mcpgate.User, workspaceID string) (*mcpgate.Actor, *mcpgate.Workspace, error) {
+func (s *Workspaces) EnterToGrant(ctx context.Context, u *mcpgate.User, workspaceID string) (*mcpgate.Actor, *mcpgate.Workspace, error) {
 	a, ws, err := s.Enter(ctx, u, workspaceID, mcpgate.SourceDashboard)
 	if err != nil {
 		return nil, nil, err
@@ -35,12 +35,12 @@ func (s *Service) EnterToGrant(ctx context.Context, u *mcpgate.User, workspaceID
 }
 
 // Workspaces implements mcpgate.WorkspaceService.
-func (s *Service) Workspaces(ctx context.Context, u *mcpgate.User) ([]mcpgate.Workspace, error) {
+func (s *Workspaces) Workspaces(ctx context.Context, u *mcpgate.User) ([]mcpgate.Workspace, error) {
 	return s.db.WorkspacesOfUser(ctx, u.ID)
 }
 
 // CreateWorkspace implements mcpgate.WorkspaceService.
-func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name string) (*mcpgate.Workspace, error) {
+func (s *Workspaces) CreateWorkspace(ctx context.Context, u *mcpgate.User, name string) (*mcpgate.Workspace, error) {
 	name, err := mcpgate.ValidateName("the workspace name", name)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *mcpgate.User, name str
 }
 
 // Members implements mcpgate.WorkspaceService.
-func (s *Service) Members(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Member, error) {
+func (s *Workspaces) Members(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Member, error) {
 	return s.db.ListMembers(ctx, a.WorkspaceID)
 }
 
@@ -61,7 +61,7 @@ func (s *Service) Members(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Memb
 // A role change is an admin change under the two-factor policy, one's own
 // included: an admin without two-factor sign-in cannot step down to member
 // to slip out of it (nor would it help: see requireDecider).
-func (s *Service) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID string, role mcpgate.Role) (*mcpgate.Member, error) {
+func (s *Workspaces) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID string, role mcpgate.Role) (*mcpgate.Member, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ func (s *Service) SetMemberRole(ctx context.Context, a *mcpgate.Actor, userID st
 }
 
 // RemoveMember implements mcpgate.WorkspaceService.
-func (s *Service) RemoveMember(ctx context.Context, a *mcpgate.Actor, userID string) error {
+func (s *Workspaces) RemoveMember(ctx context.Context, a *mcpgate.Actor, userID string) error {
 	if userID != a.UserID {
 		if err := s.requireAdminChange(ctx, a); err != nil {
 			return err
@@ -109,7 +109,7 @@ func (s *Service) RemoveMember(ctx context.Context, a *mcpgate.Actor, userID str
 const invitationTTL = 7 * 24 * time.Hour
 
 // Invite implements mcpgate.WorkspaceService.
-func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, role mcpgate.Role) (*mcpgate.Invitation, string, error) {
+func (s *Workspaces) Invite(ctx context.Context, a *mcpgate.Actor, email string, role mcpgate.Role) (*mcpgate.Invitation, string, error) {
 	// An invitation hands out a role: an admin change like a role change.
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, "", err
@@ -147,7 +147,7 @@ func (s *Service) Invite(ctx context.Context, a *mcpgate.Actor, email string, ro
 // one. Everyone owns their personal workspace; without this rule any member
 // could mint accounts by inviting into it. Inviting someone who already has
 // an account creates none, so that stays open to every workspace admin.
-func (s *Service) mayInviteNewPeople(ctx context.Context, a *mcpgate.Actor, email string) error {
+func (s *Workspaces) mayInviteNewPeople(ctx context.Context, a *mcpgate.Actor, email string) error {
 	if _, _, err := s.db.FindUserByEmail(ctx, email); err == nil {
 		return nil
 	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
@@ -172,7 +172,7 @@ func (s *Service) mayInviteNewPeople(ctx context.Context, a *mcpgate.Actor, emai
 }
 
 // Invitations implements mcpgate.WorkspaceService.
-func (s *Service) Invitations(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Invitation, error) {
+func (s *Workspaces) Invitations(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Invitation, error) {
 	if err := requireAdmin(a); err != nil {
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (s *Service) Invitations(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.
 }
 
 // DeleteInvitation implements mcpgate.WorkspaceService.
-func (s *Service) DeleteInvitation(ctx context.Context, a *mcpgate.Actor, id string) error {
+func (s *Workspaces) DeleteInvitation(ctx context.Context, a *mcpgate.Actor, id string) error {
 	if err := requireAdmin(a); err != nil {
 		return err
 	}
@@ -192,12 +192,12 @@ func (s *Service) DeleteInvitation(ctx context.Context, a *mcpgate.Actor, id str
 }
 
 // FindInvitation implements mcpgate.WorkspaceService.
-func (s *Service) FindInvitation(ctx context.Context, token string) (*mcpgate.Invitation, error) {
+func (s *Workspaces) FindInvitation(ctx context.Context, token string) (*mcpgate.Invitation, error) {
 	return s.db.FindOpenInvitation(ctx, mcpgate.HashToken(token))
 }
 
 // AcceptInvitation implements mcpgate.WorkspaceService.
-func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token string) (*mcpgate.Workspace, error) {
+func (s *Workspaces) AcceptInvitation(ctx context.Context, u *mcpgate.User, token string) (*mcpgate.Workspace, error) {
 	if err := s.requireVerified(ctx, u.ID); err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, u *mcpgate.User, token s
 // two-factor sign-in. Requiring it needs the owner to have it on (they would
 // be the first it stops); the four-eyes rule may be set by any owner the
 // policy lets through.
-func (s *Service) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mcpgate.WorkspaceUpdate) (*mcpgate.Workspace, error) {
+func (s *Workspaces) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mcpgate.WorkspaceUpdate) (*mcpgate.Workspace, error) {
 	if a.Role != mcpgate.RoleOwner {
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner can change its settings")
 	}
@@ -239,7 +239,7 @@ func (s *Service) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mcpga
 }
 
 // setRequireTwoFactor sets the two-factor policy for UpdateWorkspace.
-func (s *Service) setRequireTwoFactor(ctx context.Context, a *mcpgate.Actor, on bool) error {
+func (s *Workspaces) setRequireTwoFactor(ctx context.Context, a *mcpgate.Actor, on bool) error {
 	if on {
 		enrolled, err := s.db.TOTPEnabled(ctx, a.UserID)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 // NewMailer returns a real mailer sending to a fresh SMTP test server, and
 // that server; the mailer is closed in tb's Cleanup. done, when set, is told
-// the outcome of every message, as the services' MailDone is in production.
+// the outcome of every message, as Deliveries.MailDone is in production.
 func NewMailer(tb testing.TB, done func(mail.Result)) (*mail.Mailer, *mailtest.Server) {
 	tb.Helper()
 	srv := mailtest.New(tb, mailtest.Options{})

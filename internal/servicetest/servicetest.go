@@ -17,7 +17,7 @@ import (
 type Env struct {
 	DB      *store.DB
 	Keyring *vault.Keyring
-	Service *service.Service
+	Service *service.Set
 	// Audit records what the services audit, unless opts set another
 	// auditor.
 	Audit *Recorder
@@ -61,7 +61,7 @@ func (e *Env) NewUser(tb testing.TB, email string) (*mcpgate.User, *mcpgate.Acto
 	if err != nil || len(wss) != 1 {
 		tb.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
 	}
-	a, _, err := e.Service.Enter(ctx, u, wss[0].ID, mcpgate.SourceDashboard)
+	a, _, err := e.Service.Workspaces.Enter(ctx, u, wss[0].ID, mcpgate.SourceDashboard)
 	if err != nil {
 		tb.Fatalf("Enter() err = %v", err)
 	}
