@@ -85,13 +85,13 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			// The limit applies to failures only: behind a proxy every
 			// client shares one address, and someone else's bad keys must
 			// not lock out valid ones.
-			if limited, wait := g.authFails.exhausted(addr, now); limited {
+			if limited, wait := g.authFails.Exhausted(addr, now); limited {
 				g.metrics.RateLimited()
 				httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
 					"too many requests with invalid keys; wait and try again"), wait))
 				return
 			}
-			g.authFails.allow(addr, now)
+			g.authFails.Allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
 			w.Header().Set("WWW-Authenticate", g.challenge(r, reason))

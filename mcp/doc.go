@@ -21,8 +21,13 @@
 // 2026-07-28 get list results without that version's fields and its
 // resource-not-found code (versioned.go): go-sdk writes them for every one.
 //
-// It imports mcpgate, connectors, internal/httpx and the go-sdk; never
-// internal/store, internal/service, vault, api or web.
+// Its token buckets (per credential, person and workspace, each shared out
+// among the replicas, and per address for failed authentications) are
+// internal/limiter's; which limit applies, and the refusal's words and
+// audit, are here (limits.go, keylimit.go).
 //
-// Imports from this module: connectors, internal/httpx, mcpgate.
+// It imports mcpgate, connectors, internal/httpx, internal/limiter and the
+// go-sdk; never internal/store, internal/service, vault, api or web.
+//
+// Imports from this module: connectors, internal/httpx, internal/limiter, mcpgate.
 package mcp

@@ -45,6 +45,6 @@
 //
 // Nothing imports it but the wiring (internal/app).
 //
-// Imports from this module: internal/httpx, internal/lastused, internal/netguard, internal/store, internal/trustcache,
-// mcpgate.
+// Imports from this module: internal/httpx, internal/lastused, internal/limiter, internal/netguard, internal/store,
+// internal/trustcache, mcpgate.
 package oauth

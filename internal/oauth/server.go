@@ -10,12 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/limiter"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
@@ -105,44 +105,28 @@ type Server struct {
 
 	// registrars and fetchers limit, per client address, registrations
 	// and fetches of client ID metadata documents.
-	registrars *addrLimiter
-	fetchers   *addrLimiter
+	registrars *limiter.Buckets
+	fetchers   *limiter.Buckets
 }
 
-// addrLimiter is a token bucket per client address, forgotten a day after
-// its last use.
-type addrLimiter struct {
-	every time.Duration
-	burst int
-	mu    sync.Mutex
-	addrs map[string]*rateEntry
+// addrIdle is how long an address's registration or fetch bucket is kept
+// after its last use: a day, longer than either takes to refill (an hour),
+// so that forgetting one never hands its address a fresh burst.
+const addrIdle = 24 * time.Hour
+
+// newAddrLimiter returns token buckets per client address. They are not
+// shared out among replicas: each replica limits the addresses it sees.
+func newAddrLimiter(l rate.Limit, burst int) *limiter.Buckets {
+	return limiter.New(limiter.Options{Rate: l, Burst: burst, Idle: addrIdle})
 }
 
-type rateEntry struct {
-	lim  *rate.Limiter
-	last time.Time
-}
-
-func newAddrLimiter(l rate.Limit, burst int) *addrLimiter {
-	return &addrLimiter{every: time.Duration(float64(time.Second) / float64(l)), burst: burst, addrs: map[string]*rateEntry{}}
-}
-
-// allow takes a token from the address's bucket.
-func (l *addrLimiter) allow(addr string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, e := range l.addrs {
-		if now.Sub(e.last) > 24*time.Hour {
-			delete(l.addrs, k)
-		}
-	}
-	e, ok := l.addrs[addr]
-	if !ok {
-		e = &rateEntry{lim: rate.NewLimiter(rate.Every(l.every), l.burst)}
-		l.addrs[addr] = e
-	}
-	e.last = now
-	return e.lim.AllowN(now, 1)
+// allowAddr takes a token from addr's bucket of l, first forgetting the
+// idle buckets (registrations and fetches are rare, so the sweep rides on
+// them instead of a loop of its own).
+func allowAddr(l *limiter.Buckets, addr string, now time.Time) bool {
+	l.Sweep(now)
+	ok, _ := l.Allow(addr, now)
+	return ok
 }
 
 // ttlTrust is the default trust: a TTL, and nothing stands in.
@@ -328,7 +312,7 @@ func s256(verifier string) string {
 }
 
 // allowRegistration takes a token from the address's registration bucket.
-func (s *Server) allowRegistration(addr string) bool { return s.registrars.allow(addr, s.now()) }
+func (s *Server) allowRegistration(addr string) bool { return allowAddr(s.registrars, addr, s.now()) }
 
 // Prune deletes expired codes and tokens and clients (registered, or known
 // by a metadata document) that never got a grant; the wiring calls it
