@@ -5,7 +5,7 @@
 // same wiring, so what is measured is what runs; `mcpgate user` runs on the
 // operator's admin service, wired here too (Operator). It holds no business logic.
 //
-// Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
+// Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/auth, internal/httpx,
 // internal/mail, internal/metrics, internal/oauth, internal/password, internal/replicas, internal/reseal, internal/service,
 // internal/store, internal/webhook, mcp, mcpgate, vault, web.
 package app
@@ -29,6 +29,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
@@ -106,9 +107,9 @@ type Gateway struct {
 	// that need to reach inside a running instance.
 	Keyring *vault.Keyring
 	Service *service.Service
-	Keys    *service.KeyAuthenticator
+	Keys    *auth.Keys
 	OAuth   *oauth.Server
-	Tokens  *oauth.TokenAuthenticator
+	Tokens  *auth.Tokens
 	MCP     *mcp.Gateway
 	API     *api.Server
 
@@ -184,21 +185,26 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Mailer: mailer, RequireVerifiedEmail: mailer != nil && o.SignupVerify == "required"})
 	svc = gw.Service
 	gw.Service.SetListening(false) // until the invalidation listener is connected
-	gw.Keys = gw.Service.NewKeyAuthenticator()
+	// The MCP endpoint's authenticators follow the services' trust, so that
+	// keys and tokens have the revocation and outage guarantees of every
+	// other cache.
+	gw.Keys = auth.NewKeys(auth.KeysOptions{Store: db, Trust: gw.Service.CacheTrust(), Logger: log})
+	tokens := auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: oauth.OwnsResource(o.PublicURL),
+		Trust: gw.Service.CacheTrust(), Logger: log})
+	gw.Tokens = tokens
 	services := gw.Service.Services()
 	// A grant revoked in the dashboard is dropped from this replica's token
 	// cache at once (as /oauth/revoke does), ahead of the notification every
 	// replica gets: the app's next call here is refused, not served from
 	// the cache for the moment the notification takes.
 	services.Grants = grantsRevokedHere{GrantService: services.Grants,
-		drop: func(ws string) { gw.Tokens.Invalidate(store.InvalidateGrants, ws) }}
+		drop: func(ws string) { tokens.Invalidate(store.InvalidateGrants, ws) }}
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: services, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo:     func(connector string) bool { return demos[connector].On() },
 		OAuthApp: func(ctx context.Context, clientID string) string { return gw.OAuth.AppName(ctx, clientID) }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: services.Workspaces, Consent: dashboard.(oauth.ConsentRenderer),
-		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: gw.Service.CacheTrust()})
-	gw.Tokens = gw.OAuth.NewAuthenticator()
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Tokens: tokens})
 	gw.MCP = mcp.New(mcp.Options{
 		Tools: services.Tools, Registry: registry, Tokens: db,
 		// Access tokens first: the key authenticator refuses any bearer

@@ -6,8 +6,10 @@
 // authorization endpoint with the dashboard's sign-in and a consent page,
 // the token endpoint (authorization code with PKCE S256 only, RFC 7636;
 // rotating refresh tokens with reuse detection; the resource parameter of
-// RFC 8707 bound into every token), revocation (RFC 7009), and the
-// mcpgate.Authenticator that turns an access token into an actor.
+// RFC 8707 bound into every token) and revocation (RFC 7009). The tokens it
+// issues are verified on the MCP endpoint by internal/auth's Tokens, which
+// takes this server's resource check (OwnsResource) and is told at once of
+// a revocation made here (Options.Tokens).
 //
 // # Why our own server and not a library
 //
@@ -45,6 +47,6 @@
 //
 // Nothing imports it but the wiring (internal/app).
 //
-// Imports from this module: internal/httpx, internal/lastused, internal/limiter, internal/netguard, internal/store,
-// internal/trustcache, mcpgate.
+// Imports from this module: internal/auth, internal/httpx, internal/limiter, internal/netguard, internal/store,
+// mcpgate.
 package oauth

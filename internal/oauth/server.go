@@ -15,9 +15,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/limiter"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // Lifetimes. A code is exchanged at once, so a minute is plenty and one that
@@ -35,8 +35,10 @@ const (
 
 // Token prefixes: they tell an access token from an MCP key at a glance (so
 // the right authenticator claims it) and make leaked ones easy to scan for.
+// The access token's is the verifier's (internal/auth), which claims
+// bearer tokens by it.
 const (
-	accessPrefix  = "mcpat_"
+	accessPrefix  = auth.AccessTokenPrefix
 	refreshPrefix = "mcprt_"
 	codePrefix    = "mcpac_"
 	clientPrefix  = "mcpc_"
@@ -48,6 +50,12 @@ const (
 type ConsentRenderer interface {
 	RenderConsent(w http.ResponseWriter, r *http.Request, p mcpgate.ConsentPage)
 	RenderError(w http.ResponseWriter, r *http.Request, status int, heading, message string)
+}
+
+// TokenCache is a cache of access tokens that a revocation must empty at
+// once (internal/auth's Tokens).
+type TokenCache interface {
+	Invalidate(kind, workspaceID string)
 }
 
 // Auditor records grant events.
@@ -78,13 +86,11 @@ type Options struct {
 	// one makes the gateway connect somewhere a stranger chose.
 	FetchRate  rate.Limit
 	FetchBurst int
-	// Trust decides how long a cached access token may be used: the
-	// services' rule, so that tokens follow the same revocation and outage
-	// guarantees as keys. Nil (tests): fresh for CacheTTL.
-	Trust trustcache.Trust
-	// CacheTTL is the TTL of the default Trust (default 30 s).
-	CacheTTL time.Duration
-	CIMD     CIMDOptions
+	// Tokens, when set, is this replica's cache of access tokens
+	// (internal/auth's Tokens), told at once of a revocation made here; the
+	// other replicas hear of it by NOTIFY.
+	Tokens TokenCache
+	CIMD   CIMDOptions
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -99,9 +105,7 @@ type Server struct {
 	issuer   string
 	resource string
 	cimd     *cimdFetcher
-	// tokens is this replica's access-token authenticator, told at once
-	// of a revocation made here; the other replicas hear of it by NOTIFY.
-	tokens *TokenAuthenticator
+	tokens   TokenCache
 
 	// registrars and fetchers limit, per client address, registrations
 	// and fetches of client ID metadata documents.
@@ -129,17 +133,6 @@ func allowAddr(l *limiter.Buckets, addr string, now time.Time) bool {
 	return ok
 }
 
-// ttlTrust is the default trust: a TTL, and nothing stands in.
-type ttlTrust struct {
-	ttl time.Duration
-	now func() time.Time
-}
-
-func (t ttlTrust) Fresh(fetched time.Time) bool { return t.now().Sub(fetched) < t.ttl }
-func (ttlTrust) Stale(time.Time) bool           { return false }
-func (ttlTrust) Failed()                        {}
-func (ttlTrust) SkipReload(time.Time) bool      { return false }
-
 // New returns the server.
 func New(opts Options) *Server {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
@@ -153,13 +146,9 @@ func New(opts Options) *Server {
 	if opts.FetchRate == 0 {
 		opts.FetchRate, opts.FetchBurst = rate.Every(3*time.Minute), 10
 	}
-	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
-	if opts.Trust == nil {
-		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
-	}
-	issuer := strings.TrimRight(opts.PublicURL, "/")
+	resource, issuer := identifiers(opts.PublicURL)
 	return &Server{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now,
-		issuer: issuer, resource: issuer + "/mcp", cimd: newCIMDFetcher(opts.CIMD),
+		issuer: issuer, resource: resource, cimd: newCIMDFetcher(opts.CIMD), tokens: opts.Tokens,
 		registrars: newAddrLimiter(opts.RegisterRate, opts.RegisterBurst), fetchers: newAddrLimiter(opts.FetchRate, opts.FetchBurst)}
 }
 

@@ -1,8 +1,7 @@
 // Package service implements the gateway's services (mcpgate.AccountService,
 // WorkspaceService, KeyService, ConnectionService, ToolService, AuditService,
-// ResourceService, ApprovalService and GuardrailService) and the MCP key
-// Authenticator on the store, the vault and the connector registry, and the
-// operator's Admin (what `mcpgate user` does, audited as the operator). It is
+// ResourceService, ApprovalService and GuardrailService) on the store, the
+// vault and the connector registry, and the operator's Admin (what `mcpgate user` does, audited as the operator). It is
 // where the rules live: who may see and change what, which calls a
 // workspace's policy and a key's scope allow, which need a confirmation or a
 // person's approval (and which do another tool's job, by the connector's
@@ -10,7 +9,7 @@
 // records. The JSON API, the dashboard
 // and the MCP endpoint call it and decide nothing themselves.
 //
-// What it caches (MCP keys, tool policies, sealed credentials) is dropped
+// What it caches (tool policies, sealed credentials) is dropped
 // across replicas by Invalidate, which the wiring feeds from the store's
 // LISTEN/NOTIFY, and kept no longer than a TTL in any case. No database
 // query runs on a tool call whose key, policy and credential are cached,
@@ -38,6 +37,6 @@
 // Outside the module it imports pquerna/otp; it never imports api, web or
 // mcp.
 //
-// Imports from this module: connectors, internal/lastused, internal/mail, internal/password,
+// Imports from this module: connectors, internal/mail, internal/password,
 // internal/store, internal/trustcache, internal/webhook, mcpgate, vault.
 package service
