@@ -45,6 +45,10 @@
 // Secrets (codes, tokens, verifiers) never appear in logs, errors or
 // responses other than the token endpoint's; only their hashes are stored.
 //
+// It reaches the database only through Store, the methods it calls, which
+// the wiring fills with the *store.DB; it imports internal/store for the
+// records those methods pass (codes, token pairs, reuse errors).
+//
 // Nothing imports it but the wiring (internal/app).
 //
 // Imports from this module: internal/auth, internal/httpx, internal/limiter, internal/netguard, internal/store,

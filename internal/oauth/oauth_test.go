@@ -146,6 +146,9 @@ func TestPageHeadersFormAction(t *testing.T) {
 	}
 }
 
+// The server asks of the database only what its Store names.
+var _ Store = (*store.DB)(nil)
+
 // fixture is a server on a fresh database with one member and a client.
 type fixture struct {
 	db        *store.DB

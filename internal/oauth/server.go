@@ -69,7 +69,8 @@ func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
 
 // Options configure the server.
 type Options struct {
-	DB *store.DB
+	// DB keeps clients, codes and grants (the *store.DB, as a Store).
+	DB Store
 	// Workspaces decides which workspaces a person may grant access to.
 	Workspaces mcpgate.WorkspaceService
 	Consent    ConsentRenderer
@@ -98,7 +99,7 @@ type Options struct {
 // Server is the authorization server.
 type Server struct {
 	opts     Options
-	db       *store.DB
+	db       Store
 	log      *slog.Logger
 	audit    Auditor
 	now      func() time.Time
