@@ -52,8 +52,9 @@ type Options struct {
 	// Registry gives each tool's schemas and each connector's instructions
 	// and prompts.
 	Registry *connectors.Registry
-	// Authenticators are asked in turn; the first that recognises the
-	// request's credential decides.
+	// Authenticators are asked in turn about the credential the request
+	// presents (auth.go reads it); the first that recognises its kind
+	// decides.
 	Authenticators []mcpgate.Authenticator
 	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
 	// authorization server's, naming its resource metadata).

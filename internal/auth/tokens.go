@@ -25,7 +25,7 @@ type TokensOptions struct {
 	// OwnsResource reports whether a grant's resource is this gateway's
 	// (oauth.OwnsResource of PUBLIC_URL): a token for another resource (RFC
 	// 8707: another gateway on the same database, or a PUBLIC_URL that
-	// changed) is refused.
+	// changed) is refused. Nil owns nothing: every token is refused.
 	OwnsResource func(grantResource string) bool
 	// Trust decides how long a cached token may be used (the services'
 	// CacheTrust, so that tokens follow the same revocation and outage
