@@ -47,6 +47,13 @@ func TestTokens_Authenticate(t *testing.T) {
 		t.Errorf("Authenticate(token for another resource) err = %v, want refused as oauth_audience", err)
 	}
 
+	// Without a resource check nothing is this gateway's.
+	blind := auth.NewTokens(auth.TokensOptions{Store: f.db})
+	defer blind.Close()
+	if _, err := blind.Authenticate(ctx, bearer(access)); !refusedAs(err, "oauth_audience") {
+		t.Errorf("Authenticate() without OwnsResource err = %v, want refused as oauth_audience", err)
+	}
+
 	// Revocation: the cached token goes with the invalidation, of grants
 	// or of memberships (removing a member deletes their grants).
 	if err := f.db.RevokeGrant(ctx, f.workspace, a.GrantID); err != nil {
