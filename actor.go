@@ -2,7 +2,6 @@ package mcpgate
 
 import (
 	"context"
-	"net/http"
 	"strings"
 )
 
@@ -71,13 +70,25 @@ func (a *Actor) CredentialID() string {
 // CanAdmin reports whether the actor may manage the workspace.
 func (a *Actor) CanAdmin() bool { return a != nil && a.Role.CanAdmin() }
 
-// Authenticator turns an HTTP request into the actor its credential names.
-// It returns (nil, nil) when the request carries no credential of its kind,
-// so that several authenticators can be asked in turn; an *AuthError when it
-// carries one that is not valid; and any other error when it cannot check
-// right now (the database is away).
+// Presented is a credential as a request presented it. The front door (the
+// MCP endpoint) reads it out of the request; authenticators verify it and
+// never see HTTP.
+type Presented struct {
+	// Value is the credential itself.
+	Value Secret
+	// Bearer reports that it came as an Authorization bearer token, the
+	// only place an OAuth access token is taken from; an MCP key may also
+	// come in the connector URL's path or in X-API-Key.
+	Bearer bool
+}
+
+// Authenticator turns a presented credential into the actor it names. It
+// returns (nil, nil) when the credential is not of its kind, so that
+// several authenticators can be asked in turn; an *AuthError when it is of
+// its kind but not valid; and any other error when it cannot check right
+// now (the database is away).
 type Authenticator interface {
-	Authenticate(r *http.Request) (*Actor, error)
+	Authenticate(ctx context.Context, p Presented) (*Actor, error)
 }
 
 // AuthError is a refused credential. Reason is for metrics and logs only

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgate/mcpgate/api"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/service"
@@ -50,7 +51,7 @@ func newStack(tb testing.TB) *stack {
 	env := servicetest.New(tb, service.Options{Registry: registry, PublicURL: "http://localhost:8080",
 		PasswordParams: &password.Params{Time: 1, Memory: 1024, Threads: 1}, CallTimeout: 5 * time.Second})
 	db, svc := env.DB, env.Service
-	keys := svc.NewKeyAuthenticator()
+	keys := auth.NewKeys(auth.KeysOptions{Store: db, Trust: svc.CacheTrust()})
 	tb.Cleanup(keys.Close)
 	gw := mcp.New(mcp.Options{Tools: svc.Tools, Registry: registry, Authenticators: []mcpgate.Authenticator{keys}, Tokens: db,
 		PublicURL: "http://localhost:8080", ConfirmationSecret: []byte("stack-confirmation-secret-0123456789")})

@@ -27,12 +27,36 @@ var (
 		"the gateway cannot check keys right now; try again in a few seconds")
 )
 
-// authenticate asks each authenticator in turn. It returns the actor, or
-// the reason it was refused (for metrics), or an error when a credential
-// could not be checked at all.
+// presented reads the credential a request presents: the connector URL's
+// path segment, else an Authorization bearer token, else X-API-Key; an empty
+// Value for none. An Authorization header of another scheme presents
+// nothing, and X-API-Key is not read beside it.
+func presented(r *http.Request) mcpgate.Presented {
+	if k := r.PathValue("key"); k != "" {
+		return mcpgate.Presented{Value: mcpgate.Secret(k)}
+	}
+	if k := mcpgate.ConnectorURLKey(r.URL.Path); k != "" {
+		return mcpgate.Presented{Value: mcpgate.Secret(k)}
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return mcpgate.Presented{Value: mcpgate.Secret(strings.TrimSpace(tok)), Bearer: true}
+		}
+		return mcpgate.Presented{}
+	}
+	return mcpgate.Presented{Value: mcpgate.Secret(strings.TrimSpace(r.Header.Get("X-API-Key")))}
+}
+
+// authenticate reads the request's credential and asks each authenticator
+// in turn. It returns the actor, or the reason it was refused (for
+// metrics), or an error when a credential could not be checked at all.
 func (g *Gateway) authenticate(r *http.Request) (*mcpgate.Actor, string, error) {
+	p := presented(r)
+	if p.Value == "" {
+		return nil, reasonMissing, nil
+	}
 	for _, a := range g.opts.Authenticators {
-		actor, err := a.Authenticate(r)
+		actor, err := a.Authenticate(r.Context(), p)
 		if ae := (*mcpgate.AuthError)(nil); errors.As(err, &ae) {
 			return nil, ae.Reason, nil
 		}
@@ -85,13 +109,13 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			// The limit applies to failures only: behind a proxy every
 			// client shares one address, and someone else's bad keys must
 			// not lock out valid ones.
-			if limited, wait := g.authFails.exhausted(addr, now); limited {
+			if limited, wait := g.authFails.Exhausted(addr, now); limited {
 				g.metrics.RateLimited()
 				httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
 					"too many requests with invalid keys; wait and try again"), wait))
 				return
 			}
-			g.authFails.allow(addr, now)
+			g.authFails.Allow(addr, now)
 			g.metrics.AuthFailure(reason)
 			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
 			w.Header().Set("WWW-Authenticate", g.challenge(r, reason))

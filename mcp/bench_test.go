@@ -68,17 +68,18 @@ func newBenchGateway(b *testing.B) (*Fixture, string) {
 }
 
 // BenchmarkAuthenticate is the key lookup of every MCP request, with the key
-// cached (the steady state): parse, SHA-256, constant-time compare.
+// cached (the steady state): read from the request, parse, SHA-256,
+// constant-time compare.
 func BenchmarkAuthenticate(b *testing.B) {
 	fx, key := newBenchGateway(b)
 	r := KeyRequest(key)
-	if a, err := fx.Keys.Authenticate(r); err != nil || a == nil {
-		b.Fatalf("Authenticate() = %v, %v", a, err)
+	if a, _, err := fx.Gateway.authenticate(r); err != nil || a == nil {
+		b.Fatalf("authenticate() = %v, %v", a, err)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if a, _ := fx.Keys.Authenticate(r); a == nil {
+			if a, _, _ := fx.Gateway.authenticate(r); a == nil {
 				b.Fatal("key refused")
 			}
 		}
@@ -93,7 +94,7 @@ func BenchmarkAuthenticateMiss(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		fx.Keys.Invalidate("keys", fx.Workspace)
-		if a, _ := fx.Keys.Authenticate(r); a == nil {
+		if a, _, _ := fx.Gateway.authenticate(r); a == nil {
 			b.Fatal("key refused")
 		}
 	}
@@ -103,7 +104,7 @@ func BenchmarkAuthenticateMiss(b *testing.B) {
 // cached tool set for the key's scope.
 func BenchmarkPolicyCheck(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	a, _ := fx.Keys.Authenticate(KeyRequest(key))
+	a, _, _ := fx.Gateway.authenticate(KeyRequest(key))
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -120,7 +121,7 @@ func BenchmarkPolicyCheck(b *testing.B) {
 // validation, credential, the tool, audit, metrics and output encoding.
 func BenchmarkCall(b *testing.B) {
 	fx, key := newBenchGateway(b)
-	a, _ := fx.Keys.Authenticate(KeyRequest(key))
+	a, _, _ := fx.Gateway.authenticate(KeyRequest(key))
 	ctx := context.Background()
 	call := mcpgate.ToolCall{Tool: "bench_get_sandbox", Arguments: json.RawMessage(`{"sandbox_id":"i0123456789abcdefghij"}`)}
 	b.ReportAllocs()

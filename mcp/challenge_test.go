@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,8 +12,8 @@ import (
 
 type refuseAll struct{ reason string }
 
-func (r refuseAll) Authenticate(req *http.Request) (*mcpgate.Actor, error) {
-	if req.Header.Get("Authorization") == "" {
+func (r refuseAll) Authenticate(_ context.Context, p mcpgate.Presented) (*mcpgate.Actor, error) {
+	if p.Value == "" {
 		return nil, nil
 	}
 	return nil, &mcpgate.AuthError{Reason: r.reason}

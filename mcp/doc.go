@@ -1,8 +1,10 @@
-// Package mcp is the gateway's MCP endpoint. It asks each configured
-// mcpgate.Authenticator (MCP keys in a header or the connector URL, OAuth
-// access tokens) who is calling, rate-limits per credential, and serves
-// the official go-sdk's streamable HTTP handler in stateless mode, so any
-// replica answers any request.
+// Package mcp is the gateway's MCP endpoint. It reads the credential a
+// request presents (the connector URL's path, an Authorization bearer
+// token, X-API-Key: auth.go, the only HTTP parsing of credentials), asks
+// each configured mcpgate.Authenticator (internal/auth's MCP keys and OAuth
+// access tokens, which never see the request) who is calling, rate-limits
+// per credential, and serves the official go-sdk's streamable HTTP handler
+// in stateless mode, so any replica answers any request.
 //
 // It decides nothing itself: the tool service says which tools a caller may
 // see (a ToolSet, on which the built go-sdk server is cached until the
@@ -21,8 +23,13 @@
 // 2026-07-28 get list results without that version's fields and its
 // resource-not-found code (versioned.go): go-sdk writes them for every one.
 //
-// It imports mcpgate, connectors, internal/httpx and the go-sdk; never
-// internal/store, internal/service, vault, api or web.
+// Its token buckets (per credential, person and workspace, each shared out
+// among the replicas, and per address for failed authentications) are
+// internal/limiter's; which limit applies, and the refusal's words and
+// audit, are here (limits.go, keylimit.go).
 //
-// Imports from this module: connectors, internal/httpx, mcpgate.
+// It imports mcpgate, connectors, internal/httpx, internal/limiter and the
+// go-sdk; never internal/store, internal/service, vault, api or web.
+//
+// Imports from this module: connectors, internal/httpx, internal/limiter, mcpgate.
 package mcp

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -44,7 +45,7 @@ type FixtureOptions struct {
 type Fixture struct {
 	DB        *store.DB
 	Service   *service.Set
-	Keys      *service.KeyAuthenticator
+	Keys      *auth.Keys
 	Gateway   *Gateway
 	URL       string
 	server    *httptest.Server
@@ -60,7 +61,7 @@ func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now})
 	u, owner := env.NewUser(tb, "owner@example.com")
 	f := &Fixture{DB: env.DB, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
-	f.Keys = f.Service.NewKeyAuthenticator()
+	f.Keys = auth.NewKeys(auth.KeysOptions{Store: env.DB, Trust: env.Service.CacheTrust(), Now: o.Now})
 	if o.Credential != "" {
 		for _, name := range o.Registry.Names() {
 			c := &mcpgate.Connection{WorkspaceID: f.Workspace, Connector: name, KeyHint: "test", VerifiedAt: time.Now(), UpdatedBy: u.ID}

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
-	"github.com/mcpgate/mcpgate/internal/service"
 )
 
 // fuzzUpstream counts the requests that reach E2B; no fuzzed or bad input
@@ -67,10 +66,10 @@ func FuzzKeyFromRequest(f *testing.F) {
 	f.Add("/c/"+strings.Repeat("x", 5000)+"/mcp", "Bearer", "\x00")
 	f.Add("/c/mcpg_abcdefghijkm_"+strings.Repeat("é", 20)+"/mcp", "Bearer mcpg_", "mcpg_")
 	f.Fuzz(func(t *testing.T, path, authz, apiKey string) {
-		got := service.PresentedKey(&http.Request{URL: &url.URL{Path: path}, Header: http.Header{
-			"Authorization": {authz}, "X-Api-Key": {apiKey}}})
+		got := presented(&http.Request{URL: &url.URL{Path: path}, Header: http.Header{
+			"Authorization": {authz}, "X-Api-Key": {apiKey}}}).Value.Reveal()
 		if got != "" && !strings.Contains(path+authz+apiKey, got) {
-			t.Fatalf("PresentedKey() = %q, not part of the request", got)
+			t.Fatalf("presented() = %q, not part of the request", got)
 		}
 		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 		r.URL.Path = path

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
+	"github.com/mcpgate/mcpgate/internal/limiter"
 )
 
 // TokenSpender marks single-use confirmation tokens spent, on every replica.
@@ -51,8 +52,9 @@ type Options struct {
 	// Registry gives each tool's schemas and each connector's instructions
 	// and prompts.
 	Registry *connectors.Registry
-	// Authenticators are asked in turn; the first that recognises the
-	// request's credential decides.
+	// Authenticators are asked in turn about the credential the request
+	// presents (auth.go reads it); the first that recognises its kind
+	// decides.
 	Authenticators []mcpgate.Authenticator
 	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
 	// authorization server's, naming its resource metadata).
@@ -108,11 +110,11 @@ type Gateway struct {
 	metrics         Metrics
 	audit           Auditor
 	now             func() time.Time
-	limiters        limiterSet
-	userLimits      limiterSet
-	workspaceLimits limiterSet
+	limiters        *limiter.Buckets
+	userLimits      *limiter.Buckets
+	workspaceLimits *limiter.Buckets
 	origins         map[string]bool
-	authFails       limiterSet
+	authFails       *limiter.Buckets
 	refused         refusals // rate-limited calls, audited in aggregate (limits.go)
 	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
 	sdkLog *slog.Logger
@@ -146,16 +148,14 @@ func New(opts Options) *Gateway {
 		opts.Now = time.Now
 	}
 	g := &Gateway{opts: opts, log: opts.Logger, metrics: opts.Metrics, audit: opts.Audit, now: opts.Now,
-		limiters:        limiterSet{rate: opts.KeyRate, burst: opts.KeyBurst},
-		userLimits:      limiterSet{rate: opts.UserRate, burst: opts.UserBurst},
-		workspaceLimits: limiterSet{rate: opts.WorkspaceRate, burst: opts.WorkspaceBurst},
+		limiters:        limiter.New(limiter.Options{Rate: opts.KeyRate, Burst: opts.KeyBurst, Replicas: opts.Replicas}),
+		userLimits:      limiter.New(limiter.Options{Rate: opts.UserRate, Burst: opts.UserBurst, Replicas: opts.Replicas}),
+		workspaceLimits: limiter.New(limiter.Options{Rate: opts.WorkspaceRate, Burst: opts.WorkspaceBurst, Replicas: opts.Replicas}),
 		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
-		authFails:       limiterSet{rate: 1, burst: 20}, // 20 bad credentials, then one a second per address
-		stop:            make(chan struct{}), done: make(chan struct{})}
+		// 20 bad credentials, then one a second per address.
+		authFails: limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
+		stop:      make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
-	for _, s := range []*limiterSet{&g.limiters, &g.userLimits, &g.workspaceLimits, &g.authFails} {
-		s.replicas = opts.Replicas
-	}
 	go g.loop()
 	return g
 }
@@ -180,104 +180,9 @@ func (g *Gateway) loop() {
 		case <-g.stop:
 			return
 		case <-t.C:
-			g.limiters.sweep(g.now())
-			g.userLimits.sweep(g.now())
-			g.workspaceLimits.sweep(g.now())
-			g.authFails.sweep(g.now())
+			for _, b := range []*limiter.Buckets{g.limiters, g.userLimits, g.workspaceLimits, g.authFails} {
+				b.Sweep(g.now())
+			}
 		}
 	}
-}
-
-// limiterSet is a set of token buckets by name, swept of idle entries. rate
-// and burst are the limit of the whole deployment; each bucket holds this
-// replica's share of it.
-type limiterSet struct {
-	rate  rate.Limit
-	burst int
-	// replicas, when set, says how many replicas share the limit (an
-	// atomic read, Options.Replicas).
-	replicas func() int
-	m        sync.Map // name -> *limiterEntry
-}
-
-// shares is how many replicas the limit is shared by now, at least 1.
-func (s *limiterSet) shares() int {
-	if s.replicas == nil {
-		return 1
-	}
-	return max(s.replicas(), 1)
-}
-
-// share is one replica's part of the limit when n share it: the rate
-// divided by n, and the burst too (rounded down, so that the replicas
-// together never allow more than the configured burst, but at least one
-// call).
-func (s *limiterSet) share(n int) (rate.Limit, int) {
-	return s.rate / rate.Limit(n), max(s.burst/n, 1)
-}
-
-type limiterEntry struct {
-	lim    *rate.Limiter
-	mu     sync.Mutex
-	last   time.Time
-	shares int // the replica count lim's share was set for
-}
-
-// get returns name's bucket, set to the share of the replicas serving now:
-// a count that changed since its last use re-shares it, keeping what it
-// has spent (a replica joining mid-burst hands out no fresh burst).
-func (s *limiterSet) get(name string, now time.Time) *limiterEntry {
-	n := s.shares()
-	v, ok := s.m.Load(name)
-	if !ok {
-		v, _ = s.m.LoadOrStore(name, &limiterEntry{lim: rate.NewLimiter(s.share(n)), shares: n})
-	}
-	e := v.(*limiterEntry)
-	e.mu.Lock()
-	e.last = now
-	if e.shares != n {
-		r, b := s.share(n)
-		e.lim.SetLimitAt(now, r)
-		e.lim.SetBurstAt(now, b)
-		e.shares = n
-	}
-	e.mu.Unlock()
-	return e
-}
-
-// allow takes a token; when none is left it returns how long to wait.
-func (s *limiterSet) allow(name string, now time.Time) (bool, time.Duration) {
-	e := s.get(name, now)
-	r := e.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
-	}
-	return true, 0
-}
-
-// exhausted reports whether the bucket is empty, without taking a token.
-func (s *limiterSet) exhausted(name string, now time.Time) (bool, time.Duration) {
-	v, ok := s.m.Load(name)
-	if !ok {
-		return false, 0
-	}
-	lim := v.(*limiterEntry).lim
-	if lim.TokensAt(now) >= 1 {
-		return false, 0
-	}
-	return true, time.Duration((1 - lim.TokensAt(now)) / float64(lim.Limit()) * float64(time.Second))
-}
-
-func (s *limiterSet) sweep(now time.Time) {
-	s.m.Range(func(k, v any) bool {
-		e := v.(*limiterEntry)
-		e.mu.Lock()
-		idle := now.Sub(e.last) > 10*time.Minute
-		e.mu.Unlock()
-		if idle {
-			s.m.Delete(k)
-		}
-		return true
-	})
 }

@@ -4,6 +4,7 @@ package mcp_test
 // real services: bodies, origins, limits, and a database outage.
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -159,7 +160,7 @@ func TestDatabaseAway_RPCShaped503(t *testing.T) {
 	known, _ := fx.AddKey(t, mcpgate.ScopeFull)
 	unknown, _ := fx.AddKey(t, mcpgate.ScopeFull)
 	// The known key is in the cache; the workspace's policy is not yet.
-	if a, err := fx.Keys.Authenticate(mcp.KeyRequest(known)); err != nil || a == nil {
+	if a, err := fx.Keys.Authenticate(context.Background(), mcpgate.Presented{Value: mcpgate.Secret(known), Bearer: true}); err != nil || a == nil {
 		t.Fatalf("warm the key cache: %v", err)
 	}
 	fx.DB.Pool.Close()

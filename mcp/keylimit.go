@@ -14,7 +14,7 @@ func (g *Gateway) limitCall(a *mcpgate.Actor) error {
 	}
 	// A key's (or OAuth grant's) calls share its bucket.
 	now := g.now()
-	if ok, wait := g.limiters.allow(a.CredentialID(), now); !ok {
+	if ok, wait := g.limiters.Allow(a.CredentialID(), now); !ok {
 		g.refuse(a, "key", now)
 		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "this key is sending too many tool calls; slow down"), wait)
 	}

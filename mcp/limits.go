@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/limiter"
 )
 
 // limitShared takes a token from the limits shared beyond one credential:
@@ -17,18 +18,18 @@ import (
 func (g *Gateway) limitShared(a *mcpgate.Actor) error {
 	now := g.now()
 	for _, l := range []struct {
-		set   *limiterSet
+		set   *limiter.Buckets
 		name  string
 		limit string
 		msg   string
 	}{
-		{&g.userLimits, a.UserID, "person", "your keys together are sending too many tool calls; slow down"},
-		{&g.workspaceLimits, a.WorkspaceID, "workspace", "this workspace is sending too many tool calls; slow down"},
+		{g.userLimits, a.UserID, "person", "your keys together are sending too many tool calls; slow down"},
+		{g.workspaceLimits, a.WorkspaceID, "workspace", "this workspace is sending too many tool calls; slow down"},
 	} {
 		if l.name == "" {
 			continue
 		}
-		if ok, wait := l.set.allow(l.name, now); !ok {
+		if ok, wait := l.set.Allow(l.name, now); !ok {
 			g.refuse(a, l.limit, now)
 			return retryAfter(mcpgate.Errorf(mcpgate.ETooMany, "%s", l.msg), wait)
 		}

@@ -5,7 +5,7 @@
 // same wiring, so what is measured is what runs; `mcpgate user` runs on the
 // operator's admin service, wired here too (Operator). It holds no business logic.
 //
-// Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/httpx,
+// Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/auth, internal/httpx,
 // internal/mail, internal/metrics, internal/oauth, internal/password, internal/replicas, internal/reseal, internal/service,
 // internal/store, internal/webhook, mcp, mcpgate, vault, web.
 package app
@@ -30,6 +30,7 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
@@ -107,9 +108,9 @@ type Gateway struct {
 	// that need to reach inside a running instance.
 	Keyring *vault.Keyring
 	Service *service.Set
-	Keys    *service.KeyAuthenticator
+	Keys    *auth.Keys
 	OAuth   *oauth.Server
-	Tokens  *oauth.TokenAuthenticator
+	Tokens  *auth.Tokens
 	MCP     *mcp.Gateway
 	API     *api.Server
 
@@ -185,15 +186,19 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Service = service.New(so)
 	set := gw.Service
 	set.SetListening(false) // until the invalidation listener is connected
-	gw.Keys = set.NewKeyAuthenticator()
+	// The MCP endpoint's authenticators follow the services' trust, so that
+	// keys and tokens have the revocation and outage guarantees of every
+	// other cache.
+	gw.Keys = auth.NewKeys(auth.KeysOptions{Store: db, Trust: set.CacheTrust(), Logger: log})
+	gw.Tokens = auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: oauth.OwnsResource(o.PublicURL),
+		Trust: set.CacheTrust(), Logger: log})
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: set.Workspaces, Consent: dashboard,
-		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Trust: set.CacheTrust()})
+		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Tokens: gw.Tokens})
 	// The login page an authorization request starts with names its app.
 	dashboard.SetOAuthApp(gw.OAuth.AppName)
-	gw.Tokens = gw.OAuth.NewAuthenticator()
 	gw.MCP = mcp.New(mcp.Options{
 		Tools: set.Tools, Registry: registry, Tokens: db,
 		// Access tokens first: the key authenticator refuses any bearer
@@ -383,7 +388,7 @@ func (gw *Gateway) pruneLoop(ctx context.Context) {
 // dropped from this replica's token cache at once (as /oauth/revoke does),
 // ahead of the notification every replica gets: the app's next call here is
 // refused, not served from the cache for the moment the notification takes.
-func apiServices(set *service.Set, tokens *oauth.TokenAuthenticator) api.Services {
+func apiServices(set *service.Set, tokens *auth.Tokens) api.Services {
 	return api.Services{Accounts: set.Accounts, TwoFactor: set.TwoFactor, Workspaces: set.Workspaces, Keys: set.Keys,
 		Connections: set.Connections, Tools: set.Tools, Guardrails: set.Tools, Audit: set.Audit, Approvals: set.Approvals,
 		Grants: grantsRevokedHere{GrantService: set.Grants, tokens: tokens}, Notifications: set.Notifications}
@@ -401,7 +406,7 @@ func webServices(set *service.Set) web.Services {
 // this replica's cached access tokens of the workspace.
 type grantsRevokedHere struct {
 	mcpgate.GrantService
-	tokens *oauth.TokenAuthenticator
+	tokens *auth.Tokens
 }
 
 func (g grantsRevokedHere) RevokeGrant(ctx context.Context, a *mcpgate.Actor, id string) error {

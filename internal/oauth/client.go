@@ -241,7 +241,7 @@ func (s *Server) cimdClient(r *http.Request, id string) (*mcpgate.OAuthClient, e
 	if c := s.cimd.pending.get(id, s.now()); c != nil {
 		return c, nil
 	}
-	if !s.fetchers.allow(httpx.ClientAddress(r), s.now()) {
+	if !allowAddr(s.fetchers, httpx.ClientAddress(r), s.now()) {
 		return nil, mcpgate.Errorf(mcpgate.ETooMany, "Too many apps were looked up from your address. Try again in a few minutes.")
 	}
 	md, ferr := s.cimd.fetch(r.Context(), id)

@@ -6,8 +6,10 @@
 // authorization endpoint with the dashboard's sign-in and a consent page,
 // the token endpoint (authorization code with PKCE S256 only, RFC 7636;
 // rotating refresh tokens with reuse detection; the resource parameter of
-// RFC 8707 bound into every token), revocation (RFC 7009), and the
-// mcpgate.Authenticator that turns an access token into an actor.
+// RFC 8707 bound into every token) and revocation (RFC 7009). The tokens it
+// issues are verified on the MCP endpoint by internal/auth's Tokens, which
+// takes this server's resource check (OwnsResource) and is told at once of
+// a revocation made here (Options.Tokens).
 //
 // # Why our own server and not a library
 //
@@ -43,8 +45,12 @@
 // Secrets (codes, tokens, verifiers) never appear in logs, errors or
 // responses other than the token endpoint's; only their hashes are stored.
 //
+// It reaches the database only through Store, the methods it calls, which
+// the wiring fills with the *store.DB; it imports internal/store for the
+// records those methods pass (codes, token pairs, reuse errors).
+//
 // Nothing imports it but the wiring (internal/app).
 //
-// Imports from this module: internal/httpx, internal/lastused, internal/netguard, internal/store, internal/trustcache,
+// Imports from this module: internal/auth, internal/httpx, internal/limiter, internal/netguard, internal/store,
 // mcpgate.
 package oauth

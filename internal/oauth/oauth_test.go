@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/store/storetest"
 )
@@ -144,11 +146,14 @@ func TestPageHeadersFormAction(t *testing.T) {
 	}
 }
 
+// The server asks of the database only what its Store names.
+var _ Store = (*store.DB)(nil)
+
 // fixture is a server on a fresh database with one member and a client.
 type fixture struct {
 	db        *store.DB
 	srv       *Server
-	auth      *TokenAuthenticator
+	auth      *auth.Tokens
 	workspace string
 	user      string
 	client    string
@@ -166,12 +171,13 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 	if err != nil || len(wss) != 1 {
 		t.Fatalf("WorkspacesOfUser() = %v, %v", wss, err)
 	}
-	srv := New(Options{DB: db, PublicURL: publicURL})
+	tokens := auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: OwnsResource(publicURL)})
+	srv := New(Options{DB: db, PublicURL: publicURL, Tokens: tokens})
 	c := &mcpgate.OAuthClient{ID: "mcpc_test", Kind: mcpgate.ClientDCR, Name: "Test", RedirectURIs: []string{"http://127.0.0.1/cb"}}
 	if err := db.SaveOAuthClient(ctx, c, "127.0.0.1"); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{db: db, srv: srv, auth: srv.NewAuthenticator(), workspace: wss[0].ID, user: u.ID, client: c.ID}
+	f := &fixture{db: db, srv: srv, auth: tokens, workspace: wss[0].ID, user: u.ID, client: c.ID}
 	t.Cleanup(f.auth.Close)
 	return f
 }
@@ -201,44 +207,52 @@ func storeCode(f *fixture, verifier string) store.OAuthCode {
 		Challenge: s256(verifier), Resource: f.srv.resource, Scope: mcpgate.ScopeReadOnly, ExpiresAt: time.Now().Add(time.Minute)}
 }
 
-func bearerRequest(tok string) *http.Request {
-	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return r
+// bearer is tok as the MCP endpoint presents a bearer token.
+func bearer(tok string) mcpgate.Presented {
+	return mcpgate.Presented{Value: mcpgate.Secret(tok), Bearer: true}
 }
 
-func TestTokenAuthenticator(t *testing.T) {
+// The server issues tokens the verifier (internal/auth) takes, for its own
+// resource only (OwnsResource); a token it revokes at /oauth/revoke is
+// dropped from this replica's cache at once, with no notification.
+func TestIssuedTokensVerified(t *testing.T) {
 	f := newFixture(t, "https://gw.example.com")
+	ctx := context.Background()
 	access, refresh := f.grant(t, "https://gw.example.com/mcp")
-
-	a, err := f.auth.Authenticate(bearerRequest(access))
-	if err != nil || a == nil || a.WorkspaceID != f.workspace || a.Scope != mcpgate.ScopeReadOnly || a.GrantID == "" ||
-		a.ClientName != "Test" || a.KeyID != "" || a.Source != mcpgate.SourceMCP {
+	a, err := f.auth.Authenticate(ctx, bearer(access))
+	if err != nil || a == nil || a.WorkspaceID != f.workspace || a.GrantID == "" || a.ClientName != "Test" {
 		t.Fatalf("Authenticate(access) = %+v, %v", a, err)
 	}
-	// Not its kind of credential: the next authenticator decides.
-	for _, r := range []*http.Request{bearerRequest("mcpg_abc"), bearerRequest(refresh), httptest.NewRequest(http.MethodPost, "/c/"+access+"/mcp", nil)} {
-		if a, err := f.auth.Authenticate(r); a != nil || err != nil {
-			t.Errorf("Authenticate(not an access token) = %v, %v, want nil, nil", a, err)
-		}
+	if a, err := f.auth.Authenticate(ctx, bearer(refresh)); a != nil || err != nil {
+		t.Errorf("Authenticate(refresh token) = %v, %v, want nil, nil (not an access token)", a, err)
 	}
-	if _, err := f.auth.Authenticate(bearerRequest(accessPrefix + "unknown")); !isOAuthRefusal(err) {
-		t.Errorf("Authenticate(unknown) err = %v, want an OAuth refusal", err)
-	}
-
-	// A token bound to another resource is refused (RFC 8707).
 	other, _ := f.grant(t, "https://other.example.com/mcp")
-	if _, err := f.auth.Authenticate(bearerRequest(other)); !isOAuthRefusal(err) {
+	if _, err := f.auth.Authenticate(ctx, bearer(other)); !isOAuthRefusal(err) {
 		t.Errorf("Authenticate(token for another resource) err = %v, want a refusal", err)
 	}
-
-	// Revocation: the cached token goes with the invalidation.
-	if err := f.db.RevokeGrant(context.Background(), f.workspace, a.GrantID); err != nil {
-		t.Fatal(err)
+	// The cache holds the token (fresh for its TTL); the revocation here
+	// empties it without Invalidate being called from outside.
+	if status, _ := tokenRequest(t, f.srv, "/oauth/revoke", url.Values{"token": {access}, "client_id": {f.client}}); status != http.StatusOK {
+		t.Fatalf("revoke = %d, want 200", status)
 	}
-	f.auth.Invalidate(store.InvalidateGrants, f.workspace)
-	if _, err := f.auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
-		t.Errorf("Authenticate(revoked) err = %v, want a refusal", err)
+	if _, err := f.auth.Authenticate(ctx, bearer(access)); !isOAuthRefusal(err) {
+		t.Errorf("Authenticate(revoked here) err = %v, want a refusal at once", err)
+	}
+}
+
+// OwnsResource is the server's own check: both identifiers of its PUBLIC_URL
+// as stored, and nothing else (another spelling, another gateway, none).
+func TestOwnsResource(t *testing.T) {
+	owns := OwnsResource("https://gw.example.com/")
+	srv := New(Options{PublicURL: "https://gw.example.com/"})
+	for _, res := range []string{"https://gw.example.com/mcp", "https://gw.example.com", "HTTPS://GW.EXAMPLE.COM/mcp",
+		"https://gw.example.com:443/mcp", "https://other.example.com/mcp", "https://gw.example.com/mcp/", "", "/mcp"} {
+		if got, want := owns(res), srv.ownsResource(res); got != want {
+			t.Errorf("OwnsResource()(%q) = %v, the server says %v", res, got, want)
+		}
+	}
+	if !owns("https://gw.example.com/mcp") || !owns("https://gw.example.com") || owns("https://other.example.com/mcp") {
+		t.Error("OwnsResource() does not take the gateway's own identifiers, or takes another's")
 	}
 }
 
@@ -298,37 +312,6 @@ func TestPruneOAuth(t *testing.T) {
 		if got := err == nil; got != want {
 			t.Errorf("client %s kept = %v, want %v (err %v)", id, got, want, err)
 		}
-	}
-}
-
-// notListening is the services' trust while the invalidation listener is
-// down: nothing cached is fresh.
-type notListening struct{}
-
-func (notListening) Fresh(time.Time) bool      { return false }
-func (notListening) Stale(time.Time) bool      { return true }
-func (notListening) Failed()                   {}
-func (notListening) SkipReload(time.Time) bool { return false }
-
-// With the listener down, a token is checked against the database on every
-// use, so a revocation made on another replica (whose notification this one
-// may never get) is honoured at once, as for keys.
-func TestTokenAuthenticator_FollowsTrust(t *testing.T) {
-	f := newFixture(t, "https://gw.example.com")
-	f.srv.opts.Trust = notListening{}
-	auth := f.srv.NewAuthenticator()
-	defer auth.Close()
-	access, _ := f.grant(t, "https://gw.example.com/mcp")
-	a, err := auth.Authenticate(bearerRequest(access))
-	if err != nil || a == nil {
-		t.Fatalf("Authenticate() = %v, %v", a, err)
-	}
-	if err := f.db.RevokeGrant(context.Background(), f.workspace, a.GrantID); err != nil {
-		t.Fatal(err)
-	}
-	// No Invalidate: the notification is lost.
-	if _, err := auth.Authenticate(bearerRequest(access)); !isOAuthRefusal(err) {
-		t.Errorf("Authenticate(revoked, listener down) err = %v, want a refusal", err)
 	}
 }
 

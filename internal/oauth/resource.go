@@ -34,22 +34,34 @@ func canonicalURL(raw string) string {
 	return u.String()
 }
 
-// resourceOf returns this server's spelling of a requested resource
-// indicator, or "" when it names none of its resources. The gateway is one
-// resource under two identifiers: its MCP endpoint, and the path-less one
-// that the path-less metadata document describes (RFC 9728 §3.3), which a
-// client that reads that document asks for.
-func (s *Server) resourceOf(requested string) string {
+// identifiers are the two identifiers of the gateway at publicURL as a
+// resource: its MCP endpoint, and the path-less one that the path-less
+// metadata document describes (RFC 9728 §3.3), which a client that reads
+// that document asks for. The issuer is the path-less one.
+func identifiers(publicURL string) (resource, issuer string) {
+	issuer = strings.TrimRight(publicURL, "/")
+	return issuer + "/mcp", issuer
+}
+
+// resourceIn returns the spelling among own of a requested resource
+// indicator, or "" when it names none of them.
+func resourceIn(requested string, own ...string) string {
 	c := canonicalURL(requested)
 	if c == "" {
 		return ""
 	}
-	for _, own := range []string{s.resource, s.issuer} {
-		if c == canonicalURL(own) {
-			return own
+	for _, o := range own {
+		if c == canonicalURL(o) {
+			return o
 		}
 	}
 	return ""
+}
+
+// resourceOf returns this server's spelling of a requested resource
+// indicator, or "" when it names none of its resources (identifiers).
+func (s *Server) resourceOf(requested string) string {
+	return resourceIn(requested, s.resource, s.issuer)
 }
 
 // ownsResource reports whether a grant's resource is one of this server's:
@@ -57,4 +69,14 @@ func (s *Server) resourceOf(requested string) string {
 // PUBLIC_URL) is not, and none of its tokens is served here.
 func (s *Server) ownsResource(grantResource string) bool {
 	return grantResource != "" && s.resourceOf(grantResource) == grantResource
+}
+
+// OwnsResource returns the check of the server at publicURL (New with that
+// PublicURL) that a grant's resource is one of its own, for the verifier
+// of access tokens (internal/auth), which must refuse a token of another
+// gateway on the same database. It needs no Server, so that the verifier
+// can be built before it.
+func OwnsResource(publicURL string) func(grantResource string) bool {
+	resource, issuer := identifiers(publicURL)
+	return func(g string) bool { return g != "" && resourceIn(g, resource, issuer) == g }
 }

@@ -89,7 +89,7 @@ func TestTokensBoundToIssuer(t *testing.T) {
 	if !live() {
 		t.Fatal("the second gateway ended the first one's grant")
 	}
-	if a, err := f.auth.Authenticate(bearerRequest(access)); err != nil || a == nil {
+	if a, err := f.auth.Authenticate(ctx, bearer(access)); err != nil || a == nil {
 		t.Fatalf("access token after the other issuer's attempts = %v, %v", a, err)
 	}
 

@@ -10,14 +10,14 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/auth"
+	"github.com/mcpgate/mcpgate/internal/limiter"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/trustcache"
 )
 
 // Lifetimes. A code is exchanged at once, so a minute is plenty and one that
@@ -35,8 +35,10 @@ const (
 
 // Token prefixes: they tell an access token from an MCP key at a glance (so
 // the right authenticator claims it) and make leaked ones easy to scan for.
+// The access token's is the verifier's (internal/auth), which claims
+// bearer tokens by it.
 const (
-	accessPrefix  = "mcpat_"
+	accessPrefix  = auth.AccessTokenPrefix
 	refreshPrefix = "mcprt_"
 	codePrefix    = "mcpac_"
 	clientPrefix  = "mcpc_"
@@ -50,6 +52,12 @@ type ConsentRenderer interface {
 	RenderError(w http.ResponseWriter, r *http.Request, status int, heading, message string)
 }
 
+// TokenCache is a cache of access tokens that a revocation must empty at
+// once (internal/auth's Tokens).
+type TokenCache interface {
+	Invalidate(kind, workspaceID string)
+}
+
 // Auditor records grant events.
 type Auditor interface {
 	Record(ctx context.Context, ev mcpgate.AuditEvent)
@@ -61,7 +69,8 @@ func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
 
 // Options configure the server.
 type Options struct {
-	DB *store.DB
+	// DB keeps clients, codes and grants (the *store.DB, as a Store).
+	DB Store
 	// Workspaces decides which workspaces a person may grant access to.
 	Workspaces mcpgate.WorkspaceService
 	Consent    ConsentRenderer
@@ -78,13 +87,11 @@ type Options struct {
 	// one makes the gateway connect somewhere a stranger chose.
 	FetchRate  rate.Limit
 	FetchBurst int
-	// Trust decides how long a cached access token may be used: the
-	// services' rule, so that tokens follow the same revocation and outage
-	// guarantees as keys. Nil (tests): fresh for CacheTTL.
-	Trust trustcache.Trust
-	// CacheTTL is the TTL of the default Trust (default 30 s).
-	CacheTTL time.Duration
-	CIMD     CIMDOptions
+	// Tokens, when set, is this replica's cache of access tokens
+	// (internal/auth's Tokens), told at once of a revocation made here; the
+	// other replicas hear of it by NOTIFY.
+	Tokens TokenCache
+	CIMD   CIMDOptions
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -92,69 +99,40 @@ type Options struct {
 // Server is the authorization server.
 type Server struct {
 	opts     Options
-	db       *store.DB
+	db       Store
 	log      *slog.Logger
 	audit    Auditor
 	now      func() time.Time
 	issuer   string
 	resource string
 	cimd     *cimdFetcher
-	// tokens is this replica's access-token authenticator, told at once
-	// of a revocation made here; the other replicas hear of it by NOTIFY.
-	tokens *TokenAuthenticator
+	tokens   TokenCache
 
 	// registrars and fetchers limit, per client address, registrations
 	// and fetches of client ID metadata documents.
-	registrars *addrLimiter
-	fetchers   *addrLimiter
+	registrars *limiter.Buckets
+	fetchers   *limiter.Buckets
 }
 
-// addrLimiter is a token bucket per client address, forgotten a day after
-// its last use.
-type addrLimiter struct {
-	every time.Duration
-	burst int
-	mu    sync.Mutex
-	addrs map[string]*rateEntry
+// addrIdle is how long an address's registration or fetch bucket is kept
+// after its last use: a day, longer than either takes to refill (an hour),
+// so that forgetting one never hands its address a fresh burst.
+const addrIdle = 24 * time.Hour
+
+// newAddrLimiter returns token buckets per client address. They are not
+// shared out among replicas: each replica limits the addresses it sees.
+func newAddrLimiter(l rate.Limit, burst int) *limiter.Buckets {
+	return limiter.New(limiter.Options{Rate: l, Burst: burst, Idle: addrIdle})
 }
 
-type rateEntry struct {
-	lim  *rate.Limiter
-	last time.Time
+// allowAddr takes a token from addr's bucket of l, first forgetting the
+// idle buckets (registrations and fetches are rare, so the sweep rides on
+// them instead of a loop of its own).
+func allowAddr(l *limiter.Buckets, addr string, now time.Time) bool {
+	l.Sweep(now)
+	ok, _ := l.Allow(addr, now)
+	return ok
 }
-
-func newAddrLimiter(l rate.Limit, burst int) *addrLimiter {
-	return &addrLimiter{every: time.Duration(float64(time.Second) / float64(l)), burst: burst, addrs: map[string]*rateEntry{}}
-}
-
-// allow takes a token from the address's bucket.
-func (l *addrLimiter) allow(addr string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, e := range l.addrs {
-		if now.Sub(e.last) > 24*time.Hour {
-			delete(l.addrs, k)
-		}
-	}
-	e, ok := l.addrs[addr]
-	if !ok {
-		e = &rateEntry{lim: rate.NewLimiter(rate.Every(l.every), l.burst)}
-		l.addrs[addr] = e
-	}
-	e.last = now
-	return e.lim.AllowN(now, 1)
-}
-
-// ttlTrust is the default trust: a TTL, and nothing stands in.
-type ttlTrust struct {
-	ttl time.Duration
-	now func() time.Time
-}
-
-func (t ttlTrust) Fresh(fetched time.Time) bool { return t.now().Sub(fetched) < t.ttl }
-func (ttlTrust) Stale(time.Time) bool           { return false }
-func (ttlTrust) Failed()                        {}
-func (ttlTrust) SkipReload(time.Time) bool      { return false }
 
 // New returns the server.
 func New(opts Options) *Server {
@@ -169,13 +147,9 @@ func New(opts Options) *Server {
 	if opts.FetchRate == 0 {
 		opts.FetchRate, opts.FetchBurst = rate.Every(3*time.Minute), 10
 	}
-	opts.CacheTTL = cmp.Or(opts.CacheTTL, 30*time.Second)
-	if opts.Trust == nil {
-		opts.Trust = ttlTrust{ttl: opts.CacheTTL, now: opts.Now}
-	}
-	issuer := strings.TrimRight(opts.PublicURL, "/")
+	resource, issuer := identifiers(opts.PublicURL)
 	return &Server{opts: opts, db: opts.DB, log: opts.Logger, audit: opts.Audit, now: opts.Now,
-		issuer: issuer, resource: issuer + "/mcp", cimd: newCIMDFetcher(opts.CIMD),
+		issuer: issuer, resource: resource, cimd: newCIMDFetcher(opts.CIMD), tokens: opts.Tokens,
 		registrars: newAddrLimiter(opts.RegisterRate, opts.RegisterBurst), fetchers: newAddrLimiter(opts.FetchRate, opts.FetchBurst)}
 }
 
@@ -328,7 +302,7 @@ func s256(verifier string) string {
 }
 
 // allowRegistration takes a token from the address's registration bucket.
-func (s *Server) allowRegistration(addr string) bool { return s.registrars.allow(addr, s.now()) }
+func (s *Server) allowRegistration(addr string) bool { return allowAddr(s.registrars, addr, s.now()) }
 
 // Prune deletes expired codes and tokens and clients (registered, or known
 // by a metadata document) that never got a grant; the wiring calls it

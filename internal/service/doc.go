@@ -1,8 +1,7 @@
 // Package service implements the gateway's services (mcpgate.AccountService,
 // TwoFactorService, WorkspaceService, KeyService, ConnectionService,
 // ToolService, GuardrailService, ApprovalService, NotificationService,
-// AuditService, ResourceService and GrantService) and the MCP key
-// Authenticator on the store, the vault and the connector registry, and the
+// AuditService, ResourceService and GrantService) on the store, the vault and the connector registry, and the
 // operator's Admin (what `mcpgate user` does, audited as the operator). It is
 // where the rules live: who may see and change what, which calls a
 // workspace's policy and a key's scope allow, which need a confirmation or a
@@ -24,7 +23,7 @@
 // of them. Under them all is the core (store, audit log, log, clock,
 // password costs), which Admin and Deliveries are built on alone.
 //
-// What it caches (MCP keys, tool policies, sealed credentials) is dropped
+// What it caches (tool policies, sealed credentials) is dropped
 // across replicas by Invalidate, which the wiring feeds from the store's
 // LISTEN/NOTIFY, and kept no longer than a TTL in any case. No database
 // query runs on a tool call whose key, policy and credential are cached,
@@ -52,6 +51,6 @@
 // Outside the module it imports pquerna/otp; it never imports api, web or
 // mcp.
 //
-// Imports from this module: connectors, internal/lastused, internal/mail, internal/password,
+// Imports from this module: connectors, internal/mail, internal/password,
 // internal/store, internal/trustcache, internal/webhook, mcpgate, vault.
 package service

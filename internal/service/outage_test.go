@@ -15,6 +15,7 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/internal/audit"
+	"github.com/mcpgate/mcpgate/internal/auth"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/servicetest"
@@ -125,10 +126,10 @@ func TestOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := svc.NewKeyAuthenticator()
+	keys := auth.NewKeys(auth.KeysOptions{Store: db, Trust: svc.CacheTrust(), Now: clock.Now})
 	defer keys.Close()
 	call := func(key string) error {
-		a, err := keys.Authenticate(bearer(key))
+		a, err := keys.Authenticate(ctx, bearer(key))
 		if err != nil {
 			return err
 		}
@@ -169,7 +170,7 @@ func TestOutage(t *testing.T) {
 	}
 	// The listener is not back yet: nothing cached is trusted, so the
 	// revoke holds at once.
-	if _, err := keys.Authenticate(bearer(used)); !errors.As(err, &ae) || ae.Reason != "revoked" {
+	if _, err := keys.Authenticate(ctx, bearer(used)); !errors.As(err, &ae) || ae.Reason != "revoked" {
 		t.Fatalf("revoked key before the listener is back = %v, want refused as revoked", err)
 	}
 }
@@ -186,9 +187,9 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := env.Service.NewKeyAuthenticator()
+	keys := auth.NewKeys(auth.KeysOptions{Store: env.DB, Trust: env.Service.CacheTrust()})
 	defer keys.Close()
-	if _, err := keys.Authenticate(bearer(secret)); err != nil {
+	if _, err := keys.Authenticate(ctx, bearer(secret)); err != nil {
 		t.Fatal(err)
 	}
 	other := servicetest.New(t, service.Options{DB: env.DB, Keyring: env.Keyring, Registry: connectors.NewRegistry(newNoteConnector())})
@@ -197,13 +198,13 @@ func TestListenerDown_RevokeHoldsAtOnce(t *testing.T) {
 	}
 	// With the listener up, the notification would have dropped the entry;
 	// it is not delivered here, so the cached key still passes...
-	if a, err := keys.Authenticate(bearer(secret)); err != nil || a == nil {
+	if a, err := keys.Authenticate(ctx, bearer(secret)); err != nil || a == nil {
 		t.Fatalf("cached key with the listener up = %v, %v; want the TTL to hold (the test's premise)", a, err)
 	}
 	// ...and with the listener down, it does not.
 	env.Service.SetListening(false)
 	var ae *mcpgate.AuthError
-	if _, err := keys.Authenticate(bearer(secret)); !errors.As(err, &ae) || ae.Reason != "revoked" {
+	if _, err := keys.Authenticate(ctx, bearer(secret)); !errors.As(err, &ae) || ae.Reason != "revoked" {
 		t.Fatalf("revoked key while the listener is down = %v, want refused as revoked", err)
 	}
 }

@@ -324,7 +324,7 @@ const (
 // Invalidate drops cached state of a workspace: kind "keys", "policy" or
 // "conn", or "" for everything of every workspace (after a lost listener
 // connection, when notifications may have been missed). Key caches are the
-// authenticators'; see KeyAuthenticator.Invalidate.
+// authenticators' (internal/auth), which the wiring tells too.
 func (s *Set) Invalidate(kind, workspaceID string) { s.invalidate(kind, workspaceID) }
 
 // invalidate is Invalidate, for the services that change what is cached.
