@@ -578,8 +578,16 @@ var placeholders = []string{"changeme", "change-me", "change_me", "secret", "pas
 
 // placeholderWords are too short to look for inside a value: a random base64
 // key spells "xxx" in some letter case about once in 800. They count only as
-// whole words.
+// whole words, and words are split only at characters no base64 key holds
+// ("-", "_", spaces, punctuation): split at "+" or "/" too, about one random
+// key in a few hundred thousand would start "xxX+" and be refused.
 var placeholderWords = []string{"xxx", "todo"}
+
+// inBase64 reports whether r belongs to standard base64's alphabet (padding
+// included).
+func inBase64(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '+' || r == '/' || r == '='
+}
 
 func isPlaceholder(v string) bool {
 	l := strings.ToLower(v)
@@ -588,7 +596,7 @@ func isPlaceholder(v string) bool {
 			return true
 		}
 	}
-	words := strings.FieldsFunc(l, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	words := strings.FieldsFunc(l, func(r rune) bool { return !inBase64(r) })
 	for _, w := range words {
 		if slices.Contains(placeholderWords, w) {
 			return true

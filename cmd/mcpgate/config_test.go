@@ -196,6 +196,9 @@ func TestLoadConfig_Problems(t *testing.T) {
 		{name: "placeholder JWT secret in a file",
 			env:          mergeEnv(external, map[string]string{"JWT_SECRET": "", "JWT_SECRET_FILE": mustFile(t, "your-jwt-secret-goes-here-please-replace\n")}),
 			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
+		{name: "a short placeholder word",
+			env:          mergeEnv(external, map[string]string{"JWT_SECRET": "TODO: put 32 random bytes here, then restart"}),
+			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
 		{name: "one repeated character",
 			env:          mergeEnv(external, map[string]string{"JWT_SECRET": strings.Repeat("0", 40)}),
 			wantProblems: []string{"JWT_SECRET looks like a placeholder"}},
@@ -317,6 +320,10 @@ func TestLoadConfig_RandomSecretsAccepted(t *testing.T) {
 	for range 2000 {
 		keys = append(keys, newKey(t))
 	}
+	// A key whose first letters spell the word and then break at a base64
+	// character, as one did in a CI run ("xxX+…"), or end with it.
+	k := newKey(t)
+	keys = append(keys, "xxX+"+k[4:], k[:36]+"/ToDo+A=")
 	for _, k := range keys {
 		env := map[string]string{"DATABASE_URL": "postgres://db/x", "ENCRYPTION_KEY": k, "JWT_SECRET": k}
 		if _, err := LoadConfig(nil, envOf(env)); err != nil {
