@@ -39,6 +39,9 @@ type Options struct {
 	// OAuthApp names the app of an OAuth client id for the login page an
 	// authorization request starts with ("" when unknown); nil: none.
 	OAuthApp func(ctx context.Context, clientID string) string
+	// Servers are the workspace's upstream MCP servers; nil: no Servers
+	// pages.
+	Servers mcpgate.ServerService
 }
 
 type handler struct {
