@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -515,6 +516,38 @@ func TestServers_DiscoveryFailureIsHealth(t *testing.T) {
 	}
 	if ev := e.Audit.Last(); ev.Action != string(mcpgate.ActionServerDiscoveryFailed) || ev.Outcome != mcpgate.OutcomeError {
 		t.Errorf("last audit = %+v", ev)
+	}
+	e.assertNoSecret(t, srv)
+}
+
+// The official reference server, which no one on the project wrote, is
+// added as any server is: its declared read-only tools on, the rest off,
+// its prompts and resources kept, no secret anywhere.
+func TestServers_EverythingServer(t *testing.T) {
+	url := upstreamtest.Everything(t, filepath.Join("..", "upstream", "testdata", "everything"))
+	e := newServersEnv(t, loopbackNetwork)
+	_, admin := e.NewUser(t, "admin@example.com")
+	srv := mustAddServer(t, e, admin, "everything", url)
+	if srv.ToolCount < 5 || srv.Health != mcpgate.HealthOK || srv.ServerInfo.Name == "" {
+		t.Fatalf("everything server = %+v", srv)
+	}
+	echo := toolOf(t, srv, "echo")
+	if !echo.Enabled || echo.ExposedName != "everything_echo" || echo.Annotations.ReadOnly == nil || !*echo.Annotations.ReadOnly || echo.Title != "Echo Tool" {
+		t.Errorf("echo = %+v, want on (declared read-only) as everything_echo", echo)
+	}
+	for _, tool := range srv.Tools {
+		declaredReadOnly := tool.Annotations.ReadOnly != nil && *tool.Annotations.ReadOnly
+		if tool.Enabled != declaredReadOnly || tool.Pinned != declaredReadOnly {
+			t.Errorf("tool %s enabled %v pinned %v, declared read-only %v: only a declared read-only tool starts on", tool.Name, tool.Enabled, tool.Pinned, declaredReadOnly)
+		}
+	}
+	var prompts, resources int
+	err := e.DB.Pool.QueryRow(context.Background(), `SELECT jsonb_array_length(prompts), jsonb_array_length(resources) FROM upstream_servers`).Scan(&prompts, &resources)
+	if err != nil || prompts == 0 || resources == 0 {
+		t.Errorf("stored prompts %d, resources %d (%v); want the server's", prompts, resources, err)
+	}
+	if again, err := e.svc.DiscoverServer(context.Background(), admin, "everything"); err != nil || again.Quarantined != 0 {
+		t.Errorf("re-discovery of an unchanged server = %+v, %v; want nothing quarantined", again, err)
 	}
 	e.assertNoSecret(t, srv)
 }

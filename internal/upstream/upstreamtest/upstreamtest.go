@@ -4,7 +4,10 @@
 // after it was trusted), and it records the headers it received. No code
 // of the gateway's runs behind its handler. It is imported by tests only.
 //
-// Imports from this module: none.
+// Everything runs the official reference server the same way for every
+// package that tests against it.
+//
+// Imports from this module: internal/testutil/npmtest.
 package upstreamtest
 
 import (
