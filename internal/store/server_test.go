@@ -106,3 +106,57 @@ func TestServers_ScopedSealedAndRotated(t *testing.T) {
 		t.Errorf("%d tools left after the server went", left)
 	}
 }
+
+// TestChangeServer_SerialisedPerWorkspace: a second change of the
+// workspace's servers waits for the first's transaction and decides on
+// what it stored (two adds of one name cannot both succeed).
+func TestChangeServer_SerialisedPerWorkspace(t *testing.T) {
+	db := storetest.Open(t)
+	ctx := context.Background()
+	k := mustKeyringOn(t, db, testRoot)
+	ws, _ := mustWorkspace(t, db, "ada@example.com")
+	inPlan, release := make(chan struct{}), make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- db.ChangeServer(ctx, k, ws, "files", func(st *store.ServerState) (*store.ServerWrite, error) {
+			close(inPlan)
+			<-release
+			return &store.ServerWrite{Server: store.UpstreamServer{Server: mcpgate.Server{Name: "files", URL: "https://mcp.example/files"}}}, nil
+		})
+	}()
+	<-inPlan
+	secondSaw := make(chan bool, 1)
+	secondDone := make(chan error, 1)
+	go func() {
+		secondDone <- db.ChangeServer(ctx, k, ws, "files", func(st *store.ServerState) (*store.ServerWrite, error) {
+			secondSaw <- st.Server != nil
+			return nil, nil
+		})
+	}()
+	// The second is queued on the workspace's lock before the first goes on.
+	for {
+		var waiting int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		select {
+		case err := <-secondDone:
+			t.Fatalf("the second change ran while the first held the lock: %v", err)
+		default:
+		}
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatalf("first ChangeServer() err = %v", err)
+	}
+	if err := <-secondDone; err != nil {
+		t.Fatalf("second ChangeServer() err = %v", err)
+	}
+	if !<-secondSaw {
+		t.Error("the second change decided without the server the first stored")
+	}
+}
