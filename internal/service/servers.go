@@ -199,6 +199,9 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
+	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases or enabled")
+	}
 	cur, err := s.db.FindServer(ctx, a.WorkspaceID, name)
 	if err != nil {
 		return nil, err

@@ -130,8 +130,11 @@ func TestServers_AddDiscoversWithDefaults(t *testing.T) {
 		t.Errorf("the upstream never received the Authorization header")
 	}
 	e.assertNoSecret(t, srv)
-	if ev := e.Audit.Last(); ev.Action != string(mcpgate.ActionServerAdded) {
-		t.Errorf("last audit action = %q, want %q", ev.Action, mcpgate.ActionServerAdded)
+	if ev := e.Audit.Last(); ev.Action != string(mcpgate.ActionServerAdded) || !strings.Contains(mustServerJSON(t, ev.Arguments), `"headers":["Authorization"]`) {
+		t.Errorf("last audit = %+v, want %q naming the header", ev, mcpgate.ActionServerAdded)
+	}
+	if _, err := e.svc.UpdateServer(context.Background(), admin, "files", mcpgate.ServerUpdate{}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Errorf("UpdateServer(nothing) err = %v, want invalid", err)
 	}
 	list, err := e.svc.Servers(context.Background(), admin)
 	if err != nil || len(list) != 1 || list[0].Name != "files" || list[0].Tools != nil || list[0].ToolCount != 4 {
