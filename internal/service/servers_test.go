@@ -554,3 +554,45 @@ func TestServers_EverythingServer(t *testing.T) {
 	}
 	e.assertNoSecret(t, srv)
 }
+
+// While the workspace requires two-factor sign-in, an admin without it is
+// refused every change of a server, and nothing is stored; enabling a
+// disabled server connects to it again.
+func TestServers_TwoFactorPolicyAndEnable(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	mustAddServer(t, e, admin, "files", up.URL)
+	off, on := false, true
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	requests := len(up.Received())
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{Enabled: &on}); err != nil {
+		t.Fatalf("UpdateServer(enable) err = %v", err)
+	}
+	if len(up.Received()) == requests {
+		t.Error("enabling the server did not connect to it")
+	}
+	if _, err := e.DB.Pool.Exec(ctx, `UPDATE workspaces SET require_two_factor = true WHERE id = $1`, admin.WorkspaceID); err != nil {
+		t.Fatal(err)
+	}
+	before := mustServerJSON(t, mustServer(t, e, admin))
+	refused := map[string]error{}
+	_, refused["add"] = e.svc.AddServer(ctx, admin, mcpgate.ServerInput{Name: "other", URL: up.URL})
+	_, refused["update"] = e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{Enabled: &off})
+	_, refused["discover"] = e.svc.DiscoverServer(ctx, admin, "files")
+	_, refused["tool"] = e.svc.SetServerTool(ctx, admin, "files", "bare", mcpgate.ToolUpdate{Enabled: &on})
+	_, refused["approve"] = e.svc.ApproveServerTool(ctx, admin, "files", "bare")
+	refused["remove"] = e.svc.RemoveServer(ctx, admin, "files")
+	for name, err := range refused {
+		if mcpgate.ErrorCode(err) != mcpgate.ETOTPEnrolment {
+			t.Errorf("%s without two-factor err = %v, want %s", name, err, mcpgate.ETOTPEnrolment)
+		}
+	}
+	if after := mustServerJSON(t, mustServer(t, e, admin)); after != before {
+		t.Errorf("refused changes changed the server:\n%s\nwas\n%s", after, before)
+	}
+	e.assertServerRows(t, 1)
+}
