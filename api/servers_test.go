@@ -124,6 +124,17 @@ func TestServers_APIJourney(t *testing.T) {
 	if after := c.do("GET", base+"/docs", nil).wantStatus(t, http.StatusOK).Body; !bytes.Equal(before, after) {
 		t.Errorf("bad input changed the server:\n%s\nwas\n%s", after, before)
 	}
+	// A URL that answers with the credential echoed in an error page: the
+	// refusal says why, and neither it nor the log holds the credential.
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "not here; you sent "+r.Header.Get("X-Api-Key"), http.StatusNotFound)
+	}))
+	defer echo.Close()
+	r := c.do("POST", base, map[string]any{"name": "echo", "url": echo.URL + "/mcp", "headers": map[string]string{"X-Api-Key": serverToken}}).
+		wantStatus(t, http.StatusBadGateway)
+	if !strings.Contains(r.message(t), "does not answer as an MCP server") || strings.Contains(string(r.Body), serverToken) {
+		t.Errorf("refusal of a non-MCP URL = %s", r.Body)
+	}
 	c.do("DELETE", base+"/docs", nil).wantStatus(t, http.StatusNoContent)
 	c.do("GET", base+"/docs", nil).wantStatus(t, http.StatusNotFound)
 	s.assertNoSecret(t)
