@@ -2,11 +2,9 @@ package service
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/netip"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -139,17 +137,8 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 		return nil, err
 	}
 	in.Name, in.URL = strings.TrimSpace(in.Name), strings.TrimSpace(in.URL)
-	if err := s.checkName(in.Name); err != nil {
-		return nil, err
-	}
-	if err := s.checkURL(in.URL); err != nil {
-		return nil, err
-	}
-	headers, err := checkHeaders(in.Headers, nil)
+	headers, err := s.checkInput(in)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkAliases(in.Aliases); err != nil {
 		return nil, err
 	}
 	if _, err := s.db.FindServer(ctx, a.WorkspaceID, in.Name); err == nil {
@@ -157,12 +146,8 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
 		return nil, err
 	}
-	cat, err := s.discover(ctx, upstream.Target{URL: in.URL, Headers: headers})
+	cat, err := s.discoverAudited(ctx, a, in.Name, upstream.Target{URL: in.URL, Headers: headers})
 	if err != nil {
-		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": in.Name,
-			"url": auditURL(in.URL), "headers": headerNames(headers)})
-		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
-		s.record(ctx, ev)
 		return nil, err
 	}
 	if err := aliasesExist(in.Aliases, cat.Tools); err != nil {
@@ -192,6 +177,21 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 	return s.Server(ctx, a, in.Name)
 }
 
+// checkInput refuses what no connection could make right, and returns the
+// credential headers in their canonical form.
+func (s *Servers) checkInput(in mcpgate.ServerInput) (map[string]mcpgate.Secret, error) {
+	if err := s.checkName(in.Name); err != nil {
+		return nil, err
+	}
+	if err := s.checkURL(in.URL); err != nil {
+		return nil, err
+	}
+	if err := checkAliases(in.Aliases); err != nil {
+		return nil, err
+	}
+	return checkHeaders(in.Headers, nil)
+}
+
 // UpdateServer implements mcpgate.ServerService. A change of URL or
 // credential, and turning the server on, connect to it first; what it then
 // lists is diffed as a re-discovery is.
@@ -202,87 +202,31 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases or enabled")
 	}
+	if err := checkAliases(upd.Aliases); err != nil {
+		return nil, err
+	}
 	cur, err := s.db.FindServer(ctx, a.WorkspaceID, name)
 	if err != nil {
 		return nil, err
 	}
-	target := upstream.Target{URL: cur.URL}
-	if upd.URL != nil {
-		target.URL = strings.TrimSpace(*upd.URL)
-		if err := s.checkURL(target.URL); err != nil {
-			return nil, err
-		}
-	}
-	if upd.Aliases != nil {
-		if err := checkAliases(upd.Aliases); err != nil {
-			return nil, err
-		}
-	}
-	stored, err := s.db.OpenServerHeaders(ctx, s.keyring, a.WorkspaceID, name)
+	target, err := s.updatedTarget(ctx, a, cur, upd)
 	if err != nil {
 		return nil, err
-	}
-	target.Headers = stored
-	if upd.Headers != nil {
-		if target.Headers, err = checkHeaders(upd.Headers, stored); err != nil {
-			return nil, err
-		}
 	}
 	enabled := cur.Enabled
 	if upd.Enabled != nil {
 		enabled = *upd.Enabled
 	}
-	connect := upd.URL != nil || upd.Headers != nil || (enabled && !cur.Enabled)
 	var cat *upstream.Catalog
-	if connect {
-		if cat, err = s.discover(ctx, target); err != nil {
-			ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
-				"url": auditURL(target.URL), "headers": headerNames(target.Headers)})
-			ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
-			s.record(ctx, ev)
+	if upd.URL != nil || upd.Headers != nil || (enabled && !cur.Enabled) {
+		if cat, err = s.discoverAudited(ctx, a, name, target); err != nil {
 			return nil, err
 		}
-		if upd.Aliases != nil {
-			if err := aliasesExist(upd.Aliases, cat.Tools); err != nil {
-				return nil, err
-			}
+		if err := aliasesExist(upd.Aliases, cat.Tools); err != nil {
+			return nil, err
 		}
 	}
-	now := s.now().UTC()
-	var rep mergeReport
-	err = s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, name, func(st *store.ServerState) (*store.ServerWrite, error) {
-		if st.Server == nil || st.Server.ID != cur.ID {
-			return nil, mcpgate.Errorf(mcpgate.ENotFound, "no upstream server of that name in this workspace")
-		}
-		if !st.Server.UpdatedAt.Equal(cur.UpdatedAt) {
-			return nil, errChangedMeanwhile
-		}
-		srv := *st.Server
-		srv.URL, srv.Enabled = target.URL, enabled
-		w := &store.ServerWrite{Server: srv, KeepHeaders: upd.Headers == nil, Headers: target.Headers, ActorID: a.UserID}
-		if upd.Headers != nil {
-			w.Server.Headers = hintsOf(target.Headers)
-		}
-		tools := st.Tools
-		if cat != nil {
-			setDiscovered(&w.Server, cat, now)
-			tools, rep, err = mergeCatalog(st.Tools, cat.Tools)
-			if err != nil {
-				return nil, err
-			}
-		} else if upd.Aliases != nil {
-			if err := aliasesExist(upd.Aliases, storedTools(st.Tools)); err != nil {
-				return nil, err
-			}
-		}
-		aliases := upd.Aliases
-		if aliases == nil {
-			aliases = aliasesOf(st.Tools)
-		}
-		s.assignNames(name, tools, st.Taken, aliases)
-		w.Tools = tools
-		return w, nil
-	})
+	rep, err := s.storeUpdate(ctx, a, cur, upd, target, enabled, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -303,6 +247,79 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerUpdated, args))
 	s.recordQuarantined(ctx, a, name, rep)
 	return s.Server(ctx, a, name)
+}
+
+// updatedTarget is where and with what credential the server is reached
+// once upd applies: a header given with an empty value keeps its stored
+// value.
+func (s *Servers) updatedTarget(ctx context.Context, a *mcpgate.Actor, cur *store.UpstreamServer, upd mcpgate.ServerUpdate) (upstream.Target, error) {
+	target := upstream.Target{URL: cur.URL}
+	if upd.URL != nil {
+		target.URL = strings.TrimSpace(*upd.URL)
+		if err := s.checkURL(target.URL); err != nil {
+			return target, err
+		}
+	}
+	stored, err := s.db.OpenServerHeaders(ctx, s.keyring, a.WorkspaceID, cur.Name)
+	if err != nil {
+		return target, err
+	}
+	target.Headers = stored
+	if upd.Headers != nil {
+		target.Headers, err = checkHeaders(upd.Headers, stored)
+	}
+	return target, err
+}
+
+// storeUpdate writes an update, with the catalog cat found (nil: none was
+// needed), refusing one that raced another change of the server.
+func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.UpstreamServer, upd mcpgate.ServerUpdate,
+	target upstream.Target, enabled bool, cat *upstream.Catalog) (mergeReport, error) {
+	now := s.now().UTC()
+	var rep mergeReport
+	err := s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, cur.Name, func(st *store.ServerState) (*store.ServerWrite, error) {
+		if st.Server == nil || st.Server.ID != cur.ID {
+			return nil, mcpgate.Errorf(mcpgate.ENotFound, "no upstream server of that name in this workspace")
+		}
+		if !st.Server.UpdatedAt.Equal(cur.UpdatedAt) {
+			return nil, errChangedMeanwhile
+		}
+		w := &store.ServerWrite{Server: *st.Server, KeepHeaders: upd.Headers == nil, Headers: target.Headers, ActorID: a.UserID}
+		w.Server.URL, w.Server.Enabled = target.URL, enabled
+		if upd.Headers != nil {
+			w.Server.Headers = hintsOf(target.Headers)
+		}
+		w.Tools = st.Tools
+		if cat != nil {
+			setDiscovered(&w.Server, cat, now)
+			var err error
+			if w.Tools, rep, err = mergeCatalog(st.Tools, cat.Tools); err != nil {
+				return nil, err
+			}
+		} else if err := aliasesExist(upd.Aliases, storedTools(st.Tools)); err != nil {
+			return nil, err
+		}
+		aliases := upd.Aliases
+		if aliases == nil {
+			aliases = aliasesOf(st.Tools)
+		}
+		s.assignNames(cur.Name, w.Tools, st.Taken, aliases)
+		return w, nil
+	})
+	return rep, err
+}
+
+// discoverAudited discovers target, auditing a failure as the admin's
+// attempt (header names only).
+func (s *Servers) discoverAudited(ctx context.Context, a *mcpgate.Actor, name string, target upstream.Target) (*upstream.Catalog, error) {
+	cat, err := s.discover(ctx, target)
+	if err != nil {
+		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
+			"url": auditURL(target.URL), "headers": headerNames(target.Headers)})
+		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
+		s.record(ctx, ev)
+	}
+	return cat, err
 }
 
 // RemoveServer implements mcpgate.ServerService.
@@ -331,14 +348,11 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 	if err != nil {
 		return nil, err
 	}
-	cat, err := s.discover(ctx, upstream.Target{URL: cur.URL, Headers: headers})
+	cat, err := s.discoverAudited(ctx, a, name, upstream.Target{URL: cur.URL, Headers: headers})
 	if err != nil {
 		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, mcpgate.ErrorMessage(err), s.now().UTC()); markErr != nil {
 			s.log.WarnContext(ctx, "record server health", "server", name, "err", markErr)
 		}
-		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name})
-		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
-		s.record(ctx, ev)
 		return nil, err
 	}
 	now := s.now().UTC()
@@ -420,40 +434,7 @@ func (s *Servers) SetServerTool(ctx context.Context, a *mcpgate.Actor, server, t
 	if upd.Enabled == nil && upd.Approval == nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give enabled, approval or both")
 	}
-	err := s.changeTool(ctx, a, server, tool, func(t *store.UpstreamTool) error {
-		if upd.Approval != nil {
-			t.Approval = *upd.Approval
-		}
-		if upd.Enabled == nil {
-			return nil
-		}
-		if !*upd.Enabled {
-			if t.Quarantined { // off, the change needs no approval: what it serves now is what is kept
-				next, err := upstream.ParseTool(t.Pending)
-				if err != nil {
-					return err
-				}
-				t.Definition, t.Hints = next.Raw, hintsFrom(next.Annotations)
-			}
-			t.Enabled, t.Pin, t.Quarantined, t.Pending = false, "", false, nil
-			return nil
-		}
-		switch {
-		case t.Quarantined:
-			return mcpgate.Errorf(mcpgate.EConflict, "the tool %q changed since it was trusted: review and approve the change first", tool)
-		case !t.Listed:
-			return mcpgate.Errorf(mcpgate.EConflict, "the server no longer lists the tool %q", tool)
-		}
-		def, err := upstream.ParseTool(t.Definition)
-		if err != nil {
-			return err
-		}
-		if t.Pin, err = upstream.Pin(def); err != nil {
-			return err
-		}
-		t.Enabled = true
-		return nil
-	})
+	err := s.changeTool(ctx, a, server, tool, func(t *store.UpstreamTool) error { return applyToolUpdate(t, upd) })
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +447,42 @@ func (s *Servers) SetServerTool(ctx context.Context, a *mcpgate.Actor, server, t
 	}
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerToolUpdated, args))
 	return s.Server(ctx, a, server)
+}
+
+// applyToolUpdate sets a tool on or off and its approval mode. On, its
+// definition as it stands is pinned; off, the pin goes, and a change that
+// waited for approval is taken as the tool's definition (nothing trusts it).
+func applyToolUpdate(t *store.UpstreamTool, upd mcpgate.ToolUpdate) error {
+	if upd.Approval != nil {
+		t.Approval = *upd.Approval
+	}
+	switch {
+	case upd.Enabled == nil:
+		return nil
+	case !*upd.Enabled:
+		if t.Quarantined {
+			next, err := upstream.ParseTool(t.Pending)
+			if err != nil {
+				return err
+			}
+			t.Definition, t.Hints = next.Raw, hintsFrom(next.Annotations)
+		}
+		t.Enabled, t.Pin, t.Quarantined, t.Pending = false, "", false, nil
+		return nil
+	case t.Quarantined:
+		return mcpgate.Errorf(mcpgate.EConflict, "the tool %q changed since it was trusted: review and approve the change first", t.Name)
+	case !t.Listed:
+		return mcpgate.Errorf(mcpgate.EConflict, "the server no longer lists the tool %q", t.Name)
+	}
+	def, err := upstream.ParseTool(t.Definition)
+	if err != nil {
+		return err
+	}
+	if t.Pin, err = upstream.Pin(def); err != nil {
+		return err
+	}
+	t.Enabled = true
+	return nil
 }
 
 // changeTool applies fn to one tool of a server under the workspace's
@@ -685,263 +702,4 @@ func (s *Servers) assignNames(server string, tools []store.UpstreamTool, taken [
 			t.NameProblem = why[t.Name]
 		}
 	}
-}
-
-// mergeReport is what a discovery changed, for the audit log.
-type mergeReport struct {
-	added, removed, changed, enabled []string
-	quarantined                      []quarantine
-}
-
-type quarantine struct {
-	tool   string
-	change *mcpgate.ToolChange
-}
-
-func (r mergeReport) addTo(args map[string]any) {
-	for k, v := range map[string][]string{"added": r.added, "removed": r.removed, "changed": r.changed} {
-		if len(v) > 0 {
-			args[k] = v
-		}
-	}
-	if len(r.quarantined) > 0 {
-		names := make([]string, len(r.quarantined))
-		for i, q := range r.quarantined {
-			names[i] = q.tool
-		}
-		args["quarantined"] = names
-	}
-}
-
-// mergeCatalog applies a discovery to the stored tools. A new tool
-// arrives off, unless it declares readOnlyHint true, when it is on
-// (pinned) with no approval. A tool an admin trusted (pinned) whose
-// definition changed is quarantined, the trusted definition kept in force
-// beside the new one; one that changed back is released. An untrusted
-// tool takes its new definition and keeps its settings: a hint that now
-// claims less risk turns nothing on. A tool no longer listed is kept,
-// with its pin, marked unlisted.
-func mergeCatalog(old []store.UpstreamTool, found []upstream.Tool) ([]store.UpstreamTool, mergeReport, error) {
-	var rep mergeReport
-	byName := map[string]store.UpstreamTool{}
-	for _, t := range old {
-		byName[t.Name] = t
-	}
-	seen := map[string]bool{}
-	out := make([]store.UpstreamTool, 0, len(found)+len(old))
-	for _, f := range found {
-		seen[f.Name] = true
-		pin, err := upstream.Pin(f)
-		if err != nil {
-			return nil, rep, err
-		}
-		t, existed := byName[f.Name]
-		switch {
-		case !existed:
-			t = store.UpstreamTool{Name: f.Name, Definition: f.Raw, Listed: true, Hints: hintsFrom(f.Annotations),
-				Approval: defaultApproval(f.Annotations)}
-			if f.Annotations.ReadOnly != nil && *f.Annotations.ReadOnly {
-				t.Enabled, t.Pin = true, pin
-				rep.enabled = append(rep.enabled, f.Name)
-			}
-			rep.added = append(rep.added, f.Name)
-		case t.Pin != "" && t.Pin == pin:
-			t.Definition, t.Pending, t.Quarantined, t.Hints = f.Raw, nil, false, hintsFrom(f.Annotations)
-		case t.Pin != "":
-			already := t.Quarantined && samePin(t.Pending, pin)
-			t.Pending, t.Quarantined = f.Raw, true
-			if !already {
-				c, err := toolChange(t.Definition, f.Raw)
-				if err != nil {
-					return nil, rep, err
-				}
-				rep.quarantined = append(rep.quarantined, quarantine{tool: f.Name, change: c})
-			}
-		default:
-			if !samePin(t.Definition, pin) {
-				rep.changed = append(rep.changed, f.Name)
-			}
-			t.Definition, t.Pending, t.Quarantined, t.Hints = f.Raw, nil, false, hintsFrom(f.Annotations)
-		}
-		if !t.Listed && existed {
-			rep.added = append(rep.added, f.Name)
-		}
-		t.Listed = true
-		out = append(out, t)
-	}
-	for _, t := range old {
-		if !seen[t.Name] {
-			if t.Listed {
-				rep.removed = append(rep.removed, t.Name)
-			}
-			t.Listed = false
-			out = append(out, t)
-		}
-	}
-	return out, rep, nil
-}
-
-// samePin reports whether a stored definition has the given pin.
-func samePin(def json.RawMessage, pin string) bool {
-	t, err := upstream.ParseTool(def)
-	if err != nil {
-		return false
-	}
-	p, err := upstream.Pin(t)
-	return err == nil && p == pin
-}
-
-// defaultApproval is the approval mode a tool starts with: none for one
-// that declares itself read-only, a person for one that may destroy (the
-// spec's default when undeclared), the model's confirmation otherwise.
-func defaultApproval(a upstream.Annotations) mcpgate.Approval {
-	switch {
-	case a.ReadOnly != nil && *a.ReadOnly:
-		return mcpgate.ApprovalNone
-	case a.DestructiveHint():
-		return mcpgate.ApprovalHuman
-	}
-	return mcpgate.ApprovalModel
-}
-
-func hintsFrom(a upstream.Annotations) mcpgate.ToolHints {
-	return mcpgate.ToolHints{ReadOnly: a.ReadOnly, Destructive: a.Destructive, Idempotent: a.Idempotent, OpenWorld: a.OpenWorld}
-}
-
-// toolChange is what a new definition changes against the trusted one.
-func toolChange(trusted, next json.RawMessage) (*mcpgate.ToolChange, error) {
-	a, err := upstream.ParseTool(trusted)
-	if err != nil {
-		return nil, err
-	}
-	b, err := upstream.ParseTool(next)
-	if err != nil {
-		return nil, err
-	}
-	d, err := upstream.DiffCatalogs([]upstream.Tool{a}, []upstream.Tool{b})
-	if err != nil {
-		return nil, err
-	}
-	c := &mcpgate.ToolChange{Fields: []string{}, Definition: b.Raw}
-	for _, ch := range d.Changed {
-		c.Fields = append(c.Fields, ch.Fields...)
-	}
-	for _, h := range d.Loosened {
-		c.Loosened = append(c.Loosened, mcpgate.HintLoosened{Hint: h.Hint, Before: h.Before, After: h.After})
-	}
-	return c, nil
-}
-
-func loosenedNames(hs []mcpgate.HintLoosened) []string {
-	out := make([]string, len(hs))
-	for i, h := range hs {
-		out[i] = h.Hint
-	}
-	return out
-}
-
-// setDiscovered records on srv what a discovery found besides the tools.
-func setDiscovered(srv *store.UpstreamServer, cat *upstream.Catalog, at time.Time) {
-	srv.Health, srv.LastError, srv.LastDiscoveredAt = mcpgate.HealthOK, "", &at
-	srv.ProtocolVersion, srv.Init = cat.ProtocolVersion, cat.Init
-	srv.Prompts, srv.Resources, srv.ResourceTemplates = rawList(cat.Prompts), rawList(cat.Resources), rawList(cat.ResourceTemplates)
-}
-
-func rawList(items []json.RawMessage) json.RawMessage {
-	if items == nil {
-		items = []json.RawMessage{}
-	}
-	b, _ := json.Marshal(items)
-	return b
-}
-
-// hintsOf hints at each header's value: its last four characters, when it
-// is long enough that they say little about the rest.
-func hintsOf(h map[string]mcpgate.Secret) []mcpgate.HeaderHint {
-	out := make([]mcpgate.HeaderHint, 0, len(h))
-	for name, v := range h {
-		val := v.Reveal()
-		hint := "…"
-		if len(val) >= 16 {
-			hint += val[len(val)-4:]
-		}
-		out = append(out, mcpgate.HeaderHint{Name: name, Hint: hint})
-	}
-	slices.SortFunc(out, func(a, b mcpgate.HeaderHint) int { return strings.Compare(a.Name, b.Name) })
-	return out
-}
-
-func headerNames(h map[string]mcpgate.Secret) []string {
-	names := make([]string, 0, len(h))
-	for n := range h {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// auditURL is the URL without its query and fragment: a query may carry an
-// API key, and the audit log keeps no credential.
-func auditURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.RawQuery, u.Fragment, u.User = "", "", nil
-	return u.String()
-}
-
-// serverView is a stored server as the API shows it, its tools counted
-// and, with withTools, listed.
-func serverView(row *store.UpstreamServer, tools []store.UpstreamTool, withTools bool) *mcpgate.Server {
-	v := row.Server
-	if v.Headers == nil {
-		v.Headers = []mcpgate.HeaderHint{}
-	}
-	var init struct {
-		ServerInfo mcpgate.ServerInfo `json:"serverInfo"`
-	}
-	if len(row.Init) > 0 && json.Unmarshal(row.Init, &init) == nil {
-		v.ServerInfo = init.ServerInfo
-	}
-	for _, t := range tools {
-		if !t.Listed {
-			continue
-		}
-		v.ToolCount++
-		if t.Enabled && !t.Quarantined {
-			v.EnabledTools++
-		}
-		if t.Quarantined {
-			v.Quarantined++
-		}
-		if t.ExposedName == "" {
-			v.NameProblems++
-		}
-	}
-	if withTools {
-		v.Tools = make([]mcpgate.ServerTool, 0, len(tools))
-		for _, t := range tools {
-			v.Tools = append(v.Tools, toolView(t))
-		}
-	}
-	return &v
-}
-
-func toolView(t store.UpstreamTool) mcpgate.ServerTool {
-	v := mcpgate.ServerTool{Name: t.Name, ExposedName: t.ExposedName, Alias: t.Alias, NameProblem: t.NameProblem,
-		Enabled: t.Enabled, Approval: t.Approval, Pinned: t.Pin != "", Quarantined: t.Quarantined, Listed: t.Listed,
-		Annotations: t.Hints, Definition: t.Definition}
-	if def, err := upstream.ParseTool(t.Definition); err == nil {
-		v.Title, v.Description = def.Title, def.Description
-		if v.Title == "" {
-			v.Title = def.Annotations.Title
-		}
-	}
-	if t.Quarantined {
-		if c, err := toolChange(t.Definition, t.Pending); err == nil {
-			v.Change = c
-		}
-	}
-	return v
 }
