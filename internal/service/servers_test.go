@@ -596,3 +596,42 @@ func TestServers_TwoFactorPolicyAndEnable(t *testing.T) {
 	}
 	e.assertServerRows(t, 1)
 }
+
+// Turning a quarantined tool off drops the trust and the wait: the new
+// definition is the tool's, untrusted; turning it on again trusts that one.
+func TestServers_QuarantinedToolTurnedOff(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	mustAddServer(t, e, admin, "files", up.URL)
+	on, off := true, false
+	if _, err := e.svc.SetServerTool(ctx, admin, "files", "bare", mcpgate.ToolUpdate{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	tools := fixtureTools()
+	tools[0].Description = "changed"
+	up.SetTools(tools...)
+	if srv, err := e.svc.DiscoverServer(ctx, admin, "files"); err != nil || !toolOf(t, srv, "bare").Quarantined {
+		t.Fatalf("DiscoverServer() = %v, want bare quarantined", err)
+	}
+	srv, err := e.svc.SetServerTool(ctx, admin, "files", "bare", mcpgate.ToolUpdate{Enabled: &off})
+	if err != nil {
+		t.Fatalf("SetServerTool(off) err = %v", err)
+	}
+	if b := toolOf(t, srv, "bare"); b.Quarantined || b.Pinned || b.Enabled || b.Description != "changed" {
+		t.Errorf("bare turned off = %+v, want off, untrusted, with the new definition", b)
+	}
+	if _, err := e.svc.SetServerTool(ctx, admin, "files", "bare", mcpgate.ToolUpdate{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if srv, err := e.svc.DiscoverServer(ctx, admin, "files"); err != nil || toolOf(t, srv, "bare").Quarantined {
+		t.Errorf("re-discovery after trusting the new definition quarantined it again (%v)", err)
+	}
+	if _, err := e.svc.SetServerTool(ctx, admin, "files", "nope", mcpgate.ToolUpdate{Enabled: &on}); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		t.Errorf("SetServerTool(unknown tool) err = %v, want not_found", err)
+	}
+	if _, err := e.svc.SetServerTool(ctx, admin, "files", "bare", mcpgate.ToolUpdate{}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+		t.Errorf("SetServerTool(nothing) err = %v, want invalid", err)
+	}
+}
