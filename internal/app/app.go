@@ -11,6 +11,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -277,7 +278,7 @@ func newServers(o Options, registry *connectors.Registry, auditor service.Audito
 	network := upstream.Network{Private: o.PrivateNetworks,
 		Public: func(a netip.Addr) bool { return netguard.Public(a) && !netguard.Own(a) }}
 	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: network, Logger: o.Logger,
-		ClientName: "mcpgate", ClientVersion: o.Version, ConnectTimeout: 12 * time.Second})
+		ClientName: "mcpgate", ClientVersion: cmp.Or(o.Version, "dev"), ConnectTimeout: 12 * time.Second})
 	return pool, service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: auditor, Logger: o.Logger,
 		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL})
 }

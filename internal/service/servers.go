@@ -533,11 +533,30 @@ func (s *Servers) discover(ctx context.Context, target upstream.Target) (*upstre
 		}
 		return nil, mcpgate.WrapError(mcpgate.ErrorCode(err), err, "the gateway could not use this server: "+mcpgate.ErrorMessage(err))
 	}
+	if len(cat.Invalid) > 0 {
+		// A definition the gateway cannot read one way only (a member given
+		// twice, no name, a name listed twice) could show a reviewer one tool
+		// and a client another: the server is refused until it is fixed.
+		reasons := make([]string, 0, 3)
+		for _, inv := range cat.Invalid[:min(len(cat.Invalid), 3)] {
+			reasons = append(reasons, cutText(inv.Reason, 120))
+		}
+		return nil, mcpgate.Errorf(mcpgate.EUpstream, "the server lists %d tool definitions the gateway cannot read (%s); fix them on the server",
+			len(cat.Invalid), strings.Join(reasons, "; "))
+	}
 	if len(cat.Tools) > defaultToolListCap {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the server lists %d tools; the gateway takes at most %d from one server",
 			len(cat.Tools), defaultToolListCap)
 	}
 	return cat, nil
+}
+
+// cutText cuts an upstream's text for a message.
+func cutText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 func (s *Servers) checkName(name string) error {
