@@ -102,6 +102,20 @@ const (
 	ActionNotificationsUpdated AdminAction = "notifications.updated"
 	ActionNotificationSent     AdminAction = "notification.sent"
 	ActionNotificationFailed   AdminAction = "notification.failed"
+	// The upstream server actions: a server added, changed (URL,
+	// credential headers by name, aliases, enabled) or removed; a
+	// discovery and what it found changed; one that failed; a tool's
+	// changed definition quarantined, and approved by an admin; a tool
+	// turned on or off or its approval mode set. A credential's value is
+	// never among their arguments, only header names.
+	ActionServerAdded           AdminAction = "server.added"
+	ActionServerUpdated         AdminAction = "server.updated"
+	ActionServerRemoved         AdminAction = "server.removed"
+	ActionServerDiscovered      AdminAction = "server.discovered"
+	ActionServerDiscoveryFailed AdminAction = "server.discovery_failed"
+	ActionServerToolQuarantined AdminAction = "server.tool_quarantined"
+	ActionServerToolApproved    AdminAction = "server.tool_approved"
+	ActionServerToolUpdated     AdminAction = "server.tool_updated"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -115,6 +129,8 @@ var AdminActions = []AdminAction{
 	ActionPasswordReset, ActionKeysRevokedAll, ActionMailSent, ActionEmailVerified, ActionSessionsEnded, ActionEmailChanged, ActionAccountDeleted,
 	ActionTOTPEnrolmentStarted, ActionTOTPEnabled, ActionTOTPDisabled, ActionRecoveryCodeUsed, ActionRecoveryCodesRenewed, ActionInstanceAdminChanged, ActionWorkspaceUpdated,
 	ActionNotificationsUpdated, ActionNotificationSent, ActionNotificationFailed,
+	ActionServerAdded, ActionServerUpdated, ActionServerRemoved, ActionServerDiscovered, ActionServerDiscoveryFailed,
+	ActionServerToolQuarantined, ActionServerToolApproved, ActionServerToolUpdated,
 	ActionAuditExported,
 }
 

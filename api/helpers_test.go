@@ -59,7 +59,13 @@ func newTestServer(t *testing.T, opts api.Options, edit ...func(*service.Options
 	if opts.Services.Accounts == nil {
 		// servicetest gives the services a vault of their own, as
 		// production does (TOTP secrets are sealed).
-		opts.Services = apiServices(servicetest.New(t, so).Service)
+		env := servicetest.New(t, so)
+		opts.Services = apiServices(env.Service)
+		if opts.Servers == nil {
+			// The upstream server routes are mounted too, so that the tests
+			// that walk every route (CSRF, another workspace) cover them.
+			opts.Servers = service.NewServers(service.ServersOptions{DB: db, Keyring: env.Keyring, Audit: env.Audit})
+		}
 	}
 	if opts.Sessions == nil {
 		opts.Sessions = db

@@ -64,6 +64,9 @@ type Options struct {
 	// OAuth serves the authorization server: /.well-known/oauth-* and
 	// /oauth/*, with the session's user (if any) in the context.
 	OAuth http.Handler
+	// Servers are the workspace's upstream MCP servers; nil: their routes
+	// are not mounted.
+	Servers mcpgate.ServerService
 }
 
 // Server is the HTTP surface.
@@ -176,6 +179,9 @@ func (s *Server) Handler() http.Handler {
 				r.Get("/notifications/deliveries", s.route(s.handleDeliveryList))
 				r.Get("/grants", s.route(s.handleGrantList))
 				r.Delete("/grants/{id}", s.route(s.handleGrantRevoke))
+				if s.opts.Servers != nil {
+					s.serverRoutes(r)
+				}
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) {

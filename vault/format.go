@@ -56,6 +56,13 @@ func WebhookSecretAAD(workspaceID, secretID string) []byte {
 	return rowAAD("webhook|v1|", workspaceID, secretID)
 }
 
+// UpstreamHeadersAAD returns the additional data that binds an upstream
+// server's sealed credential headers to its row: "upstream|v1|" +
+// workspaceID + "|" + serverID, apart from every other kind's.
+func UpstreamHeadersAAD(workspaceID, serverID string) []byte {
+	return rowAAD("upstream|v1|", workspaceID, serverID)
+}
+
 // rowAAD is prefix + owner + "|" + id.
 func rowAAD(prefix, owner, id string) []byte {
 	b := make([]byte, 0, len(prefix)+len(owner)+1+len(id))

@@ -339,6 +339,9 @@ func TestCredentialAAD(t *testing.T) {
 	if got, want := string(vault.CredentialAAD("ws-1", "conn-2")), "cred|v1|ws-1|conn-2"; got != want {
 		t.Fatalf("CredentialAAD() = %q, want %q", got, want)
 	}
+	if got, want := string(vault.UpstreamHeadersAAD("ws-1", "srv-2")), "upstream|v1|ws-1|srv-2"; got != want {
+		t.Fatalf("UpstreamHeadersAAD() = %q, want %q", got, want)
+	}
 }
 
 func TestTermOf(t *testing.T) {

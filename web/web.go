@@ -56,6 +56,9 @@ type Options struct {
 	// OAuthApp names the app of an OAuth client id for the login page an
 	// authorization request starts with ("" when unknown); nil: none.
 	OAuthApp func(ctx context.Context, clientID string) string
+	// Servers are the workspace's upstream MCP servers; nil: no Servers
+	// pages.
+	Servers mcpgate.ServerService
 }
 
 type handler struct {
@@ -145,7 +148,10 @@ func (h *handler) loadAssets() error {
 // defines the frame and the shared partials.
 var pageFiles = []string{"landing", "signup", "login", "invite", "overview", "connections", "keys",
 	"sandboxes", "sandbox", "settings", "audit", "error", "account", "approvals", "approval", "consent",
-	"forgot", "reset", "verify"}
+	"forgot", "reset", "verify", "servers", "server"}
+
+// pageParts are the partials a group of pages shares besides layout.html.
+var pageParts = map[string]string{"servers": "server_parts", "server": "server_parts"}
 
 func (h *handler) parseTemplates() error {
 	funcs := template.FuncMap{
@@ -168,6 +174,7 @@ func (h *handler) parseTemplates() error {
 		"eq2":              func(a, b any) bool { return fmt.Sprint(a) == fmt.Sprint(b) },
 		"add":              func(a, b int) int { return a + b },
 		"dict":             dict,
+		"list":             func(xs ...any) []any { return xs },
 		"sub":              func(a, b float64) float64 { return a - b },
 		"canAdmin":         func(ws *mcpgate.Workspace) bool { return ws != nil && ws.Role.CanAdmin() },
 		"demo":             func(connector string) bool { return h.opts.Demo != nil && h.opts.Demo(connector) },
@@ -179,8 +186,11 @@ func (h *handler) parseTemplates() error {
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html",
-			"templates/connected_apps.html", "templates/"+name+".html")
+		shared := []string{"templates/layout.html", "templates/connected_apps.html"}
+		if extra, ok := pageParts[name]; ok {
+			shared = append(shared, "templates/"+extra+".html")
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, append(shared, "templates/"+name+".html")...)
 		if err != nil {
 			return fmt.Errorf("parse template %s: %w", name, err)
 		}
@@ -234,6 +244,10 @@ func (h *handler) routes() {
 				r.Get("/audit", h.handleAudit)
 				r.Get("/approvals", h.handleApprovals)
 				r.Get("/approvals/{id}", h.handleApproval)
+				if h.opts.Servers != nil {
+					r.Get("/servers", h.handleServers)
+					r.Get("/servers/{name}", h.handleServer)
+				}
 			})
 		})
 		r.NotFound(func(w http.ResponseWriter, r *http.Request) { h.notFound(w, r) })
@@ -323,6 +337,9 @@ type view struct {
 	// PendingApprovals counts the requests waiting for this person to
 	// decide, for the navigation.
 	PendingApprovals int
+	// Servers: the gateway serves upstream MCP servers (their pages are in
+	// the navigation).
+	Servers bool
 	// Flow marks a page of an OAuth sign-in (consent, the login it
 	// starts with): the header names the gateway and offers nothing that
 	// leads away from the flow.
@@ -332,7 +349,7 @@ type view struct {
 
 func (h *handler) newView(r *http.Request, title, nav string, data any) *view {
 	v := &view{Title: title, Nav: nav, User: mcpgate.UserFromContext(r.Context()), Workspace: workspaceFrom(r.Context()),
-		PublicURL: h.opts.PublicURL, Version: h.opts.Version, Data: data}
+		PublicURL: h.opts.PublicURL, Version: h.opts.Version, Data: data, Servers: h.opts.Servers != nil}
 	if v.Workspace != nil {
 		v.Base = "/app/w/" + v.Workspace.ID
 		v.API = "/api/v1/workspaces/" + v.Workspace.ID

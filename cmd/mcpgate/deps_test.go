@@ -23,6 +23,7 @@ func TestBinaryDeps(t *testing.T) {
 		"k8s.io/", "sigs.k8s.io/",
 		"github.com/mcpgate/mcpgate/internal/testutil", "github.com/mcpgate/mcpgate/internal/store/storetest",
 		"github.com/mcpgate/mcpgate/internal/e2bsim", "github.com/mcpgate/mcpgate/bench", "testing",
+		"github.com/mcpgate/mcpgate/internal/upstream/upstreamtest",
 	}
 	for _, d := range deps {
 		for _, f := range forbidden {

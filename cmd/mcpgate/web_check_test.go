@@ -300,7 +300,7 @@ const webTablesJS = `(mobile => {
 })`
 
 // webNavDestinations are the workspace navigation's links, in order.
-var webNavDestinations = []string{"Overview", "Sandboxes", "Keys", "E2B connection", "Approvals", "Audit log", "Settings"}
+var webNavDestinations = []string{"Overview", "Sandboxes", "Keys", "E2B connection", "Servers", "Approvals", "Audit log", "Settings"}
 
 // webNavJS checks the workspace navigation. On a phone (true) every
 // destination is in view, or a menu button in view shows them all when

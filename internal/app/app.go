@@ -6,11 +6,12 @@
 // operator's admin service, wired here too (Operator). It holds no business logic.
 //
 // Imports from this module: api, connectors, connectors/e2b, internal/audit, internal/auth, internal/httpx,
-// internal/mail, internal/metrics, internal/oauth, internal/password, internal/replicas, internal/reseal, internal/service,
-// internal/store, internal/webhook, mcp, mcpgate, vault, web.
+// internal/mail, internal/metrics, internal/netguard, internal/oauth, internal/password, internal/replicas, internal/reseal,
+// internal/service, internal/store, internal/upstream, internal/webhook, mcp, mcpgate, vault, web.
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -34,11 +35,13 @@ import (
 	"github.com/mcpgate/mcpgate/internal/httpx"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/metrics"
+	"github.com/mcpgate/mcpgate/internal/netguard"
 	"github.com/mcpgate/mcpgate/internal/oauth"
 	"github.com/mcpgate/mcpgate/internal/replicas"
 	"github.com/mcpgate/mcpgate/internal/reseal"
 	"github.com/mcpgate/mcpgate/internal/service"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 	"github.com/mcpgate/mcpgate/internal/webhook"
 	"github.com/mcpgate/mcpgate/mcp"
 	"github.com/mcpgate/mcpgate/vault"
@@ -83,7 +86,7 @@ type Options struct {
 	// TrustedProxies give the client address behind a proxy (nil: none).
 	TrustedProxies *httpx.Proxies
 	// PrivateNetworks are UPSTREAM_PRIVATE_NETWORKS: the inner networks
-	// approval webhooks may reach.
+	// approval webhooks and upstream MCP servers may reach.
 	PrivateNetworks []netip.Prefix
 	// Webhook, when set, tunes the approval webhooks' sender (tests: short
 	// backoff); PrivateNetworks, Logger and Done are the wiring's.
@@ -113,6 +116,10 @@ type Gateway struct {
 	Tokens  *auth.Tokens
 	MCP     *mcp.Gateway
 	API     *api.Server
+	// Servers are the workspaces' upstream MCP servers; upstreams is
+	// their pool of client sessions.
+	Servers   *service.Servers
+	upstreams *upstream.Pool[service.UpstreamKey]
 
 	db      *store.DB
 	log     *slog.Logger
@@ -192,8 +199,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Keys = auth.NewKeys(auth.KeysOptions{Store: db, Trust: set.CacheTrust(), Logger: log})
 	gw.Tokens = auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: oauth.OwnsResource(o.PublicURL),
 		Trust: set.CacheTrust(), Logger: log})
+	gw.upstreams, gw.Servers = newServers(o, registry, gw.audit, keyring)
 	demos := connectors.DemoProbes(registry)
-	dashboard := web.New(web.Options{Services: webServices(set), Logger: log, PublicURL: o.PublicURL, Version: version,
+	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
 	gw.OAuth = oauth.New(oauth.Options{DB: db, Workspaces: set.Workspaces, Consent: dashboard,
 		Audit: gw.audit, Logger: log, PublicURL: o.PublicURL, CIMD: o.OAuthCIMD, Tokens: gw.Tokens})
@@ -222,6 +230,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Metrics:        gw.metrics.Handler(),
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
+		Servers:        gw.Servers,
 	})
 	// Is a connector's upstream its bundled simulator? Asked once in the
 	// background, so that no call waits for it; the dashboard says "demo
@@ -257,6 +266,21 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		log.Warn("invalidation listener not connected yet; caches fall back to their TTL")
 	}
 	return gw, nil
+}
+
+// newServers builds the upstream server service and its pool. The hop
+// reaches the public internet over https, and the operator's private
+// networks (UPSTREAM_PRIVATE_NETWORKS) besides; "public" is the gateway's
+// one table of special-use ranges, never this host's own addresses. The
+// connect timeout stays under the JSON routes' 15 s, so that a discovery
+// that fails says why instead of being cut off.
+func newServers(o Options, registry *connectors.Registry, auditor service.Auditor, keyring *vault.Keyring) (*upstream.Pool[service.UpstreamKey], *service.Servers) {
+	network := upstream.Network{Private: o.PrivateNetworks,
+		Public: func(a netip.Addr) bool { return netguard.Public(a) && !netguard.Own(a) }}
+	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: network, Logger: o.Logger,
+		ClientName: "mcpgate", ClientVersion: cmp.Or(o.Version, "dev"), ConnectTimeout: 12 * time.Second})
+	return pool, service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: auditor, Logger: o.Logger,
+		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL})
 }
 
 func (gw *Gateway) goBackground(fn func()) {
@@ -346,6 +370,7 @@ func (gw *Gateway) Close() {
 	gw.cancel()
 	gw.wg.Wait()
 	gw.MCP.Close()
+	_ = gw.upstreams.Close()
 	gw.Keys.Close()
 	gw.Tokens.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

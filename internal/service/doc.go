@@ -52,5 +52,5 @@
 // mcp.
 //
 // Imports from this module: connectors, internal/mail, internal/password,
-// internal/store, internal/trustcache, internal/webhook, mcpgate, vault.
+// internal/store, internal/trustcache, internal/upstream, internal/webhook, mcpgate, vault.
 package service

@@ -148,6 +148,7 @@ var sealedTables = []sealedTable{
 	{table: "connections", column: "ciphertext", owner: "workspace_id", aad: vault.CredentialAAD},
 	{table: "totp_factors", column: "secret", owner: "user_id", aad: vault.TOTPAAD, ref: "totp_factors:"},
 	{table: "webhook_secrets", column: "secret", owner: "workspace_id", aad: vault.WebhookSecretAAD, ref: "webhook_secrets:"},
+	{table: "upstream_server_headers", column: "sealed", owner: "workspace_id", aad: vault.UpstreamHeadersAAD, ref: "upstream_server_headers:"},
 }
 
 // sealedUnion selects key_term from every sealed table.

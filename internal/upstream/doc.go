@@ -1,7 +1,7 @@
 // Package upstream is the gateway's client side towards remote MCP servers
 // (streamable HTTP) that a workspace adds as connectors.
-// It is self-contained and not wired in yet: the service, API, store and
-// dashboard use it in a later stage.
+// The upstream server service (internal/service) discovers servers with
+// it; relaying calls from the gateway's MCP endpoint comes in a later stage.
 //
 // What it provides, and why it is built the way it is:
 //

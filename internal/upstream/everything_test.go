@@ -1,66 +1,21 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/mcpgate/mcpgate/internal/testutil/npmtest"
+	"github.com/mcpgate/mcpgate/internal/upstream/upstreamtest"
 )
 
-// startEverything installs the official MCP reference server
-// (@modelcontextprotocol/server-everything, pinned with integrity by
-// testdata/everything/package-lock.json; npm ci checks every hash) and runs
-// it with Node over streamable HTTP on a free loopback port. Node and npm
-// are prerequisites of the project's tests (scripts/ensure-node.sh).
+// startEverything runs the official MCP reference server, pinned by
+// testdata/everything/package-lock.json (upstreamtest.Everything).
 func startEverything(t *testing.T) string {
 	t.Helper()
-	node := npmtest.Tool(t, "node")
-	dir := npmtest.Install(t, filepath.Join("testdata", "everything"))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(node, filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "streamableHttp")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	listening := make(chan struct{})
-	var once sync.Once
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "listening on port") {
-				once.Do(func() { close(listening) })
-			}
-		}
-	}()
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the everything server did not start listening within 30 s")
-	}
-	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	return upstreamtest.Everything(t, filepath.Join("testdata", "everything"))
 }
 
 // TestEverythingServer discovers the official reference server and calls

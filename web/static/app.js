@@ -42,6 +42,19 @@
       else if (type === 'days') { if (v === '') return; v = new Date(Date.now() + Number(v) * 86400000).toISOString(); }
       setPath(body, el.name, v);
     });
+    // data-pairs="<name>": rows whose fields have no name of their own, a
+    // key ([data-pair-key]) and a value ([data-pair-value]) each, become one
+    // object (credential headers, tool aliases); a row without a key is
+    // left out.
+    form.querySelectorAll('[data-pairs]').forEach(function (box) {
+      var o = {};
+      box.querySelectorAll('[data-pair]').forEach(function (row) {
+        var k = row.querySelector('[data-pair-key]'), v = row.querySelector('[data-pair-value]');
+        var key = k ? k.value.trim() : '';
+        if (key) o[key] = v ? v.value : '';
+      });
+      setPath(body, box.dataset.pairs, o);
+    });
     return body;
   }
 

@@ -1,0 +1,171 @@
+package mcpgate
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// An upstream server is a remote MCP server (streamable HTTP) a workspace
+// adds as a connector of its own: the gateway is its client, discovers its
+// tools, and publishes them under the workspace's policy. Its credential
+// headers are sealed in the vault and answered only as hints.
+
+// ServerHealth says how the gateway's last exchange with a server went.
+type ServerHealth string
+
+// The health states.
+const (
+	// HealthOK: the last discovery reached the server and understood it.
+	HealthOK ServerHealth = "ok"
+	// HealthError: the last discovery failed; LastError says why.
+	HealthError ServerHealth = "error"
+)
+
+// Server is an upstream MCP server as the API and the dashboard show it.
+type Server struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	// Headers are the credential headers by name, each with a hint of its
+	// value; the value is never answered.
+	Headers          []HeaderHint `json:"headers"`
+	Enabled          bool         `json:"enabled"`
+	Health           ServerHealth `json:"health"`
+	LastError        string       `json:"last_error,omitempty"`
+	LastDiscoveredAt *time.Time   `json:"last_discovered_at,omitempty"`
+	ProtocolVersion  string       `json:"protocol_version,omitempty"`
+	// ServerInfo is the name and version the server gave in initialize.
+	ServerInfo ServerInfo `json:"server_info"`
+	// ToolCount counts the tools the last discovery listed; EnabledTools
+	// those of them turned on; Quarantined those whose definition changed
+	// after an admin trusted it, waiting for an admin's approval.
+	ToolCount    int `json:"tool_count"`
+	EnabledTools int `json:"enabled_tools"`
+	Quarantined  int `json:"quarantined"`
+	// NameProblems counts tools that have no exposed name (too long, or
+	// taken): each needs an alias.
+	NameProblems int `json:"name_problems"`
+	// Tools are the server's tools; filled in when one server is read.
+	Tools     []ServerTool `json:"tools,omitempty"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
+}
+
+// ServerInfo is what a server says it is.
+type ServerInfo struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// HeaderHint names a credential header and hints at its value (its last
+// few characters), so an admin can tell two credentials apart.
+type HeaderHint struct {
+	Name string `json:"name"`
+	Hint string `json:"hint"`
+}
+
+// ServerTool is one tool of an upstream server as the workspace holds it.
+type ServerTool struct {
+	// Name is the tool's name as the server gave it.
+	Name string `json:"name"`
+	// ExposedName is the name the workspace endpoint publishes it under
+	// ("<server>_<tool>", or Alias); empty when it has none, and
+	// NameProblem says why.
+	ExposedName string `json:"exposed_name,omitempty"`
+	Alias       string `json:"alias,omitempty"`
+	NameProblem string `json:"name_problem,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Enabled     bool   `json:"enabled"`
+	// Approval is the call's approval mode, as for a connector's tools.
+	Approval Approval `json:"approval"`
+	// Pinned is set while an admin's trust in the definition stands: the
+	// definition it was given for is kept as a hash, and a changed one is
+	// quarantined.
+	Pinned bool `json:"pinned"`
+	// Quarantined tools are neither listed nor callable until an admin
+	// approves Change.
+	Quarantined bool `json:"quarantined"`
+	// Listed is false for a tool the last discovery no longer found; its
+	// settings and pin are kept in case it comes back.
+	Listed bool `json:"listed"`
+	// Annotations are the hints as declared: a nil hint was not declared,
+	// which is not the same as false.
+	Annotations ToolHints `json:"annotations"`
+	// Definition is the definition in force (the pinned one while
+	// quarantined), as the server gave it.
+	Definition json.RawMessage `json:"definition,omitempty"`
+	// Change is what a quarantined tool's new definition changes.
+	Change *ToolChange `json:"change,omitempty"`
+}
+
+// ToolHints are a tool's declared annotation hints; nil: not declared.
+type ToolHints struct {
+	ReadOnly    *bool `json:"readOnlyHint,omitempty"`
+	Destructive *bool `json:"destructiveHint,omitempty"`
+	Idempotent  *bool `json:"idempotentHint,omitempty"`
+	OpenWorld   *bool `json:"openWorldHint,omitempty"`
+}
+
+// ToolChange is a changed definition waiting for an admin: the members of
+// the definition that changed, every hint that now claims less risk, and
+// the new definition itself.
+type ToolChange struct {
+	Fields     []string        `json:"fields"`
+	Loosened   []HintLoosened  `json:"loosened,omitempty"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// HintLoosened is a hint whose new value claims less risk than the old
+// (nil: not declared).
+type HintLoosened struct {
+	Hint   string `json:"hint"`
+	Before *bool  `json:"before"`
+	After  *bool  `json:"after"`
+}
+
+// ServerInput adds a server. Headers carry its credential (none, or e.g.
+// Authorization or X-API-Key); their values are Secrets, so that no log or
+// error shows them. Aliases give exposed names to tools (by their own
+// name) whose generated one is too long or taken.
+type ServerInput struct {
+	Name    string            `json:"name"`
+	URL     string            `json:"url"`
+	Headers map[string]Secret `json:"headers"`
+	Aliases map[string]string `json:"aliases"`
+}
+
+// ServerUpdate changes a server; nil members are left as they are.
+// Headers, when given, is the whole new set: a header given with an empty
+// value keeps its stored value, a stored header left out is removed.
+// Aliases, when given, replaces every alias ("" removes one).
+type ServerUpdate struct {
+	URL     *string           `json:"url"`
+	Headers map[string]Secret `json:"headers"`
+	Aliases map[string]string `json:"aliases"`
+	Enabled *bool             `json:"enabled"`
+}
+
+// ServerService manages a workspace's upstream servers. Everyone in the
+// workspace may read them; owners and admins (under the workspace's
+// two-factor policy) change them. Adding, changing, enabling and
+// re-discovering a server connect to it, and what cannot be reached or
+// understood is refused with the reason, nothing stored.
+type ServerService interface {
+	Servers(ctx context.Context, a *Actor) ([]Server, error)
+	// Server returns one server with its tools.
+	Server(ctx context.Context, a *Actor, name string) (*Server, error)
+	AddServer(ctx context.Context, a *Actor, in ServerInput) (*Server, error)
+	UpdateServer(ctx context.Context, a *Actor, name string, upd ServerUpdate) (*Server, error)
+	RemoveServer(ctx context.Context, a *Actor, name string) error
+	// DiscoverServer lists the server's tools again. New tools arrive off
+	// (unless declared read-only); a tool an admin trusted whose
+	// definition changed is quarantined.
+	DiscoverServer(ctx context.Context, a *Actor, name string) (*Server, error)
+	// ApproveServerTool accepts a quarantined tool's new definition: it is
+	// pinned, and the tool is back as it was set.
+	ApproveServerTool(ctx context.Context, a *Actor, server, tool string) (*Server, error)
+	// SetServerTool turns a tool on or off and sets its approval mode.
+	// Turning one on pins its definition as it stands.
+	SetServerTool(ctx context.Context, a *Actor, server, tool string, upd ToolUpdate) (*Server, error)
+}

@@ -1,0 +1,121 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgate/mcpgate"
+)
+
+// fakeServers is a workspace's servers as the service would answer them.
+type fakeServers struct {
+	mcpgate.ServerService // any other method panics: the pages only read
+	servers               []mcpgate.Server
+}
+
+func (f *fakeServers) Servers(context.Context, *mcpgate.Actor) ([]mcpgate.Server, error) {
+	return f.servers, nil
+}
+
+func (f *fakeServers) Server(_ context.Context, _ *mcpgate.Actor, name string) (*mcpgate.Server, error) {
+	for i := range f.servers {
+		if f.servers[i].Name == name {
+			return &f.servers[i], nil
+		}
+	}
+	return nil, mcpgate.Errorf(mcpgate.ENotFound, "no upstream server of that name in this workspace")
+}
+
+func newFakeServers() *fakeServers {
+	yes, no := true, false
+	at := testNow.Add(-time.Hour)
+	return &fakeServers{servers: []mcpgate.Server{{
+		Name: "docs", URL: "https://mcp.example.com/mcp", Enabled: true, Health: mcpgate.HealthOK, LastDiscoveredAt: &at,
+		ProtocolVersion: "2025-11-25", ServerInfo: mcpgate.ServerInfo{Name: "Docs", Version: "1.0"},
+		Headers:   []mcpgate.HeaderHint{{Name: "Authorization", Hint: "…9f3c"}},
+		ToolCount: 3, EnabledTools: 1, Quarantined: 1, NameProblems: 1,
+		Tools: []mcpgate.ServerTool{
+			{Name: "search", ExposedName: "docs_search", Enabled: true, Approval: mcpgate.ApprovalNone, Pinned: true, Listed: true,
+				Annotations: mcpgate.ToolHints{ReadOnly: &yes}, Definition: json.RawMessage(`{"name":"search"}`)},
+			{Name: "remove", ExposedName: "docs_remove", Enabled: true, Approval: mcpgate.ApprovalHuman, Pinned: true, Quarantined: true, Listed: true,
+				Annotations: mcpgate.ToolHints{Destructive: &yes}, Definition: json.RawMessage(`{"name":"remove","description":"removes"}`),
+				Change: &mcpgate.ToolChange{Fields: []string{"description", "annotations"}, Definition: json.RawMessage(`{"name":"remove","description":"removes <b>all</b>"}`),
+					Loosened: []mcpgate.HintLoosened{{Hint: "destructiveHint", Before: &yes, After: &no}}}},
+			{Name: strings.Repeat("x", 50), Listed: true, NameProblem: "is longer than 48 characters", Approval: mcpgate.ApprovalHuman,
+				Definition: json.RawMessage(`{"name":"x"}`)},
+		},
+	}, {Name: "down", URL: "https://down.example.com/mcp", Enabled: false, Health: mcpgate.HealthError, LastError: "the server cannot be reached"}}}
+}
+
+func mustServersHandler(t *testing.T, role mcpgate.Role) http.Handler {
+	t.Helper()
+	h, err := newHandler(Options{Services: newFake(role).services(), Servers: newFakeServers(),
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), PublicURL: "https://gw.example.com/", Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatalf("newHandler() err = %v", err)
+	}
+	return h
+}
+
+func TestServersPages_Admin(t *testing.T) {
+	h := mustServersHandler(t, mcpgate.RoleOwner)
+	res, body := get(t, h, "/app/w/ws1/servers", testUser)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("servers page = %d", res.StatusCode)
+	}
+	for _, want := range []string{`href="/app/w/ws1/servers/docs"`, "https://mcp.example.com/mcp", "1 of 3 on", "1 to review",
+		`<span class="pill pill-paused">disabled</span>`, "the server cannot be reached", `data-api-path="/api/v1/workspaces/ws1/servers"`,
+		`data-pairs="headers"`, `aria-current="page">`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("servers page lacks %q", want)
+		}
+	}
+	res, body = get(t, h, "/app/w/ws1/servers/docs", testUser)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("server page = %d", res.StatusCode)
+	}
+	for _, want := range []string{
+		`data-api-path="/api/v1/workspaces/ws1/servers/docs/discover"`,
+		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/remove/approve"`,
+		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/search"`,
+		"removes &lt;b&gt;all&lt;/b&gt;", "description, annotations", "<code>destructiveHint</code> hint now claims less risk",
+		`placeholder="unchanged (…9f3c)"`, "No name: is longer than 48 characters", `data-pairs="aliases"`,
+		`<span class="tag">readOnly: true</span>`, "Docs 1.0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("server page lacks %q", want)
+		}
+	}
+	if res, _ := get(t, h, "/app/w/ws1/servers/nope", testUser); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown server page = %d, want 404", res.StatusCode)
+	}
+}
+
+func TestServersPages_MemberReadsOnly(t *testing.T) {
+	h := mustServersHandler(t, mcpgate.RoleMember)
+	for _, path := range []string{"/app/w/ws1/servers", "/app/w/ws1/servers/docs"} {
+		res, body := get(t, h, path, testUser)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d", path, res.StatusCode)
+		}
+		if strings.Contains(body, "data-api-path=\"/api/v1/workspaces/ws1/servers") {
+			t.Errorf("%s offers a member a change", path)
+		}
+	}
+}
+
+// Without a server service the pages and the navigation entry are absent.
+func TestServersPages_AbsentWithoutService(t *testing.T) {
+	h := mustHandler(t, newFake(mcpgate.RoleOwner))
+	if res, _ := get(t, h, "/app/w/ws1/servers", testUser); res.StatusCode != http.StatusNotFound {
+		t.Errorf("servers page without the service = %d, want 404", res.StatusCode)
+	}
+	if _, body := get(t, h, "/app/w/ws1", testUser); strings.Contains(body, "/servers") {
+		t.Errorf("navigation links to servers without the service")
+	}
+}
