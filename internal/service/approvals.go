@@ -326,6 +326,9 @@ func (s *Service) decide(ctx context.Context, a *mcpgate.Actor, id string, appro
 		action = mcpgate.ActionApprovalApproved
 	}
 	s.record(ctx, approvalEvent(a, action, after))
+	// The calls waiting here hear it at once; those on other replicas
+	// through the decision's notification.
+	s.waits.wake(a.WorkspaceID, id)
 	s.notifyApproval(ctx, string(action), after)
 	return after, nil
 }

@@ -104,6 +104,9 @@ type Options struct {
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).
 	ApprovalKey []byte
+	// WaitTimer makes the timers of calls waiting for a person's decision
+	// (default: real timers; tests fire their own).
+	WaitTimer WaitTimer
 }
 
 // The defaults of the settings the services enforce (serve's
@@ -152,6 +155,8 @@ type Service struct {
 	argsKey  []byte
 
 	policies *trustcache.Cache[*workspacePolicy] // by workspace id
+	// waits are the calls of this replica waiting for a person's decision.
+	waits approvalWaits
 
 	// beforeCache, when set (tests), runs between a cache load's read and
 	// its store, to stage a race with an invalidation.
