@@ -97,7 +97,8 @@ func (g *Gateway) approvalRetry(ctx context.Context, req *sdk.CallToolRequest, a
 }
 
 // askApproval answers a call that now waits for a person.
-func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *mcpgate.ApprovalRequiredError) *sdk.CallToolResult {
+// A note, when set, says why the call did not wait for the decision.
+func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *mcpgate.ApprovalRequiredError, note string) *sdk.CallToolResult {
 	ap, t := need.Approval, need.Tool
 	if req.ProtocolVersion() >= mrtrProtocol {
 		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil && c.Elicitation.URL != nil {
@@ -114,6 +115,9 @@ func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *
 		"Tell the user: \"Please open %s to check and approve (or deny) this: %s\" After they tell you they approved it, call %s "+
 		"again with exactly the same arguments plus \"approval_id\": %q. The approval works once and expires at %s (%d minutes). "+
 		"You cannot approve it yourself.", ap.URL, ap.Summary, t.Name, ap.ID, exp, int(mcpgate.ApprovalTTL/time.Minute))
+	if note != "" {
+		words += " (" + note + ")"
+	}
 	out := map[string]any{
 		"status":       "approval_required",
 		"done":         false,
@@ -124,6 +128,9 @@ func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *
 		"approval_url": ap.URL,
 		"expires_at":   exp,
 		"next_step":    words,
+	}
+	if note != "" {
+		out["not_waited"] = note
 	}
 	b, _ := json.Marshal(out)
 	return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: words}}}
