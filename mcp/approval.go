@@ -36,7 +36,9 @@ const (
 const approvalInstructions = `Some calls need a person to approve them in the mcpgate dashboard: such a call returns
 status approval_required with an approval_url and an approval_id instead of acting. Ask the user
 to open the URL and approve or deny it there; only after they say they approved, call the same
-tool again with the same arguments plus that approval_id. You cannot approve it yourself.`
+tool again with the same arguments plus that approval_id. You cannot approve it yourself.
+A workspace may have such a call wait up to a minute for the decision: if a person approves
+meanwhile, the call returns the tool's real result; if they deny it, an error saying so.`
 
 // mintApprovalState signs the approval id for the retry of a URL-mode input
 // request, bound to the workspace, credential (key or grant), user and tool.
