@@ -98,18 +98,26 @@ func (g *Gateway) approvalRetry(ctx context.Context, req *sdk.CallToolRequest, a
 	return id, nil, true
 }
 
+// asksByURL reports whether a call's client gets an approval as a URL-mode
+// input request: it speaks 2026-07-28 and declares URL elicitation.
+func asksByURL(req *sdk.CallToolRequest) bool {
+	if req.ProtocolVersion() < mrtrProtocol {
+		return false
+	}
+	c := req.ClientCapabilities()
+	return c != nil && c.Elicitation != nil && c.Elicitation.URL != nil
+}
+
 // askApproval answers a call that now waits for a person.
 // A note, when set, says why the call did not wait for the decision.
 func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *mcpgate.ApprovalRequiredError, note string) *sdk.CallToolResult {
 	ap, t := need.Approval, need.Tool
-	if req.ProtocolVersion() >= mrtrProtocol {
-		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil && c.Elicitation.URL != nil {
-			return &sdk.CallToolResult{
-				InputRequests: sdk.InputRequestMap{approvalInput: &sdk.ElicitParams{Mode: "url", URL: ap.URL, ElicitationID: ap.ID,
-					Message: "A person must approve this in the mcpgate dashboard before it runs: " + ap.Summary +
-						" Open the page, check it, and approve or deny it there; then come back here."}},
-				RequestState: g.mintApprovalState(a, t.Name, ap),
-			}
+	if asksByURL(req) {
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{approvalInput: &sdk.ElicitParams{Mode: "url", URL: ap.URL, ElicitationID: ap.ID,
+				Message: "A person must approve this in the mcpgate dashboard before it runs: " + ap.Summary +
+					" Open the page, check it, and approve or deny it there; then come back here."}},
+			RequestState: g.mintApprovalState(a, t.Name, ap),
 		}
 	}
 	exp := ap.ExpiresAt.UTC().Format(time.RFC3339)
@@ -118,7 +126,7 @@ func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *
 		"again with exactly the same arguments plus \"approval_id\": %q. The approval works once and expires at %s (%d minutes). "+
 		"You cannot approve it yourself.", ap.URL, ap.Summary, t.Name, ap.ID, exp, int(mcpgate.ApprovalTTL/time.Minute))
 	if note != "" {
-		words += " (" + note + ")"
+		words += " " + note
 	}
 	out := map[string]any{
 		"status":       "approval_required",

@@ -40,7 +40,10 @@ func requestContext(ctx context.Context) context.Context {
 // for the decision as long as the workspace allows.
 func (g *Gateway) awaitApproval(ctx context.Context, req *sdk.CallToolRequest, a *mcpgate.Actor, call mcpgate.ToolCall,
 	need *mcpgate.ApprovalRequiredError) *sdk.CallToolResult {
-	if g.opts.Approvals == nil {
+	if g.opts.Approvals == nil || asksByURL(req) {
+		// A client that gets the page as a URL-mode input request shows it
+		// at once and comes back by itself once the person is done: holding
+		// its call would only hide the page from the person meanwhile.
 		return g.askApproval(req, a, need, "")
 	}
 	waitCtx, cancel := context.WithCancel(ctx)

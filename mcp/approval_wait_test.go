@@ -305,3 +305,24 @@ func TestApprovalWait_Bounded(t *testing.T) {
 		t.Fatalf("sixth call = %q, want the link at once, saying it did not wait", testutil.ToolText(res))
 	}
 }
+
+// A client that gets the approval as a URL-mode input request gets it at
+// once, wait or not: it shows the page itself and comes back when the
+// person is done, and holding the call would hide the page meanwhile.
+func TestApprovalWait_URLElicitationAnswersAtOnce(t *testing.T) {
+	tg, _ := newWaitGateway(t)
+	key, _ := tg.AddKey(t, mcpgate.ScopeFull)
+	cs := tg.connect(t, key, "", &sdk.ClientOptions{
+		Capabilities:   &sdk.ClientCapabilities{Elicitation: &sdk.ElicitationCapabilities{URL: &sdk.URLElicitationCapabilities{}}},
+		MultiRoundTrip: &sdk.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			return &sdk.ElicitResult{Action: "accept"}, nil
+		}})
+	res := gwCall(t, cs, &sdk.CallToolParams{Name: "demo_delete", Arguments: map[string]any{"id": "x1"}})
+	if ir, ok := res.InputRequests["approval"].(*sdk.ElicitParams); !ok || ir.Mode != "url" {
+		t.Fatalf("call = %+v, want a URL-mode input request at once", res)
+	}
+	if n := tg.Service.ApprovalWaits(); n != 0 {
+		t.Errorf("ApprovalWaits() = %d, want 0", n)
+	}
+}
