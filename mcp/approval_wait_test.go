@@ -326,3 +326,24 @@ func TestApprovalWait_URLElicitationAnswersAtOnce(t *testing.T) {
 		t.Errorf("ApprovalWaits() = %d, want 0", n)
 	}
 }
+
+// A stop ends the wait with the link, not an error: nothing ran, and the
+// approval stays open for a retry on another replica.
+func TestApprovalWait_StopAnswersWithTheLink(t *testing.T) {
+	tg, _ := newWaitGateway(t)
+	key, _ := tg.AddKey(t, mcpgate.ScopeFull)
+	cs, progress := progressSession(t, tg, key, "2025-11-25")
+	done := callWaiting(t.Context(), cs, "x1")
+	id := firstProgress(t, progress, done)
+	tg.Gateway.BeginStop(0)
+	r := waitResult(t, done)
+	if r.err != nil || r.res.IsError {
+		t.Fatalf("call waiting at a stop = %v, %q; want the link", r.err, testutil.ToolText(r.res))
+	}
+	if out := r.res.StructuredContent.(map[string]any); out["status"] != "approval_required" || out["approval_id"] != id {
+		t.Fatalf("call waiting at a stop = %v, want approval_required for %s", out, id)
+	}
+	if ap, err := tg.Service.Approval(context.Background(), tg.Owner(), id); err != nil || ap.State != mcpgate.ApprovalPending {
+		t.Fatalf("approval after the stop = %+v, %v; want pending", ap, err)
+	}
+}
