@@ -171,3 +171,29 @@ func (e *ApprovalRequiredError) Unwrap() error {
 func (a *Actor) IsPerson() bool {
 	return a != nil && a.Source != SourceMCP && a.CredentialID() == "" && a.Role.Valid()
 }
+
+// MaxApprovalWaitSeconds bounds Workspace.ApprovalWaitSeconds: a call held
+// open longer than about a minute meets the idle timeouts of the proxies
+// and clients between the agent and the gateway, which would cut it with no
+// answer at all, where the link answer still reaches the agent.
+const MaxApprovalWaitSeconds = 55
+
+// ApprovalWaiter holds a call that needs a person's approval open until a
+// person decides, for as long as the workspace's ApprovalWaitSeconds allows.
+type ApprovalWaiter interface {
+	// AwaitApproval waits for a decision on ap, the request the actor's
+	// call has just opened, without holding a database connection: it
+	// learns of the decision from whichever replica it is made on. It
+	// returns the request's state when the wait ended: approved or denied
+	// (or expired or used) when it was decided; pending when the workspace
+	// sets no wait, nobody decided in time, or ctx ended. The request
+	// stays as it is in every case; the caller spends it (or not) with the
+	// call's ApprovalID. An error means no wait happened (too many calls
+	// already wait, or the request could not be read) and says why in
+	// words for the caller.
+	//
+	// progress, when set, is called as the wait begins and every few
+	// seconds after, with the time waited and the whole wait; an error
+	// from it (the client went away) ends the wait as pending.
+	AwaitApproval(ctx context.Context, a *Actor, ap *ApprovalRequest, progress func(waited, wait time.Duration) error) (ApprovalState, error)
+}

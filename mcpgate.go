@@ -61,6 +61,11 @@ type Workspace struct {
 	// approval request must be someone other than the person whose key or
 	// app asked for it.
 	ApprovalFourEyes bool `json:"approval_four_eyes"`
+	// ApprovalWaitSeconds is how long a tool call that needs a person's
+	// approval holds open for the decision before it answers with the
+	// approval's link (0: it answers at once; at most
+	// MaxApprovalWaitSeconds).
+	ApprovalWaitSeconds int `json:"approval_wait_seconds"`
 	// Role is the viewing user's role in it, where it was read for a user.
 	Role Role `json:"role,omitempty"`
 }

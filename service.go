@@ -159,6 +159,9 @@ type WorkspaceService interface {
 type WorkspaceUpdate struct {
 	RequireTwoFactor *bool
 	ApprovalFourEyes *bool
+	// ApprovalWaitSeconds is Workspace.ApprovalWaitSeconds, 0 to
+	// MaxApprovalWaitSeconds.
+	ApprovalWaitSeconds *int
 }
 
 // KeyService manages MCP keys.

@@ -369,7 +369,7 @@ func TestMe_Shape(t *testing.T) {
 	if !ok || len(ws) != 1 {
 		t.Fatalf("/me workspaces = %v, want a list of one", got["workspaces"])
 	}
-	if diff := cmp.Diff([]string{"approval_four_eyes", "created_at", "id", "name", "personal", "require_two_factor", "role"}, keys(ws[0])); diff != "" {
+	if diff := cmp.Diff([]string{"approval_four_eyes", "approval_wait_seconds", "created_at", "id", "name", "personal", "require_two_factor", "role"}, keys(ws[0])); diff != "" {
 		t.Errorf("/me workspace keys (-want +got):\n%s", diff)
 	}
 	user := got["user"].(map[string]any)

@@ -44,15 +44,16 @@ func (s *Server) handleWorkspaceGet(r *http.Request) (reply, error) {
 }
 
 type workspaceUpdate struct {
-	RequireTwoFactor *bool `json:"require_two_factor"`
-	ApprovalFourEyes *bool `json:"approval_four_eyes"`
+	RequireTwoFactor    *bool `json:"require_two_factor"`
+	ApprovalFourEyes    *bool `json:"approval_four_eyes"`
+	ApprovalWaitSeconds *int  `json:"approval_wait_seconds"`
 }
 
 // handleWorkspaceUpdate is PATCH /workspaces/{ws}: the workspace's settings
 // (owners only; the service decides).
 func (s *Server) handleWorkspaceUpdate(r *http.Request, req workspaceUpdate) (reply, error) {
 	ws, err := s.svc.Workspaces.UpdateWorkspace(r.Context(), actorFrom(r), mcpgate.WorkspaceUpdate{RequireTwoFactor: req.RequireTwoFactor,
-		ApprovalFourEyes: req.ApprovalFourEyes})
+		ApprovalFourEyes: req.ApprovalFourEyes, ApprovalWaitSeconds: req.ApprovalWaitSeconds})
 	return ok(ws), err
 }
 

@@ -36,7 +36,9 @@ const (
 const approvalInstructions = `Some calls need a person to approve them in the mcpgate dashboard: such a call returns
 status approval_required with an approval_url and an approval_id instead of acting. Ask the user
 to open the URL and approve or deny it there; only after they say they approved, call the same
-tool again with the same arguments plus that approval_id. You cannot approve it yourself.`
+tool again with the same arguments plus that approval_id. You cannot approve it yourself.
+A workspace may have such a call wait up to a minute for the decision: if a person approves
+meanwhile, the call returns the tool's real result; if they deny it, an error saying so.`
 
 // mintApprovalState signs the approval id for the retry of a URL-mode input
 // request, bound to the workspace, credential (key or grant), user and tool.
@@ -96,17 +98,26 @@ func (g *Gateway) approvalRetry(ctx context.Context, req *sdk.CallToolRequest, a
 	return id, nil, true
 }
 
+// asksByURL reports whether a call's client gets an approval as a URL-mode
+// input request: it speaks 2026-07-28 and declares URL elicitation.
+func asksByURL(req *sdk.CallToolRequest) bool {
+	if req.ProtocolVersion() < mrtrProtocol {
+		return false
+	}
+	c := req.ClientCapabilities()
+	return c != nil && c.Elicitation != nil && c.Elicitation.URL != nil
+}
+
 // askApproval answers a call that now waits for a person.
-func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *mcpgate.ApprovalRequiredError) *sdk.CallToolResult {
+// A note, when set, says why the call did not wait for the decision.
+func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *mcpgate.ApprovalRequiredError, note string) *sdk.CallToolResult {
 	ap, t := need.Approval, need.Tool
-	if req.ProtocolVersion() >= mrtrProtocol {
-		if c := req.ClientCapabilities(); c != nil && c.Elicitation != nil && c.Elicitation.URL != nil {
-			return &sdk.CallToolResult{
-				InputRequests: sdk.InputRequestMap{approvalInput: &sdk.ElicitParams{Mode: "url", URL: ap.URL, ElicitationID: ap.ID,
-					Message: "A person must approve this in the mcpgate dashboard before it runs: " + ap.Summary +
-						" Open the page, check it, and approve or deny it there; then come back here."}},
-				RequestState: g.mintApprovalState(a, t.Name, ap),
-			}
+	if asksByURL(req) {
+		return &sdk.CallToolResult{
+			InputRequests: sdk.InputRequestMap{approvalInput: &sdk.ElicitParams{Mode: "url", URL: ap.URL, ElicitationID: ap.ID,
+				Message: "A person must approve this in the mcpgate dashboard before it runs: " + ap.Summary +
+					" Open the page, check it, and approve or deny it there; then come back here."}},
+			RequestState: g.mintApprovalState(a, t.Name, ap),
 		}
 	}
 	exp := ap.ExpiresAt.UTC().Format(time.RFC3339)
@@ -114,6 +125,9 @@ func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *
 		"Tell the user: \"Please open %s to check and approve (or deny) this: %s\" After they tell you they approved it, call %s "+
 		"again with exactly the same arguments plus \"approval_id\": %q. The approval works once and expires at %s (%d minutes). "+
 		"You cannot approve it yourself.", ap.URL, ap.Summary, t.Name, ap.ID, exp, int(mcpgate.ApprovalTTL/time.Minute))
+	if note != "" {
+		words += " " + note
+	}
 	out := map[string]any{
 		"status":       "approval_required",
 		"done":         false,
@@ -124,6 +138,9 @@ func (g *Gateway) askApproval(req *sdk.CallToolRequest, a *mcpgate.Actor, need *
 		"approval_url": ap.URL,
 		"expires_at":   exp,
 		"next_step":    words,
+	}
+	if note != "" {
+		out["not_waited"] = note
 	}
 	b, _ := json.Marshal(out)
 	return &sdk.CallToolResult{StructuredContent: json.RawMessage(b), Content: []sdk.Content{&sdk.TextContent{Text: words}}}

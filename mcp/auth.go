@@ -150,7 +150,7 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		streamable.ServeHTTP(w, r.WithContext(withServer(r.Context(), srv)))
+		streamable.ServeHTTP(w, r.WithContext(withServer(withRequestContext(r.Context()), srv)))
 	})
 }
 

@@ -49,7 +49,7 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	call := mcpgate.ToolCall{Tool: tool, Arguments: raw, ApprovalID: approvalID}
 	out, err := g.opts.Tools.CallTool(ctx, a, call)
 	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
-		return g.askApproval(req, a, need), nil
+		return g.awaitApproval(ctx, req, a, call, need), nil
 	}
 	if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 		if res := g.confirm(ctx, req, a, confirm, token); res != nil {

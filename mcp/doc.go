@@ -13,7 +13,10 @@
 // only the MCP side: for a confirmation, a signed, single-use token for the
 // two-step flow, or a form input request for 2026-07-28 clients; for an
 // approval, words for the model with the dashboard URL and approval_id, or a
-// URL-mode input request for 2026-07-28 clients that declare it. Server
+// URL-mode input request for 2026-07-28 clients that declare it; where the
+// workspace sets an approval wait, the call first holds open for the
+// decision (approval_wait.go), with progress notifications, and returns the
+// real result in the same call once a person approved it. Server
 // instructions and prompts come from the connectors.
 //
 // Two HTTP answers are its own. A read-only OAuth grant calling a tool that

@@ -39,6 +39,8 @@ type FixtureOptions struct {
 	// per-person and per-workspace limits (default: the gateway's).
 	UserRate, WorkspaceRate   rate.Limit
 	UserBurst, WorkspaceBurst int
+	// WaitTimer makes the timers of approval waits (default: real ones).
+	WaitTimer service.WaitTimer
 }
 
 // Fixture is one workspace with its owner, served over HTTP.
@@ -58,7 +60,7 @@ type Fixture struct {
 func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
 	env := servicetest.New(tb, service.Options{Registry: o.Registry, Audit: o.Audit,
-		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now})
+		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now, WaitTimer: o.WaitTimer})
 	u, owner := env.NewUser(tb, "owner@example.com")
 	f := &Fixture{DB: env.DB, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
 	f.Keys = auth.NewKeys(auth.KeysOptions{Store: env.DB, Trust: env.Service.CacheTrust(), Now: o.Now})
@@ -74,7 +76,7 @@ func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	if audit == nil {
 		audit = env.Audit
 	}
-	f.Gateway = New(Options{Tools: f.Service.Tools, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
+	f.Gateway = New(Options{Tools: f.Service.Tools, Approvals: f.Service.Approvals, Registry: o.Registry, Authenticators: []mcpgate.Authenticator{f.Keys},
 		Tokens: env.DB, Audit: audit, PublicURL: "http://gateway.test", Version: "test",
 		ConfirmationSecret: []byte("fixture-confirmation-secret-0123456789"), Now: o.Now,
 		KeyRate: o.KeyRate, KeyBurst: o.KeyBurst,

@@ -49,6 +49,10 @@ func (nopAuditor) Record(context.Context, mcpgate.AuditEvent) {}
 type Options struct {
 	// Tools lists and runs the workspace's tools under its policy.
 	Tools mcpgate.ToolService
+	// Approvals, when set, holds a call that needs a person's approval
+	// open for the decision, as long as the workspace allows
+	// (approval_wait.go); nil answers such a call with the link at once.
+	Approvals mcpgate.ApprovalWaiter
 	// Registry gives each tool's schemas and each connector's instructions
 	// and prompts.
 	Registry *connectors.Registry

@@ -183,6 +183,7 @@ func (h *handler) parseTemplates() error {
 		"guardrailLabels":  h.guardrailLabels,
 		"connectionsTitle": h.connectionsTitle,
 		"hostOf":           hostOf,
+		"maxApprovalWait":  func() int { return mcpgate.MaxApprovalWaitSeconds },
 	}
 	h.pages = map[string]*template.Template{}
 	for _, name := range pageFiles {

@@ -208,7 +208,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	// The login page an authorization request starts with names its app.
 	dashboard.SetOAuthApp(gw.OAuth.AppName)
 	gw.MCP = mcp.New(mcp.Options{
-		Tools: set.Tools, Registry: registry, Tokens: db,
+		Tools: set.Tools, Approvals: set.Approvals, Registry: registry, Tokens: db,
 		// Access tokens first: the key authenticator refuses any bearer
 		// that is not a key, and an access token is not one.
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
@@ -245,8 +245,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			case store.InvalidateReplicas: // a replica joined or left
 				members.Refresh()
 				return
-			case "": // notifications may have been missed, a join or leave too
+			case store.InvalidateApproval: // a person decided: the calls waiting here read it
+				gw.Service.WakeApprovalWaits(inv.WorkspaceID, inv.ID)
+				return
+			case "": // notifications may have been missed, a join, a leave or a decision too
 				members.Refresh()
+				gw.Service.WakeApprovalWaits("", "")
 			}
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)

@@ -326,6 +326,9 @@ func (s *Approvals) decide(ctx context.Context, a *mcpgate.Actor, id string, app
 		action = mcpgate.ActionApprovalApproved
 	}
 	s.record(ctx, approvalEvent(a, action, after))
+	// The calls waiting here hear it at once; those on other replicas
+	// through the decision's notification.
+	s.waits.wake(a.WorkspaceID, id)
 	s.notifications.notifyApproval(ctx, string(action), after)
 	return after, nil
 }

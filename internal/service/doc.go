@@ -48,6 +48,12 @@
 // and approval) and a webhook handed to internal/webhook, whose attempts
 // come back through WebhookDone. Nothing in them fails the step.
 //
+// A call that needs a person's approval may wait for the decision
+// (approvals_wait.go, the workspace's approval_wait_seconds): AwaitApproval
+// holds no database connection, only a place in this replica's bounded list
+// of waits, woken by the decision's notification (WakeApprovalWaits, fed by
+// the wiring's listener) or by the decision made here.
+//
 // Outside the module it imports pquerna/otp; it never imports api, web or
 // mcp.
 //

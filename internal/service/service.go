@@ -104,6 +104,9 @@ type Options struct {
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).
 	ApprovalKey []byte
+	// WaitTimer makes the timers of calls waiting for a person's decision
+	// (default: real timers; tests fire their own).
+	WaitTimer WaitTimer
 }
 
 // The defaults of the settings the services enforce (serve's
@@ -159,6 +162,8 @@ type Service struct {
 	argsKey  []byte
 
 	policies *trustcache.Cache[*workspacePolicy] // by workspace id
+	// waits are the calls of this replica waiting for a person's decision.
+	waits approvalWaits
 
 	// beforeCache, when set (tests), runs between a cache load's read and
 	// its store, to stage a race with an invalidation.
@@ -195,6 +200,7 @@ var (
 	_ mcpgate.ToolService         = (*Tools)(nil)
 	_ mcpgate.GuardrailService    = (*Tools)(nil)
 	_ mcpgate.ApprovalService     = (*Approvals)(nil)
+	_ mcpgate.ApprovalWaiter      = (*Approvals)(nil)
 	_ mcpgate.NotificationService = (*Notifications)(nil)
 	_ mcpgate.AuditService        = (*Audit)(nil)
 	_ mcpgate.ResourceService     = (*Resources)(nil)

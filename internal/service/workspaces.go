@@ -219,7 +219,10 @@ func (s *Workspaces) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mc
 	if a.Role != mcpgate.RoleOwner {
 		return nil, mcpgate.Errorf(mcpgate.EForbidden, "only a workspace owner can change its settings")
 	}
-	if u.RequireTwoFactor != nil || u.ApprovalFourEyes != nil {
+	if err := checkApprovalWait(u.ApprovalWaitSeconds); err != nil {
+		return nil, err
+	}
+	if u.RequireTwoFactor != nil || u.ApprovalFourEyes != nil || u.ApprovalWaitSeconds != nil {
 		if err := s.requireTwoFactor(ctx, a); err != nil {
 			return nil, err
 		}
@@ -234,6 +237,11 @@ func (s *Workspaces) UpdateWorkspace(ctx context.Context, a *mcpgate.Actor, u mc
 			return nil, err
 		}
 		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionWorkspaceUpdated, map[string]any{"approval_four_eyes": *u.ApprovalFourEyes}))
+	}
+	if u.ApprovalWaitSeconds != nil {
+		if err := s.setApprovalWait(ctx, a, *u.ApprovalWaitSeconds); err != nil {
+			return nil, err
+		}
 	}
 	return s.db.FindMembership(ctx, a.WorkspaceID, a.UserID)
 }

@@ -131,8 +131,8 @@ const pendingApprovalsSQL = `SELECT count(*) FROM approvals
 
 // DecideApproval moves a pending, unexpired request to approved or denied
 // by userID, in one statement, so that two people deciding at once on two
-// replicas cannot both win. It reports false when the request was not
-// pending (or had expired).
+// replicas cannot both win, and tells every replica (InvalidateApproval). It
+// reports false when the request was not pending (or had expired).
 func (db *DB) DecideApproval(ctx context.Context, workspaceID, id, userID string, approve bool, now time.Time) (bool, error) {
 	if !isUUID(id) {
 		return false, nil
@@ -141,13 +141,23 @@ func (db *DB) DecideApproval(ctx context.Context, workspaceID, id, userID string
 	if approve {
 		state = mcpgate.ApprovalApproved
 	}
-	tag, err := db.Pool.Exec(ctx, `UPDATE approvals SET state = $4, decided_by = $3, decided_at = $5
-		WHERE workspace_id = $1 AND id = $2 AND state = 'pending' AND expires_at > $5`,
-		workspaceID, id, userID, string(state), now)
+	var decided bool
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE approvals SET state = $4, decided_by = $3, decided_at = $5
+			WHERE workspace_id = $1 AND id = $2 AND state = 'pending' AND expires_at > $5`,
+			workspaceID, id, userID, string(state), now)
+		if err != nil || tag.RowsAffected() != 1 {
+			return err
+		}
+		decided = true
+		// The calls waiting for this decision, on any replica, hear of it
+		// at commit (see notify).
+		return notifyApproval(ctx, tx, workspaceID, id)
+	})
 	if err != nil {
 		return false, mapError(err, "")
 	}
-	return tag.RowsAffected() == 1, nil
+	return decided, nil
 }
 
 // ExpireApproval marks a pending or approved request past its expiry as

@@ -17,11 +17,16 @@ import (
 // hears that cached keys or tool policies of a workspace changed.
 const InvalidationChannel = "mcpgate_invalidate"
 
-// Invalidation kinds carried in a notification's payload ("<kind>:<workspace>").
+// Invalidation kinds carried in a notification's payload ("<kind>:<workspace>",
+// or "<kind>:<workspace>:<id>" for a kind about one row).
 const (
 	InvalidateKeys   = "keys"
 	InvalidatePolicy = "policy"
 	InvalidateConn   = "conn"
+	// InvalidateApproval says that a person decided an approval request
+	// (Invalidation.ID): the calls waiting for it, on whichever replica,
+	// read it again. It drops no cache.
+	InvalidateApproval = "approval"
 )
 
 func notify(ctx context.Context, tx pgx.Tx, kind, workspaceID string) error {
@@ -42,6 +47,16 @@ func notifyKeys(ctx context.Context, tx pgx.Tx, workspaceID string) error {
 type Invalidation struct {
 	Kind        string
 	WorkspaceID string
+	// ID is the row a kind about one row names (InvalidateApproval).
+	ID string
+}
+
+// parseInvalidation reads a payload. Workspace ids are UUIDs, which hold no
+// ":", so the third part is the row's id.
+func parseInvalidation(payload string) Invalidation {
+	kind, rest, _ := strings.Cut(payload, ":")
+	ws, id, _ := strings.Cut(rest, ":")
+	return Invalidation{Kind: kind, WorkspaceID: ws, ID: id}
 }
 
 // listenRetry is the longest wait between two attempts to get the listener
@@ -131,8 +146,7 @@ func (db *DB) listenOnce(ctx context.Context, connected func(), fn func(Invalida
 		cancel()
 		switch {
 		case err == nil:
-			kind, ws, _ := strings.Cut(n.Payload, ":")
-			fn(Invalidation{Kind: kind, WorkspaceID: ws})
+			fn(parseInvalidation(n.Payload))
 			continue
 		case ctx.Err() != nil:
 			return ctx.Err()

@@ -37,16 +37,16 @@ func (db *DB) CreateWorkspace(ctx context.Context, ownerID, name string) (*mcpga
 // WorkspacesOfUser lists the workspaces the user belongs to, with their role.
 func (db *DB) WorkspacesOfUser(ctx context.Context, userID string) ([]mcpgate.Workspace, error) {
 	return listRows(ctx, db, scanMembership, `
-		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, w.approval_wait_seconds, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.user_id = $1 ORDER BY w.personal DESC, w.created_at`, userID)
 }
 
 // scanMembership reads a workspace as one member sees it: id, name,
-// personal, created_at, require_two_factor, approval_four_eyes and the
-// member's role.
+// personal, created_at, require_two_factor, approval_four_eyes,
+// approval_wait_seconds and the member's role.
 func scanMembership(r pgx.Row, w *mcpgate.Workspace) error {
-	return r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes, &w.Role)
+	return r.Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes, &w.ApprovalWaitSeconds, &w.Role)
 }
 
 // FindMembership returns the workspace as seen by the user, with their role.
@@ -58,7 +58,7 @@ func (db *DB) FindMembership(ctx context.Context, workspaceID, userID string) (*
 	}
 	var w mcpgate.Workspace
 	err := scanMembership(db.Pool.QueryRow(ctx, `
-		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, m.role
+		SELECT w.id, w.name, w.personal, w.created_at, w.require_two_factor, w.approval_four_eyes, w.approval_wait_seconds, m.role
 		FROM members m JOIN workspaces w ON w.id = m.workspace_id
 		WHERE m.workspace_id = $1 AND m.user_id = $2`, workspaceID, userID), &w)
 	if err != nil {
@@ -256,8 +256,9 @@ func acceptInvitation(ctx context.Context, tx pgx.Tx, tokenHash []byte, userID, 
 		return nil, mcpgate.Errorf(mcpgate.EConflict, "you are already a member of this workspace")
 	}
 	var w mcpgate.Workspace
-	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at, require_two_factor, approval_four_eyes FROM workspaces WHERE id = $1`, wsID).
-		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes)
+	err = tx.QueryRow(ctx, `SELECT id, name, personal, created_at, require_two_factor, approval_four_eyes, approval_wait_seconds
+		FROM workspaces WHERE id = $1`, wsID).
+		Scan(&w.ID, &w.Name, &w.Personal, &w.CreatedAt, &w.RequireTwoFactor, &w.ApprovalFourEyes, &w.ApprovalWaitSeconds)
 	w.Role = role
 	return &w, err
 }
