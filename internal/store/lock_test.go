@@ -24,11 +24,16 @@ func TestLocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(second.Close)
+	// The short waits are for what must fail; what must succeed goes
+	// through patient Lockers on the same pools (they share the pools'
+	// slots), since opening a connection may alone take longer than 50 ms on
+	// a busy machine, which the short wait would report as no slot.
 	mine, theirs := db.NewLocker(50*time.Millisecond), second.NewLocker(50*time.Millisecond)
+	minePatient, theirsPatient := db.NewLocker(10*time.Second), second.NewLocker(10*time.Second)
 
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- mine.Do(ctx, "ana", func(ctx context.Context, h *store.Held) error {
+		done <- minePatient.Do(ctx, "ana", func(ctx context.Context, h *store.Held) error {
 			if err := h.Lock(ctx, "sandbox a"); err != nil {
 				return err
 			}
@@ -48,24 +53,24 @@ func TestLocker(t *testing.T) {
 			t.Errorf("the same key on another pool: err = %v, want ErrLockBusy", err)
 		}
 	}
-	if err := lock(theirs, "sandbox b"); err != nil {
+	if err := lock(theirsPatient, "sandbox b"); err != nil {
 		t.Errorf("another key: err = %v", err)
 	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := lock(theirs, "sandbox a"); err != nil {
+	if err := lock(theirsPatient, "sandbox a"); err != nil {
 		t.Errorf("after the holder returned: err = %v", err)
 	}
-	if err := mine.Do(ctx, "bo", func(context.Context, *store.Held) error { return nil }); err != nil {
+	if err := minePatient.Do(ctx, "bo", func(context.Context, *store.Held) error { return nil }); err != nil {
 		t.Errorf("work that takes no lock: err = %v", err)
 	}
 
 	// Every slot held, by as many people: the next one fails fast, and leaves
 	// the pool's other half to everything else.
 	slots := int(db.Pool.Config().MaxConns) / 2
-	letGo := hold(t, mine, slots, func(i int) string { return "person " + string(rune('a'+i)) })
+	letGo := hold(t, minePatient, slots, func(i int) string { return "person " + string(rune('a'+i)) })
 	err = lock(mine, "one more")
 	if !errors.Is(err, store.ErrLockSlots) || mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
 		t.Errorf("with every slot held: err = %v, want ErrLockSlots", err)
@@ -79,12 +84,12 @@ func TestLocker(t *testing.T) {
 	// One person holds at most a quarter of the slots: theirs wait, other
 	// people's do not.
 	share := max(slots/4, 1)
-	letGo = hold(t, mine, share, func(int) string { return "ana" })
+	letGo = hold(t, minePatient, share, func(int) string { return "ana" })
 	err = mine.Do(ctx, "ana", func(ctx context.Context, h *store.Held) error { return h.Lock(ctx, "ana's next") })
 	if !errors.Is(err, store.ErrLockShare) || mcpgate.ErrorCode(err) != mcpgate.ETooMany {
 		t.Errorf("past one person's share: err = %v, want ErrLockShare", err)
 	}
-	if err := lock(mine, "bo's"); err != nil {
+	if err := lock(minePatient, "bo's"); err != nil {
 		t.Errorf("another person while one holds their share: err = %v", err)
 	}
 	letGo()
