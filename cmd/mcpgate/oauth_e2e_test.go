@@ -85,7 +85,7 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 			"E2B_API_URL": o.simURL, "E2B_DASHBOARD_API_URL": o.simURL, "LOG_FORMAT": "json", "LOG_LEVEL": "debug",
 		}
 		in := mustServe(t, env)
-		o.replicas = append(o.replicas, &e2eReplica{log: in.logs, url: in.base, stop: func() { _ = in.stop(t) }})
+		o.replicas = append(o.replicas, &e2eReplica{log: in.logs, watch: in.watch, url: in.base, stop: func() { _ = in.stop(t) }})
 	}
 	backend, _ := url.Parse(o.replicas[0].url)
 	srv := &http.Server{Handler: httputil.NewSingleHostReverseProxy(backend), ReadHeaderTimeout: 10 * time.Second}
