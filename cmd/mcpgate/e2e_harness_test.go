@@ -4,8 +4,8 @@ package main
 // (serve) on 127.0.0.1:0 over a fresh test database, the E2B simulator behind
 // an httptest server, dashboard users driving the JSON API with a cookie jar
 // and the CSRF header, and go-sdk MCP clients. Every response body the tests
-// read from the gateway is recorded, so that the last test can prove no
-// secret ever left it.
+// read from the gateway is recorded, so that each test can end by proving
+// no secret ever left it (noSecretLeaks).
 
 import (
 	"bytes"

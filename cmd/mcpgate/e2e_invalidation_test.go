@@ -108,7 +108,7 @@ func (e *e2eEnv) waitApplied(t *testing.T, rs ...*e2eReplica) {
 		select {
 		case <-w:
 		case <-time.After(appliedWait):
-			t.Fatalf("replica %s never applied the fence (is its invalidation listener running? LOG_LEVEL must be debug)", rs[i].url)
+			t.Fatalf("replica %s never applied the fence (is its invalidation listener running? the replica must log JSON at debug level)", rs[i].url)
 		}
 	}
 }
