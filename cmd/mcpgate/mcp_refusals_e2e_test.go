@@ -46,6 +46,9 @@ func TestMCPEndToEnd_AuthRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Until(soon) + 100*time.Millisecond)
+		// The revoke was made on replica 1; replica 2 knows of it once it
+		// has applied its notification (not merely after the sleep).
+		e.waitApplied(t)
 
 		_, id, _ := mcpgate.NewMCPKey()
 		unknown, _, _ := mcpgate.NewMCPKey()
