@@ -1,11 +1,11 @@
 package main
 
-// The harness of the end-to-end tests (mcp_e2e_test.go): the real program
+// The harness of the end-to-end tests (mcp_*_e2e_test.go): the real program
 // (serve) on 127.0.0.1:0 over a fresh test database, the E2B simulator behind
 // an httptest server, dashboard users driving the JSON API with a cookie jar
 // and the CSRF header, and go-sdk MCP clients. Every response body the tests
-// read from the gateway is recorded, so that the last test can prove no
-// secret ever left it.
+// read from the gateway is recorded, so that each test can end by proving
+// no secret ever left it (noSecretLeaks).
 
 import (
 	"bytes"
@@ -83,9 +83,10 @@ func (e *e2eEnv) teamKey() string {
 
 // e2eReplica is one running serve.
 type e2eReplica struct {
-	url  string
-	log  *testutil.LockedBuffer
-	stop func()
+	url   string
+	log   *testutil.LockedBuffer
+	watch *logWatch
+	stop  func()
 }
 
 // startReplica runs serve in-process and waits until it listens.
@@ -100,7 +101,7 @@ func (e *e2eEnv) startReplica() *e2eReplica {
 	}
 	maps.Copy(env, e.env)
 	in := mustServe(t, env)
-	r := &e2eReplica{log: in.logs, url: in.base}
+	r := &e2eReplica{log: in.logs, watch: in.watch, url: in.base}
 	// Stopping early is safe; mustServe's cleanup reports serve's error.
 	r.stop = func() { _ = in.stop(t) }
 	return r
@@ -771,4 +772,71 @@ func (e *e2eEnv) rawMCP(t *testing.T, endpoint string, header http.Header, sourc
 // e2eConnectorURL rebases a key's connector URL onto a replica.
 func e2eConnectorURL(base string, k e2eKey) string {
 	return base + strings.TrimPrefix(k.ConnectorURL, e2ePublicURL)
+}
+
+// The tools the MCP end-to-end tests call most.
+const (
+	toolList   = "e2b_list_sandboxes"
+	toolCreate = "e2b_create_sandbox"
+	toolKill   = "e2b_kill_sandbox"
+)
+
+// mcpFixture is where each MCP end-to-end test starts, on a deployment of
+// its own: two replicas; alice and bob, each with a personal workspace
+// connected to an E2B team of their own and a full key made on replica 1;
+// and carol, a member (not an admin) of alice's workspace, with a key there.
+// Subtests that make many calls create keys of their own: each key has its
+// own rate limit (20/s, burst 40), and a connect costs requests too.
+type mcpFixture struct {
+	e                 *e2eEnv
+	r1, r2            *e2eReplica
+	alice, bob, carol *e2eUser
+	teamA, teamB      string
+	wsA, wsB          string
+	keyA, keyB, keyC  e2eKey
+}
+
+func newMCPFixture(t *testing.T) *mcpFixture {
+	t.Helper()
+	e := newE2EEnv(t, 2)
+	f := &mcpFixture{e: e, r1: e.replicas[0], r2: e.replicas[1]}
+	f.alice, f.teamA = e.signupWithE2B(f.r1.url, "alice@example.com")
+	f.bob, f.teamB = e.signupWithE2B(f.r1.url, "bob@example.com")
+	f.wsA, f.wsB = f.alice.personal, f.bob.personal
+	f.keyA = f.alice.createKey(f.wsA, "alice laptop", "full", nil)
+	f.keyB = f.bob.createKey(f.wsB, "bob laptop", "full", nil)
+	f.carol = e.signup(f.r1.url, "carol@example.com", f.alice.invite(f.wsA, "carol@example.com", "member"))
+	f.keyC = f.carol.createKey(f.wsA, "carol", "full", nil)
+	return f
+}
+
+// noSecretLeaks stops the replicas (a clean shutdown writes every queued
+// audit row and the last log lines) and fails t for every secret of the
+// deployment found in a response the tests read, in a replica's log or in a
+// table that could hold one. It returns those logs and tables.
+func (e *e2eEnv) noSecretLeaks(t *testing.T) map[string]string {
+	t.Helper()
+	for _, s := range e.sim.Secrets() {
+		e.rec.secret(s, "a secret the simulator issued or was given")
+	}
+	for _, r := range e.replicas {
+		r.stop()
+	}
+	extra := map[string]string{}
+	for i, r := range e.replicas {
+		extra[fmt.Sprintf("log of replica %d", i+1)] = r.log.String()
+	}
+	db := e.dbConn(t)
+	for _, table := range []string{"audit_log", "api_keys", "connections", "tool_policies", "spent_tokens"} {
+		var text string
+		if err := db.QueryRow(context.Background(),
+			`SELECT coalesce(string_agg(t::text, E'\n'), '') FROM `+table+` t`).Scan(&text); err != nil {
+			t.Fatalf("read %s: %v", table, err)
+		}
+		extra["table "+table] = text
+	}
+	for _, leak := range e.rec.leaks(extra) {
+		t.Error(leak)
+	}
+	return extra
 }

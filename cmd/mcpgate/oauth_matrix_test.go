@@ -38,8 +38,9 @@ import (
 var authorizeLine = regexp.MustCompile(`(?m)(http://\S+/oauth/authorize\?\S+)`)
 
 // expireAccessTokens makes a grant's access tokens unusable, as their hour
-// running out would, and tells every replica: the client's next call is
-// refused and it must refresh.
+// running out would, and tells every replica, returning once each has
+// dropped the tokens from its cache: the client's next call is refused and
+// it must refresh.
 func (o *oauthEnv) expireAccessTokens(t *testing.T, ws string) {
 	t.Helper()
 	db := o.dbConn(t)
@@ -50,6 +51,7 @@ func (o *oauthEnv) expireAccessTokens(t *testing.T, ws string) {
 	if _, err := db.Exec(context.Background(), `SELECT pg_notify('mcpgate_invalidate', 'grants:' || $1)`, ws); err != nil {
 		t.Fatal(err)
 	}
+	o.waitApplied(t)
 }
 
 // accessTokens counts the access tokens ever issued to a workspace's grants

@@ -47,8 +47,10 @@ func mustOpenStore(t *testing.T, dsn string) *store.DB {
 
 // serveInstance is serve running in the test process.
 type serveInstance struct {
-	base   string
-	logs   *testutil.LockedBuffer
+	base string
+	logs *testutil.LockedBuffer
+	// watch sees every line of the log as it is written.
+	watch  *logWatch
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -64,9 +66,9 @@ func mustServe(t *testing.T, env map[string]string) *serveInstance {
 		env["DATA_DIR"] = t.TempDir() // never the tree: the audit spool goes there
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	in := &serveInstance{logs: &testutil.LockedBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	in := &serveInstance{logs: &testutil.LockedBuffer{}, watch: &logWatch{}, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan string, 1)
-	go func() { in.done <- serve(ctx, nil, envOf(env), in.logs, ready) }()
+	go func() { in.done <- serve(ctx, nil, envOf(env), io.MultiWriter(in.logs, in.watch), ready) }()
 	select {
 	case addr := <-ready:
 		in.base = "http://" + addr

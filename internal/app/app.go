@@ -241,6 +241,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	listening := make(chan struct{})
 	gw.goBackground(func() {
 		db.Listen(ctx, log, listening, func(inv store.Invalidation) {
+			// Logged once every cache has dropped what it names, so that a
+			// reader of the log (an operator, the end-to-end tests) knows
+			// from when on this replica serves the change.
+			defer log.Debug("invalidation applied", "kind", inv.Kind, "workspace_id", inv.WorkspaceID)
 			switch inv.Kind {
 			case store.InvalidateReplicas: // a replica joined or left
 				members.Refresh()
