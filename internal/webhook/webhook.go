@@ -267,9 +267,10 @@ func (s *Sender) Close(ctx context.Context) {
 	s.closed = true
 	s.mu.Unlock()
 	s.stopLoop()
-	<-s.loopDone
+	// The loop may be in an attempt: it is waited for with the others,
+	// under the same deadline (closed is set, so nothing new starts).
 	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
+	go func() { s.inflight.Wait(); <-s.loopDone; close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -341,6 +342,11 @@ func (s *Sender) RunDue(ctx context.Context) (int, error) {
 	s.inflight.Add(1)
 	s.mu.Unlock()
 	defer s.inflight.Done()
+	// A claim still waiting on the database when Close's deadline passes
+	// gives up: Close waits for nothing unbounded.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(s.hard, cancel)()
 	ds, err := s.opts.Queue.Claim(ctx, s.owner, s.opts.Now(), s.opts.Lease, s.opts.Workers)
 	if err != nil {
 		return 0, fmt.Errorf("claim webhook deliveries: %w", err)

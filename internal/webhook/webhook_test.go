@@ -51,11 +51,12 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // memQueue is a Queue in memory (the store's, over Postgres, is tested in
 // internal/service): it hands out what is due and reports every outcome.
 type memQueue struct {
-	mu      sync.Mutex
-	claimed map[string]webhook.Delivery
-	waiting []webhook.Delivery
-	due     []time.Time
-	results chan webhook.Result
+	mu       sync.Mutex
+	claimed  map[string]webhook.Delivery
+	released []string
+	waiting  []webhook.Delivery
+	due      []time.Time
+	results  chan webhook.Result
 }
 
 func (q *memQueue) add(d webhook.Delivery) {
@@ -93,7 +94,12 @@ func (q *memQueue) Record(_ context.Context, _ string, r webhook.Result, next ti
 	return true, nil
 }
 
-func (q *memQueue) Release(context.Context, string, string, time.Time) error { return nil }
+func (q *memQueue) Release(_ context.Context, _ string, id string, _ time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.released = append(q.released, id)
+	return nil
+}
 
 func newSender(t *testing.T, nets []netip.Prefix) (*sender, <-chan webhook.Result) {
 	t.Helper()
@@ -219,5 +225,32 @@ func TestSender_RefusesInnerAddresses(t *testing.T) {
 	open, _ := newSender(t, loopback)
 	if err := open.CheckURL(ctx, ts.URL); err != nil {
 		t.Errorf("CheckURL(private network) = %v", err)
+	}
+}
+
+// TestSender_CloseCutsAttemptShort: a Close whose deadline has passed does
+// not wait for the background loop's attempt under way: it cuts it short
+// and gives the delivery back to the queue (not recorded as an attempt).
+func TestSender_CloseCutsAttemptShort(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer ts.Close()
+	defer close(release)
+	s, results := newSender(t, loopback)
+	_ = s.Send(webhook.Delivery{ID: "d1", URL: ts.URL, Body: []byte("{}"), Secret: "whsec-test"})
+	<-arrived
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Close(ctx)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if len(s.q.released) != 1 || s.q.released[0] != "d1" || len(results) != 0 {
+		t.Errorf("released %v, results %d: want d1 released and no attempt recorded", s.q.released, len(results))
 	}
 }
