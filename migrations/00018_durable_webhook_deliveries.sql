@@ -5,6 +5,7 @@
 -- replica claims a due delivery by setting claimed_by and claim_until in one
 -- statement (FOR UPDATE SKIP LOCKED), so two replicas never send the same
 -- attempt, and a claim whose replica died expires for another to take.
+-- A final outcome clears url and body (a Slack webhook's URL is its key).
 -- Rows from before this migration had no body: they cannot be sent again.
 ALTER TABLE webhook_deliveries
     ADD COLUMN url             text NOT NULL DEFAULT '',

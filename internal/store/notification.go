@@ -223,12 +223,15 @@ func (db *DB) ClaimDeliveries(ctx context.Context, owner string, now time.Time, 
 }
 
 // RecordDelivery stores an attempt's outcome and ends owner's claim; next
-// is when a pending delivery's next attempt is due. It reports false, and
+// is when a pending delivery's next attempt is due. A final outcome drops
+// the URL and the body, which only a next attempt needs: a Slack webhook's
+// URL is its key, and a replaced one should not linger in old rows. It reports false, and
 // changes nothing, when owner no longer holds the claim (it expired and
 // another replica took the delivery over).
 func (db *DB) RecordDelivery(ctx context.Context, owner string, d mcpgate.WebhookDelivery, next time.Time) (bool, error) {
 	tag, err := db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempts = $4, last_status = $5, last_error = $6,
 			next_attempt_at = CASE WHEN $3 = 'pending' THEN $7 ELSE next_attempt_at END,
+			url = CASE WHEN $3 = 'pending' THEN url ELSE '' END, body = CASE WHEN $3 = 'pending' THEN body ELSE ''::bytea END,
 			claimed_by = NULL, claim_until = NULL, updated_at = now()
 		WHERE id = $1 AND claimed_by = $2`, d.ID, owner, string(d.State), d.Attempts, d.LastStatus, d.LastError, next)
 	if err != nil {

@@ -136,4 +136,14 @@ func TestClaimDeliveries(t *testing.T) {
 	if list, _ := db.ListDeliveries(ctx, other); len(list) != 1 || list[0].ID == id {
 		t.Errorf("ListDeliveries(other) = %+v", list)
 	}
+	// Final: the URL and body, needed for no other attempt, are dropped.
+	if held, err := db.RecordDelivery(ctx, "b", mcpgate.WebhookDelivery{ID: id, State: mcpgate.DeliveryDelivered, Attempts: 2, LastStatus: 204},
+		time.Time{}); err != nil || !held {
+		t.Fatalf("RecordDelivery(final) = %v, %v", held, err)
+	}
+	var url string
+	var body []byte
+	if err := db.Pool.QueryRow(ctx, `SELECT url, body FROM webhook_deliveries WHERE id = $1`, id).Scan(&url, &body); err != nil || url != "" || len(body) != 0 {
+		t.Errorf("after the final attempt: url %q, body %q, %v", url, body, err)
+	}
 }
