@@ -361,3 +361,20 @@ func dumpRows(t *testing.T, db *store.DB) string {
 	}
 	return b.String()
 }
+
+// A delivery still waiting when its workspace removed the webhook fails
+// for good, audited, and is not sent anywhere.
+func TestDeliveries_WebhookRemoved(t *testing.T) {
+	f := newDurableFixture(t)
+	id := f.queue(t)
+	if _, err := f.svc.Notifications.SetNotifications(context.Background(), f.owner, mcpgate.NotificationInput{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRunDue(t, f.sender(t), 0)
+	if d := f.delivery(t, id); d.State != mcpgate.DeliveryFailed || !strings.Contains(d.LastError, "removed") {
+		t.Errorf("delivery = %+v", d)
+	}
+	if len(f.rv.received()) != 0 || f.audited(mcpgate.ActionNotificationFailed) != 1 {
+		t.Errorf("received %d, audit %+v", len(f.rv.received()), f.audit.Events())
+	}
+}
