@@ -89,7 +89,7 @@ type Options struct {
 	// approval webhooks and upstream MCP servers may reach.
 	PrivateNetworks []netip.Prefix
 	// Webhook, when set, tunes the approval webhooks' sender (tests: short
-	// backoff); PrivateNetworks, Logger and Done are the wiring's.
+	// backoff); PrivateNetworks, Logger and Queue are the wiring's.
 	Webhook webhook.Options
 	// DataDir holds the audit spool (DATA_DIR); empty runs without one.
 	DataDir string
@@ -187,7 +187,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		so.RequireVerifiedEmail = o.SignupVerify == "required"
 	}
 	wo := o.Webhook
-	wo.PrivateNetworks, wo.Logger, wo.Done = o.PrivateNetworks, log, deliveries.WebhookDone
+	// The deliveries wait in the database (Deliveries is the Queue): the
+	// sender claims, at start and every 30 s, those due that no live
+	// replica holds, so that a stop or a crash loses none.
+	wo.PrivateNetworks, wo.Logger, wo.Queue = o.PrivateNetworks, log, deliveries
 	gw.hooks = webhook.New(wo)
 	so.Webhooks = gw.hooks
 	gw.Service = service.New(so)
@@ -386,7 +389,7 @@ func (gw *Gateway) Close() {
 	if gw.mailer != nil {
 		gw.mailer.Close(ctx) // before the audit log, which records its outcomes
 	}
-	gw.hooks.Close(ctx) // so too the webhooks
+	gw.hooks.Close(ctx) // so too the webhooks: an attempt cut short stays queued for the next start
 	if err := gw.audit.Close(ctx); err != nil {
 		gw.log.Error("audit log not fully written at shutdown", "err", err)
 	}

@@ -3,8 +3,9 @@
 // it is done (delivered, or refused for good) or it runs out of attempts.
 // Close lets the workers finish what is queued without more waiting
 // between attempts (one more try at most for an item being retried). The
-// outgoing mail and the approval webhooks share it, so that no request waits
-// on a mail server or a webhook receiver, and both stop the same way.
+// outgoing mail uses it, so that no request waits on a mail server; it
+// holds items in memory only (the approval webhooks, which must outlive a
+// crash, wait in the database instead).
 //
 // Imports from this module: none.
 package retryqueue

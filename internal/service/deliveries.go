@@ -2,22 +2,35 @@ package service
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/webhook"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // Deliveries records what became of the mails and webhooks the services
-// sent: the mailer's and the webhook sender's Done. It needs only the core
-// (the store, the audit log, the log), so the wiring builds it (NewDeliveries)
-// before the mailer and the sender the other services are given.
-type Deliveries struct{ core }
+// sent: the mailer's Done, and the webhook sender's Queue (the deliveries'
+// rows, which every replica shares). It needs only the core (the store, the
+// audit log, the log) and the keyring that opens the webhooks' secrets, so
+// the wiring builds it (NewDeliveries) before the mailer and the sender the
+// other services are given.
+type Deliveries struct {
+	core
+	keyring *vault.Keyring
+}
 
 // NewDeliveries returns the outcomes' recorder; of the options it uses DB,
-// Audit, Logger and Now.
-func NewDeliveries(opts Options) *Deliveries { return &Deliveries{newCore(opts.withCoreDefaults())} }
+// Keyring, Audit, Logger and Now.
+func NewDeliveries(opts Options) *Deliveries {
+	return &Deliveries{core: newCore(opts.withCoreDefaults()), keyring: opts.Keyring}
+}
+
+// Deliveries is the webhook sender's Queue.
+var _ webhook.Queue = (*Deliveries)(nil)
 
 // MailDone audits the outcome of one email (wire it as the mailer's Done).
 // The event names the kind of message and the attempts, never the link.
@@ -66,10 +79,53 @@ func (s *Deliveries) approvalMailDone(r mail.Result) bool {
 	return true
 }
 
-// WebhookDone records an attempt's outcome on its delivery, and audits the
-// last one (wire it as the sender's Done).
-func (s *Deliveries) WebhookDone(r webhook.Result) {
-	ctx := context.Background()
+// Claim implements webhook.Queue: the due deliveries, each with its
+// workspace's secret opened to sign it. A delivery whose workspace has no
+// webhook any more fails for good; one whose secret cannot be opened now is
+// released, to be tried again later.
+func (s *Deliveries) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]webhook.Delivery, error) {
+	rows, err := s.db.ClaimDeliveries(ctx, owner, now, lease, limit)
+	if err != nil {
+		return nil, err
+	}
+	secrets := map[string]mcpgate.Secret{}
+	ds := make([]webhook.Delivery, 0, len(rows))
+	for _, r := range rows {
+		d := webhook.Delivery{ID: r.ID, Ref: r.WorkspaceID + " " + r.ApprovalID, Event: r.Event, URL: r.URL, Body: r.Body, Attempt: r.Attempt}
+		secret, ok := secrets[r.WorkspaceID]
+		if !ok {
+			t, err := s.db.FindWebhook(ctx, s.keyring, r.WorkspaceID)
+			switch {
+			case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
+				_, _ = s.Record(ctx, owner, webhook.Result{ID: d.ID, Ref: d.Ref, Event: d.Event, Attempts: d.Attempt, Final: true,
+					Err: errors.New("the workspace's webhook was removed before this delivery went out")}, time.Time{})
+				continue
+			case err != nil:
+				s.log.WarnContext(ctx, "webhook secret not opened; delivery released", "delivery", d.ID, "err", err)
+				if err := s.db.ReleaseDelivery(ctx, owner, d.ID, now.Add(lease)); err != nil {
+					s.log.WarnContext(ctx, "webhook delivery not released; its claim will expire", "delivery", d.ID, "err", err)
+				}
+				continue
+			}
+			secret = t.Secret
+			secrets[r.WorkspaceID] = secret
+		}
+		d.Secret = secret
+		ds = append(ds, d)
+	}
+	return ds, nil
+}
+
+// Release implements webhook.Queue.
+func (s *Deliveries) Release(ctx context.Context, owner, id string, now time.Time) error {
+	return s.db.ReleaseDelivery(ctx, owner, id, now)
+}
+
+// Record implements webhook.Queue: it records an attempt's outcome on its
+// delivery, and audits the last one (notification.sent or
+// notification.failed), once: only the sender that still held the claim
+// records.
+func (s *Deliveries) Record(ctx context.Context, owner string, r webhook.Result, next time.Time) (bool, error) {
 	d := mcpgate.WebhookDelivery{ID: r.ID, State: mcpgate.DeliveryPending, Attempts: r.Attempts, LastStatus: r.Status}
 	if r.Err != nil {
 		d.LastError = r.Err.Error()
@@ -80,11 +136,9 @@ func (s *Deliveries) WebhookDone(r webhook.Result) {
 			d.State = mcpgate.DeliveryFailed
 		}
 	}
-	if err := s.db.UpdateDelivery(ctx, d); err != nil {
-		s.log.Warn("webhook delivery not recorded", "delivery", r.ID, "err", err)
-	}
-	if !r.Final {
-		return
+	held, err := s.db.RecordDelivery(ctx, owner, d, next)
+	if err != nil || !held || !r.Final {
+		return held, err
 	}
 	ws, approval, _ := strings.Cut(r.Ref, " ")
 	ev := mcpgate.AuditEvent{WorkspaceID: ws, Kind: mcpgate.KindAdmin, Action: string(mcpgate.ActionNotificationSent), Outcome: mcpgate.OutcomeOK,
@@ -92,5 +146,6 @@ func (s *Deliveries) WebhookDone(r webhook.Result) {
 	if r.Err != nil {
 		ev.Action, ev.Outcome, ev.Message = string(mcpgate.ActionNotificationFailed), mcpgate.OutcomeError, d.LastError
 	}
-	s.record(ctx, ev)
+	s.record(context.WithoutCancel(ctx), ev)
+	return true, nil
 }

@@ -45,8 +45,9 @@
 // Approval notifications (notifications.go) follow each approval step once
 // it is stored and audited: mail to the people who may decide (the
 // decision rules of requireDecider, the mail throttle, one mail per person
-// and approval) and a webhook handed to internal/webhook, whose attempts
-// come back through WebhookDone. Nothing in them fails the step.
+// and approval) and a webhook queued as a row that internal/webhook's
+// sender claims, tries and records through Deliveries (its Queue), so that
+// a stop or a crash loses no delivery. Nothing in them fails the step.
 //
 // A call that needs a person's approval may wait for the decision
 // (approvals_wait.go, the workspace's approval_wait_seconds): AwaitApproval

@@ -10,15 +10,16 @@ import (
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/mail"
 	"github.com/mcpgate/mcpgate/internal/store"
-	"github.com/mcpgate/mcpgate/internal/webhook"
 )
 
 // Webhooks sends approval webhooks (internal/webhook's Sender): the rule a
 // URL must meet, checked when it is set, and the background delivery, which
-// holds every dial to the same rule.
+// holds every dial to the same rule. A delivery is queued as a row
+// (store.CreateDelivery) that any replica's sender may claim; Wake tells
+// this replica's to look at once.
 type Webhooks interface {
 	CheckURL(ctx context.Context, raw string) error
-	Send(webhook.Delivery) error
+	Wake()
 }
 
 // Approval mails are throttled like every other mail (throttleMail), per
@@ -241,8 +242,9 @@ func webhookBody(format mcpgate.WebhookFormat, event string, wa webhookApproval)
 		map[string]any{"type": "section", "text": map[string]string{"type": "mrkdwn", "text": detail}}}})
 }
 
-// sendWebhook records a delivery and queues it; the sender reports every
-// attempt to WebhookDone.
+// sendWebhook queues a delivery in the database, where it outlives this
+// process, and wakes the sender; the sender records every attempt through
+// Deliveries (its Queue).
 func (s *Notifications) sendWebhook(ctx context.Context, event string, ap *mcpgate.ApprovalRequest, au *store.Audience, asked string) {
 	fail := func(msg string, err error) {
 		s.log.WarnContext(ctx, "approval webhook not sent", "event", event, "approval", ap.ID, "err", err)
@@ -261,13 +263,10 @@ func (s *Notifications) sendWebhook(ctx context.Context, event string, ap *mcpga
 		fail("the webhook's body could not be built", err)
 		return
 	}
-	id, err := s.db.CreateDelivery(ctx, ap.WorkspaceID, ap.ID, event)
-	if err != nil {
+	if _, err := s.db.CreateDelivery(ctx, store.NewDelivery{WorkspaceID: ap.WorkspaceID, ApprovalID: ap.ID, Event: event,
+		URL: t.URL, Body: body, Due: s.now()}); err != nil {
 		fail("the delivery could not be recorded", err)
 		return
 	}
-	d := webhook.Delivery{ID: id, Ref: ap.WorkspaceID + " " + ap.ID, Event: event, URL: t.URL, Body: body, Secret: t.Secret}
-	if err := s.opts.Webhooks.Send(d); err != nil {
-		s.deliveries.WebhookDone(webhook.Result{ID: id, Ref: d.Ref, Event: event, Err: err, Final: true})
-	}
+	s.opts.Webhooks.Wake()
 }

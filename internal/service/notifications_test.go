@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,16 +109,22 @@ func newNotifyFixture(t *testing.T, nets ...netip.Prefix) (*padFixture, *mailtes
 	t.Helper()
 	var svc *service.Set
 	m, srv := servicetest.NewMailer(t, func(r mail.Result) { svc.Deliveries.MailDone(r) })
-	hooks := webhook.New(webhook.Options{PrivateNetworks: nets, Backoff: time.Millisecond, Attempts: 3,
-		Done: func(r webhook.Result) { svc.Deliveries.WebhookDone(r) }})
-	t.Cleanup(func() { hooks.Close(context.Background()) })
 	pads, clk := newPadConnector(), e2bsim.NewManualClock(time.Now())
+	// The sender reads real time moved on as far as the test moved the
+	// services' clock, so that a retry 1 ms later falls due.
+	start := clk.Now()
+	var q lateQueue
+	hooks := webhook.New(webhook.Options{PrivateNetworks: nets, Backoff: time.Millisecond, Attempts: 3, Queue: &q,
+		Now: func() time.Time { return time.Now().Add(clk.Now().Sub(start)) }})
+	t.Cleanup(func() { hooks.Close(context.Background()) })
 	f := newSvcFixture(t, func(o *service.Options) {
 		notes, _ := o.Registry.Connector("notes")
 		o.Registry = connectors.NewRegistry(notes, pads)
 		o.Now, o.Mailer, o.Webhooks = clk.Now, m, hooks
 	})
 	svc = f.svc
+	q.d.Store(f.svc.Deliveries)
+	hooks.Wake()
 	if _, err := f.svc.Connections.PutConnection(context.Background(), f.owner, "pads", "pads-credential"); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +134,27 @@ func newNotifyFixture(t *testing.T, nets ...netip.Prefix) (*padFixture, *mailtes
 }
 
 var loopbackNet = netip.MustParsePrefix("127.0.0.0/8")
+
+// lateQueue is the services' Deliveries once they are built (the sender
+// is one of their options, and starts first): empty until then.
+type lateQueue struct {
+	d atomic.Pointer[service.Deliveries]
+}
+
+func (q *lateQueue) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, n int) ([]webhook.Delivery, error) {
+	if d := q.d.Load(); d != nil {
+		return d.Claim(ctx, owner, now, lease, n)
+	}
+	return nil, nil
+}
+
+func (q *lateQueue) Record(ctx context.Context, owner string, r webhook.Result, next time.Time) (bool, error) {
+	return q.d.Load().Record(ctx, owner, r, next)
+}
+
+func (q *lateQueue) Release(ctx context.Context, owner, id string, now time.Time) error {
+	return q.d.Load().Release(ctx, owner, id, now)
+}
 
 // A kill asked for by an unattended agent reaches its approvers by mail
 // and by a signed webhook (after the receiver's 500, retried), and every

@@ -252,8 +252,7 @@ type Approvals struct {
 // approval step. What became of them is recorded by Deliveries.
 type Notifications struct {
 	*Service
-	approvals  *Approvals
-	deliveries *Deliveries
+	approvals *Approvals
 }
 
 // Audit implements mcpgate.AuditService.
@@ -310,10 +309,10 @@ func New(opts Options) *Set {
 	}
 	s.throttle = loginThrottle{db: opts.DB, period: 15 * time.Minute, perPair: 5, perAddress: 30, perEmail: 100}
 	set := &Set{Service: s, TwoFactor: &TwoFactor{s}, Workspaces: &Workspaces{s}, Keys: &Keys{s},
-		Connections: &Connections{s}, Audit: &Audit{s}, Grants: &Grants{s}, Deliveries: &Deliveries{s.core}}
+		Connections: &Connections{s}, Audit: &Audit{s}, Grants: &Grants{s}, Deliveries: &Deliveries{core: s.core, keyring: opts.Keyring}}
 	set.Accounts = &Accounts{Service: s, twoFactor: set.TwoFactor}
 	set.Tools = &Tools{Service: s}
-	set.Notifications = &Notifications{Service: s, deliveries: set.Deliveries}
+	set.Notifications = &Notifications{Service: s}
 	set.Approvals = &Approvals{Service: s, tools: set.Tools, notifications: set.Notifications}
 	set.Tools.approvals, set.Notifications.approvals = set.Approvals, set.Approvals
 	set.Resources = &Resources{Service: s, tools: set.Tools}

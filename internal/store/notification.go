@@ -171,19 +171,81 @@ func (db *DB) MarkNoticed(ctx context.Context, approvalID, userID string) (bool,
 	return tag.RowsAffected() == 1, nil
 }
 
-// CreateDelivery records a webhook delivery about to be sent and returns
-// its id.
-func (db *DB) CreateDelivery(ctx context.Context, workspaceID, approvalID, event string) (string, error) {
+// NewDelivery is a webhook delivery to queue: where it goes and the body
+// it carries. The secret that signs it stays sealed in webhook_secrets, and
+// no signature is stored: each attempt signs anew.
+type NewDelivery struct {
+	WorkspaceID, ApprovalID, Event, URL string
+	Body                                []byte
+	// Due is when its first attempt is due (now).
+	Due time.Time
+}
+
+// CreateDelivery queues a webhook delivery, due at d.Due for whichever
+// sender claims it first, and returns its id.
+func (db *DB) CreateDelivery(ctx context.Context, d NewDelivery) (string, error) {
 	var id string
-	err := db.Pool.QueryRow(ctx, `INSERT INTO webhook_deliveries (workspace_id, approval_id, event) VALUES ($1, $2, $3) RETURNING id`,
-		workspaceID, approvalID, event).Scan(&id)
+	err := db.Pool.QueryRow(ctx, `INSERT INTO webhook_deliveries (workspace_id, approval_id, event, url, body, next_attempt_at)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING id`,
+		d.WorkspaceID, d.ApprovalID, d.Event, d.URL, d.Body, d.Due).Scan(&id)
 	return id, mapError(err, wsNotFound)
 }
 
-// UpdateDelivery records an attempt's outcome.
-func (db *DB) UpdateDelivery(ctx context.Context, d mcpgate.WebhookDelivery) error {
-	_, err := db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET state = $2, attempts = $3, last_status = $4, last_error = $5, updated_at = now()
-		WHERE id = $1`, d.ID, string(d.State), d.Attempts, d.LastStatus, d.LastError)
+// DueDelivery is a delivery claimed for one attempt.
+type DueDelivery struct {
+	ID, WorkspaceID, ApprovalID, Event, URL string
+	Body                                    []byte
+	// Attempt is the attempt about to be made (counted at the claim, so
+	// that a sender dying during it still uses one up).
+	Attempt int
+}
+
+// ClaimDeliveries claims up to limit pending deliveries due at now that
+// no unexpired claim holds, for owner until now+lease. The rows are picked
+// FOR UPDATE SKIP LOCKED and claimed in the same statement, so two
+// replicas never claim the same attempt: one that races sees the row
+// locked and skips it, or sees it claimed once the lock is gone. It is a
+// job across workspaces (like the expiry of approvals): every row keeps
+// its own workspace_id.
+func (db *DB) ClaimDeliveries(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]DueDelivery, error) {
+	return listRows(ctx, db, func(r pgx.Row, d *DueDelivery) error {
+		return r.Scan(&d.ID, &d.WorkspaceID, &d.ApprovalID, &d.Event, &d.URL, &d.Body, &d.Attempt)
+	}, `
+		WITH due AS (
+			SELECT id FROM webhook_deliveries
+			WHERE state = 'pending' AND next_attempt_at <= $2 AND (claim_until IS NULL OR claim_until <= $2)
+			ORDER BY next_attempt_at LIMIT $4
+			FOR UPDATE SKIP LOCKED)
+		UPDATE webhook_deliveries w SET claimed_by = $1, claim_until = $3, attempts = w.attempts + 1, updated_at = now()
+		FROM due WHERE w.id = due.id
+		RETURNING w.id, w.workspace_id, w.approval_id, w.event, w.url, w.body, w.attempts`,
+		owner, now, now.Add(lease), limit)
+}
+
+// RecordDelivery stores an attempt's outcome and ends owner's claim; next
+// is when a pending delivery's next attempt is due. A final outcome drops
+// the URL and the body, which only a next attempt needs: a Slack webhook's
+// URL is its key, and a replaced one should not linger in old rows. It reports false, and
+// changes nothing, when owner no longer holds the claim (it expired and
+// another replica took the delivery over).
+func (db *DB) RecordDelivery(ctx context.Context, owner string, d mcpgate.WebhookDelivery, next time.Time) (bool, error) {
+	tag, err := db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET state = $3, attempts = $4, last_status = $5, last_error = $6,
+			next_attempt_at = CASE WHEN $3 = 'pending' THEN $7 ELSE next_attempt_at END,
+			url = CASE WHEN $3 = 'pending' THEN url ELSE '' END, body = CASE WHEN $3 = 'pending' THEN body ELSE ''::bytea END,
+			claimed_by = NULL, claim_until = NULL, updated_at = now()
+		WHERE id = $1 AND claimed_by = $2`, d.ID, owner, string(d.State), d.Attempts, d.LastStatus, d.LastError, next)
+	if err != nil {
+		return false, mapError(err, "")
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReleaseDelivery ends owner's claim without the attempt counted: the
+// delivery is due at now for any replica.
+func (db *DB) ReleaseDelivery(ctx context.Context, owner, id string, now time.Time) error {
+	_, err := db.Pool.Exec(ctx, `UPDATE webhook_deliveries SET attempts = greatest(attempts - 1, 0), next_attempt_at = $3,
+			claimed_by = NULL, claim_until = NULL, updated_at = now()
+		WHERE id = $1 AND claimed_by = $2`, id, owner, now)
 	return mapError(err, "")
 }
 

@@ -48,13 +48,78 @@ func (rv *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(status)
 }
 
-func newSender(t *testing.T, nets []netip.Prefix) (*webhook.Sender, <-chan webhook.Result) {
+// memQueue is a Queue in memory (the store's, over Postgres, is tested in
+// internal/service): it hands out what is due and reports every outcome.
+type memQueue struct {
+	mu       sync.Mutex
+	claimed  map[string]webhook.Delivery
+	released []string
+	waiting  []webhook.Delivery
+	due      []time.Time
+	results  chan webhook.Result
+}
+
+func (q *memQueue) add(d webhook.Delivery) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting, q.due = append(q.waiting, d), append(q.due, time.Now())
+}
+
+func (q *memQueue) Claim(_ context.Context, _ string, now time.Time, _ time.Duration, limit int) ([]webhook.Delivery, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []webhook.Delivery
+	for i := 0; i < len(q.waiting) && len(out) < limit; {
+		if q.due[i].After(now) {
+			i++
+			continue
+		}
+		d := q.waiting[i]
+		d.Attempt++
+		out = append(out, d)
+		q.claimed[d.ID] = d
+		q.waiting, q.due = append(q.waiting[:i], q.waiting[i+1:]...), append(q.due[:i], q.due[i+1:]...)
+	}
+	return out, nil
+}
+
+func (q *memQueue) Record(_ context.Context, _ string, r webhook.Result, next time.Time) (bool, error) {
+	if !r.Final {
+		q.mu.Lock()
+		q.waiting = append(q.waiting, q.claimed[r.ID])
+		q.due = append(q.due, next)
+		q.mu.Unlock()
+	}
+	q.results <- r
+	return true, nil
+}
+
+func (q *memQueue) Release(_ context.Context, _ string, id string, _ time.Time) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.released = append(q.released, id)
+	return nil
+}
+
+func newSender(t *testing.T, nets []netip.Prefix) (*sender, <-chan webhook.Result) {
 	t.Helper()
-	results := make(chan webhook.Result, 16)
-	s := webhook.New(webhook.Options{PrivateNetworks: nets, Backoff: time.Millisecond, Attempts: 3, Timeout: 5 * time.Second,
-		Done: func(r webhook.Result) { results <- r }})
+	q := &memQueue{results: make(chan webhook.Result, 16), claimed: map[string]webhook.Delivery{}}
+	s := webhook.New(webhook.Options{PrivateNetworks: nets, Backoff: time.Millisecond, Attempts: 3, Timeout: 5 * time.Second, Queue: q})
 	t.Cleanup(func() { s.Close(context.Background()) })
-	return s, results
+	return &sender{Sender: s, q: q}, q.results
+}
+
+// sender queues into its memQueue and wakes the Sender, as the services
+// do with the database.
+type sender struct {
+	*webhook.Sender
+	q *memQueue
+}
+
+func (s *sender) Send(d webhook.Delivery) error {
+	s.q.add(d)
+	s.Wake()
+	return nil
 }
 
 func final(t *testing.T, results <-chan webhook.Result) []webhook.Result {
@@ -160,5 +225,32 @@ func TestSender_RefusesInnerAddresses(t *testing.T) {
 	open, _ := newSender(t, loopback)
 	if err := open.CheckURL(ctx, ts.URL); err != nil {
 		t.Errorf("CheckURL(private network) = %v", err)
+	}
+}
+
+// TestSender_CloseCutsAttemptShort: a Close whose deadline has passed does
+// not wait for the background loop's attempt under way: it cuts it short
+// and gives the delivery back to the queue (not recorded as an attempt).
+func TestSender_CloseCutsAttemptShort(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer ts.Close()
+	defer close(release)
+	s, results := newSender(t, loopback)
+	_ = s.Send(webhook.Delivery{ID: "d1", URL: ts.URL, Body: []byte("{}"), Secret: "whsec-test"})
+	<-arrived
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s.Close(ctx)
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if len(s.q.released) != 1 || s.q.released[0] != "d1" || len(results) != 0 {
+		t.Errorf("released %v, results %d: want d1 released and no attempt recorded", s.q.released, len(results))
 	}
 }
