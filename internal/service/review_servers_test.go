@@ -168,3 +168,66 @@ func TestReview_URLQueryCredentialNotShownToMembers(t *testing.T) {
 		t.Errorf("a member's answer holds the URL's api_key: %s", srv.URL)
 	}
 }
+
+// Review proof: the credential is sealed and "never shown again", yet an
+// update that changes only the URL keeps the stored headers and sends them
+// to the new host: any admin of the workspace (not only the one who
+// entered the key) reads it in plain text by pointing the server at a host
+// of theirs. A change of origin should require the credential again.
+func TestReview_URLChangeDoesNotCarryTheCredential(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	theirs := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	mustAddServer(t, e, admin, "files", up.URL)
+	other := theirs.URL
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &other}); err != nil {
+		return // refused without the credential: fine
+	}
+	for _, h := range theirs.Received() {
+		if h.Get("Authorization") == upstreamSecret {
+			t.Errorf("the stored credential went to the new URL %s, given without headers", other)
+			return
+		}
+	}
+}
+
+// Review proof: text the upstream chooses reaches the admin's error
+// message, the server's last_error (shown on the dashboard) and the audit
+// row uncut: here a protocolVersion of 100 KiB in the initialize answer.
+func TestReview_UpstreamTextInMessagesIsBounded(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	long := strings.Repeat("v", 100<<10)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad", http.StatusMethodNotAllowed)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"` + long +
+			`","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`))
+	}))
+	t.Cleanup(ts.Close)
+	_, admin := e.NewUser(t, "admin@example.com")
+	_, err := e.svc.AddServer(ctx, admin, mcpgate.ServerInput{Name: "raw", URL: ts.URL + "/mcp"})
+	if err == nil {
+		t.Fatal("AddServer() accepted an unknown protocol version")
+	}
+	if n := len(mcpgate.ErrorMessage(err)); n > 2048 {
+		t.Errorf("the error message is %d bytes of the upstream's text", n)
+	}
+	for _, ev := range e.Audit.Events() {
+		if n := len(ev.Message); n > 2048 {
+			t.Errorf("audit %s message is %d bytes of the upstream's text", ev.Action, n)
+		}
+	}
+}
