@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -66,11 +67,25 @@ func (s *Server) handleServerToolUpdate(r *http.Request, req serverToolUpdate) (
 		}
 		u.Approval = &a
 	}
-	srv, err := s.opts.Servers.SetServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), chi.URLParam(r, "tool"), u)
+	srv, err := s.opts.Servers.SetServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r), u)
 	return ok(srv), err
 }
 
 func (s *Server) handleServerToolApprove(r *http.Request) (reply, error) {
-	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), chi.URLParam(r, "tool"))
+	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r))
 	return ok(srv), err
+}
+
+// toolParam is the {tool} segment unescaped: an upstream's tool name is
+// sent path-escaped, and chi matches on the escaped path when the request
+// has one (RawPath), leaving its parameters escaped.
+func toolParam(r *http.Request) string {
+	v := chi.URLParam(r, "tool")
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

@@ -83,6 +83,8 @@ func TestServers_APIJourney(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 	c.do("PUT", base+"/docs/tools/remove", map[string]any{"enabled": true, "approval": "human"}).wantStatus(t, http.StatusOK).decode(t, &srv)
+	// The dashboard sends a tool name path-escaped: the route unescapes it.
+	c.do("PUT", base+"/docs/tools/re%6Dove", map[string]any{"approval": "human"}).wantStatus(t, http.StatusOK)
 	// The upstream changes a trusted tool: discovery quarantines it, the
 	// diff is in the answer, and approving it takes it back.
 	s.up.SetTools(&mcp.Tool{Name: "search", Description: "finds", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},

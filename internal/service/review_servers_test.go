@@ -6,61 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/upstream/upstreamtest"
 )
-
-// reviewRawMCP is a hand-written MCP server (JSON answers) whose tools/list
-// answer the test may change between discoveries.
-type reviewRawMCP struct {
-	mu    sync.Mutex
-	tools string
-	URL   string
-}
-
-func newReviewRawMCP(t *testing.T, tools string) *reviewRawMCP {
-	t.Helper()
-	s := &reviewRawMCP{tools: tools}
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad", http.StatusMethodNotAllowed)
-			return
-		}
-		if req.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		var body string
-		switch req.Method {
-		case "initialize":
-			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`
-		case "tools/list":
-			s.mu.Lock()
-			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":` + s.tools + `}}`
-			s.mu.Unlock()
-		default:
-			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"method not found"}}`
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(body))
-	}))
-	t.Cleanup(ts.Close)
-	s.URL = ts.URL + "/mcp"
-	return s
-}
-
-func (s *reviewRawMCP) set(tools string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tools = tools
-}
 
 // Review proof: approving a quarantined tool trusts whatever is pending at
 // the moment of the click, not the change the admin reviewed. The admin
@@ -126,23 +76,6 @@ func TestReview_PinnedToolMetaChangeIsNotSilent(t *testing.T) {
 	v := toolOf(t, srv, "view")
 	if !v.Quarantined && strings.Contains(string(v.Definition), "ui://evil") {
 		t.Errorf("a trusted tool's _meta/icons/execution changed without quarantine; definition in force now %s", v.Definition)
-	}
-}
-
-// Review proof: tool names are the upstream's choice and reach URL paths
-// (the dashboard's forms, /servers/{name}/tools/{tool}); a name holding
-// "/", "?", "#", ".." or control characters is stored as it came.
-func TestReview_ToolNamesFitAPath(t *testing.T) {
-	e := newServersEnv(t, loopbackNetwork)
-	up := newReviewRawMCP(t, `[{"name":"../../../tools/e2b_kill_sandbox#","title":"Search","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]`)
-	_, admin := e.NewUser(t, "admin@example.com")
-	srv, err := e.svc.AddServer(context.Background(), admin, mcpgate.ServerInput{Name: "raw", URL: up.URL})
-	if err == nil {
-		for _, tool := range srv.Tools {
-			if strings.ContainsAny(tool.Name, "/?#") {
-				t.Errorf("the tool name %q was accepted (listed %v, enabled %v)", tool.Name, tool.Listed, tool.Enabled)
-			}
-		}
 	}
 }
 

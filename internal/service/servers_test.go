@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -690,4 +691,70 @@ func TestServers_UnreadableDefinitionRefused(t *testing.T) {
 	if f := toolOf(t, srv, "fine"); f.Enabled || f.Annotations.ReadOnly != nil {
 		t.Errorf("fine = %+v, want off with readOnlyHint undeclared", f)
 	}
+}
+
+// scriptedMCP is a hand-written MCP server (JSON answers) whose tools/list
+// answer the test may change between discoveries.
+type scriptedMCP struct {
+	mu    sync.Mutex
+	tools string
+	URL   string
+}
+
+func newReviewRawMCP(t *testing.T, tools string) *scriptedMCP {
+	t.Helper()
+	s := &scriptedMCP{tools: tools}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad", http.StatusMethodNotAllowed)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var body string
+		switch req.Method {
+		case "initialize":
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`
+		case "tools/list":
+			s.mu.Lock()
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":` + s.tools + `}}`
+			s.mu.Unlock()
+		default:
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"method not found"}}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(ts.Close)
+	s.URL = ts.URL + "/mcp"
+	return s
+}
+
+func (s *scriptedMCP) set(tools string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools = tools
+}
+
+// Tool names are the upstream's choice and reach URL paths (the
+// dashboard's forms, /servers/{name}/tools/{tool}): a server listing a
+// name holding "/", "?", "#" or ".." is refused, saying why.
+func TestServers_PathUnsafeToolNameRefused(t *testing.T) {
+	e := newServersEnv(t, loopbackNetwork)
+	up := newReviewRawMCP(t, `[{"name":"../../../tools/e2b_kill_sandbox#","title":"Search","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]`)
+	_, admin := e.NewUser(t, "admin@example.com")
+	srv, err := e.svc.AddServer(context.Background(), admin, mcpgate.ServerInput{Name: "raw", URL: up.URL})
+	if err == nil {
+		t.Fatalf("AddServer() accepted tools %+v", srv.Tools)
+	}
+	if msg := mcpgate.ErrorMessage(err); mcpgate.ErrorCode(err) != mcpgate.EUpstream || !strings.Contains(msg, "tool name") {
+		t.Errorf("AddServer() err = %v (%s), want an upstream error naming the tool name", err, msg)
+	}
+	e.assertServerRows(t, 0)
 }

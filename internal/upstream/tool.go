@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 
@@ -61,10 +62,33 @@ func hintOr(h *bool, def bool) bool {
 	return *h
 }
 
+// toolNamePattern is the MCP specification's tool name: 1 to 128 of
+// A-Z, a-z, 0-9, "_", "-" and ".". A name is a stored key, a URL path
+// segment of the dashboard and API, and text shown to admins, so anything
+// else (a "/", "#", control or bidi characters, a 60 KiB name) is refused.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidateToolName refuses a name outside the specification's pattern, and
+// "." and "..", which a URL resolves as path segments.
+func ValidateToolName(name string) error {
+	if !toolNamePattern.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("the tool name %q is not 1-128 characters of A-Z, a-z, 0-9, _, - and .", cutName(name))
+	}
+	return nil
+}
+
+// cutName shortens a refused name for the message that names it.
+func cutName(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
 // ParseTool reads one tool definition from a tools/list answer. It refuses
 // a definition that is not a JSON object, holds a member twice (parsers
 // disagree on which one wins, so a reviewer and a client could see two
-// different tools) or has no string name.
+// different tools) or has no valid name (ValidateToolName).
 func ParseTool(raw json.RawMessage) (Tool, error) {
 	members, err := objectMembers(raw)
 	if err != nil {
@@ -73,6 +97,9 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 	t := Tool{Raw: slices.Clone(raw)}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
 		return Tool{}, errors.New("tool has no name")
+	}
+	if err := ValidateToolName(t.Name); err != nil {
+		return Tool{}, err
 	}
 	_ = json.Unmarshal(members["title"], &t.Title)
 	_ = json.Unmarshal(members["description"], &t.Description)

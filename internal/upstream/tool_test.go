@@ -141,3 +141,22 @@ func TestDiffCatalogs(t *testing.T) {
 		t.Errorf("DiffCatalogs(old, old) = %+v, want empty", same)
 	}
 }
+
+// A tool name is a stored key and a URL path segment: only the
+// specification's names pass, so none can hold "/", "#", control or bidi
+// characters, be a dot segment, or run to 60 KiB.
+func TestParseTool_RefusesNamesOutsideThePattern(t *testing.T) {
+	long := strings.Repeat("n", 60<<10)
+	for _, name := range []string{long, strings.Repeat("n", 129), "a/b", "../../tools/x#", "rm\u202eexe", "x\u0007", "a b", ".", ".."} {
+		raw, _ := json.Marshal(map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
+		if tool, err := ParseTool(raw); err == nil {
+			t.Errorf("ParseTool accepted the name %q (%d bytes)", cutName(tool.Name), len(tool.Name))
+		}
+	}
+	for _, name := range []string{"a", strings.Repeat("n", 128), "get_file.v2-beta", "..a"} {
+		raw, _ := json.Marshal(map[string]any{"name": name})
+		if _, err := ParseTool(raw); err != nil {
+			t.Errorf("ParseTool(%q) err = %v, want nil", name, err)
+		}
+	}
+}
