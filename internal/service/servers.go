@@ -2,11 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/textproto"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -51,6 +54,7 @@ type Servers struct {
 	pool      *upstream.Pool[UpstreamKey]
 	network   upstream.Network
 	publicURL string
+	gate      discoveryGate
 }
 
 var _ mcpgate.ServerService = (*Servers)(nil)
@@ -73,7 +77,51 @@ const (
 	maxServerURL       = 2048
 	maxAliases         = 256
 	defaultToolListCap = 2000
+	// A discovery holds a connection and up to a catalog's budget in
+	// memory for up to the connect timeout: one workspace may hold a few,
+	// the gateway a few more, so no tenant can take the others' share.
+	maxDiscoveriesPerWorkspace = 2
+	maxDiscoveries             = 8
 )
+
+// errDiscoveryBusy is the cause of a discovery refused for want of a slot:
+// it says nothing of the server's health.
+var errDiscoveryBusy = errors.New("no discovery slot")
+
+// discoveryGate counts the discoveries under way, per workspace and in
+// all; a slot is reserved before the discovery starts, never counted after.
+type discoveryGate struct {
+	mu    sync.Mutex
+	total int
+	byWS  map[string]int
+}
+
+// enter reserves a slot for workspace, or says why there is none.
+func (g *discoveryGate) enter(workspace string) (leave func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byWS[workspace] >= maxDiscoveriesPerWorkspace {
+		return nil, mcpgate.WrapError(mcpgate.ETooMany, errDiscoveryBusy, fmt.Sprintf("this workspace already has %d server "+
+			"discoveries under way; try again when they finish", maxDiscoveriesPerWorkspace))
+	}
+	if g.total >= maxDiscoveries {
+		return nil, mcpgate.WrapError(mcpgate.EUnavailable, errDiscoveryBusy,
+			"the gateway is discovering as many servers as it may at once; try again shortly")
+	}
+	if g.byWS == nil {
+		g.byWS = map[string]int{}
+	}
+	g.total++
+	g.byWS[workspace]++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.total--
+		if g.byWS[workspace]--; g.byWS[workspace] == 0 {
+			delete(g.byWS, workspace)
+		}
+	}, nil
+}
 
 // requireAdminChange is the admins-only rule with the workspace's
 // two-factor policy, as for every other credential and tool change.
@@ -312,6 +360,11 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 // discoverAudited discovers target, auditing a failure as the admin's
 // attempt (header names only).
 func (s *Servers) discoverAudited(ctx context.Context, a *mcpgate.Actor, name string, target upstream.Target) (*upstream.Catalog, error) {
+	leave, err := s.gate.enter(a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	cat, err := s.discover(ctx, target)
 	if err != nil {
 		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
@@ -349,6 +402,9 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 		return nil, err
 	}
 	cat, err := s.discoverAudited(ctx, a, name, upstream.Target{URL: cur.URL, Headers: headers})
+	if errors.Is(err, errDiscoveryBusy) {
+		return nil, err
+	}
 	if err != nil {
 		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, mcpgate.ErrorMessage(err), s.now().UTC()); markErr != nil {
 			s.log.WarnContext(ctx, "record server health", "server", name, "err", markErr)

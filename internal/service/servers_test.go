@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -757,4 +758,71 @@ func TestServers_PathUnsafeToolNameRefused(t *testing.T) {
 		t.Errorf("AddServer() err = %v (%s), want an upstream error naming the tool name", err, msg)
 	}
 	e.assertServerRows(t, 0)
+}
+
+// heldMCP is an upstream whose initialize waits until the test releases
+// it, telling the test of each arrival: discoveries held open on purpose.
+func heldMCP(t *testing.T) (url string, arrived <-chan struct{}, release func()) {
+	t.Helper()
+	in := make(chan struct{}, 16)
+	done := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case in <- struct{}{}:
+			<-done
+		case <-done:
+		}
+		http.Error(w, "gone", http.StatusInternalServerError)
+	}))
+	t.Cleanup(ts.Close)
+	var once sync.Once
+	release = func() { once.Do(func() { close(done) }) }
+	t.Cleanup(release)
+	return ts.URL + "/mcp", in, release
+}
+
+// Discoveries are bounded per workspace (2) and for the gateway (8); one
+// past the bound answers at once, without reaching the server, and a
+// refused re-discovery leaves the server's health as it was.
+func TestServers_ConcurrentDiscoveriesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	url, arrived, release := heldMCP(t)
+	var wg sync.WaitGroup
+	hold := func(a *mcpgate.Actor, name string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = e.svc.AddServer(ctx, a, mcpgate.ServerInput{Name: name, URL: url})
+		}()
+		<-arrived
+	}
+	_, first := e.NewUser(t, "first@example.com")
+	mustAddServer(t, e, first, "files", up.URL)
+	hold(first, "held-1")
+	hold(first, "held-2")
+	if _, err := e.svc.AddServer(ctx, first, mcpgate.ServerInput{Name: "third", URL: up.URL}); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+		t.Errorf("a third discovery of one workspace: err = %v, want %s", err, mcpgate.ETooMany)
+	}
+	if _, err := e.svc.DiscoverServer(ctx, first, "files"); mcpgate.ErrorCode(err) != mcpgate.ETooMany {
+		t.Errorf("a third re-discovery of one workspace: err = %v, want %s", err, mcpgate.ETooMany)
+	}
+	if srv := mustServer(t, e, first); srv.Health != mcpgate.HealthOK {
+		t.Errorf("a refused re-discovery changed the health to %s (%s)", srv.Health, srv.LastError)
+	}
+	for i := range 3 {
+		_, a := e.NewUser(t, fmt.Sprintf("other%d@example.com", i))
+		hold(a, "held-1")
+		hold(a, "held-2")
+	}
+	_, last := e.NewUser(t, "last@example.com")
+	if _, err := e.svc.AddServer(ctx, last, mcpgate.ServerInput{Name: "files", URL: up.URL}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
+		t.Errorf("a ninth discovery of the gateway: err = %v, want %s", err, mcpgate.EUnavailable)
+	}
+	release()
+	wg.Wait()
+	if _, err := e.svc.AddServer(ctx, last, mcpgate.ServerInput{Name: "files", URL: up.URL}); err != nil {
+		t.Errorf("AddServer() once the discoveries ended: err = %v", err)
+	}
 }
