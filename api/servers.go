@@ -21,7 +21,7 @@ func (s *Server) serverRoutes(r chi.Router) {
 	r.Delete("/servers/{name}", s.route(s.handleServerRemove))
 	r.Post("/servers/{name}/discover", s.route(s.handleServerDiscover))
 	r.Put("/servers/{name}/tools/{tool}", routeBody(s, s.handleServerToolUpdate))
-	r.Post("/servers/{name}/tools/{tool}/approve", s.route(s.handleServerToolApprove))
+	r.Post("/servers/{name}/tools/{tool}/approve", routeBody(s, s.handleServerToolApprove))
 }
 
 func (s *Server) handleServerList(r *http.Request) (reply, error) {
@@ -71,8 +71,14 @@ func (s *Server) handleServerToolUpdate(r *http.Request, req serverToolUpdate) (
 	return ok(srv), err
 }
 
-func (s *Server) handleServerToolApprove(r *http.Request) (reply, error) {
-	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r))
+// serverToolApprove names the change approved: the pin of the pending
+// definition the admin reviewed.
+type serverToolApprove struct {
+	ExpectedPin string `json:"expected_pin"`
+}
+
+func (s *Server) handleServerToolApprove(r *http.Request, req serverToolApprove) (reply, error) {
+	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r), req.ExpectedPin)
 	return ok(srv), err
 }
 

@@ -47,7 +47,7 @@ func newFakeServers() *fakeServers {
 				Annotations: mcpgate.ToolHints{ReadOnly: &yes}, Definition: json.RawMessage(`{"name":"search"}`)},
 			{Name: "remove", ExposedName: "docs_remove", Enabled: true, Approval: mcpgate.ApprovalHuman, Pinned: true, Quarantined: true, Listed: true,
 				Annotations: mcpgate.ToolHints{Destructive: &yes}, Definition: json.RawMessage(`{"name":"remove","description":"removes"}`),
-				Change: &mcpgate.ToolChange{Fields: []string{"description", "annotations"}, Definition: json.RawMessage(`{"name":"remove","description":"removes <b>all</b>"}`),
+				Change: &mcpgate.ToolChange{Pin: "v1:5eed", Fields: []string{"description", "annotations"}, Definition: json.RawMessage(`{"name":"remove","description":"removes <b>all</b>"}`),
 					Loosened: []mcpgate.HintLoosened{{Hint: "destructiveHint", Before: &yes, After: &no}}}},
 			{Name: strings.Repeat("x", 50), Listed: true, NameProblem: "is longer than 48 characters", Approval: mcpgate.ApprovalHuman,
 				Definition: json.RawMessage(`{"name":"x"}`)},
@@ -85,6 +85,7 @@ func TestServersPages_Admin(t *testing.T) {
 	for _, want := range []string{
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/discover"`,
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/remove/approve"`,
+		`<input type="hidden" name="expected_pin" value="v1:5eed">`,
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/search"`,
 		"removes &lt;b&gt;all&lt;/b&gt;", "description, annotations", "<code>destructiveHint</code> hint now claims less risk",
 		`placeholder="unchanged (…9f3c)"`, "No name: is longer than 48 characters", `data-pairs="aliases"`,

@@ -440,10 +440,15 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 	return s.Server(ctx, a, name)
 }
 
-// ApproveServerTool implements mcpgate.ServerService.
-func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, server, tool string) (*mcpgate.Server, error) {
+// ApproveServerTool implements mcpgate.ServerService. The pin is required:
+// an approval that named no change would trust whatever a re-discovery
+// put in waiting between the admin's reading and the click.
+func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, server, tool, expectedPin string) (*mcpgate.Server, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
+	}
+	if expectedPin == "" {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "expected_pin is required: the pin of the change you reviewed")
 	}
 	var change *mcpgate.ToolChange
 	var pin string
@@ -461,6 +466,9 @@ func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, serve
 		}
 		if pin, err = upstream.Pin(next); err != nil {
 			return err
+		}
+		if pin != expectedPin {
+			return mcpgate.Errorf(mcpgate.EConflict, "the tool %q changed again since you reviewed it; reload and review the change waiting now", tool)
 		}
 		change = c
 		t.Definition, t.Pending, t.Pin, t.Quarantined, t.Hints = next.Raw, nil, pin, false, hintsFrom(next.Annotations)

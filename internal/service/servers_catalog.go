@@ -151,7 +151,11 @@ func toolChange(trusted, next json.RawMessage) (*mcpgate.ToolChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &mcpgate.ToolChange{Fields: []string{}, Definition: b.Raw}
+	pin, err := upstream.Pin(b)
+	if err != nil {
+		return nil, err
+	}
+	c := &mcpgate.ToolChange{Pin: pin, Fields: []string{}, Definition: b.Raw}
 	for _, ch := range d.Changed {
 		c.Fields = append(c.Fields, ch.Fields...)
 	}
