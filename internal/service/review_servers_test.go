@@ -64,30 +64,6 @@ func TestReview_URLQueryCredentialNotShownToMembers(t *testing.T) {
 	}
 }
 
-// Review proof: the credential is sealed and "never shown again", yet an
-// update that changes only the URL keeps the stored headers and sends them
-// to the new host: any admin of the workspace (not only the one who
-// entered the key) reads it in plain text by pointing the server at a host
-// of theirs. A change of origin should require the credential again.
-func TestReview_URLChangeDoesNotCarryTheCredential(t *testing.T) {
-	ctx := context.Background()
-	e := newServersEnv(t, loopbackNetwork)
-	up := upstreamtest.New(t, fixtureTools()...)
-	theirs := upstreamtest.New(t, fixtureTools()...)
-	_, admin := e.NewUser(t, "admin@example.com")
-	mustAddServer(t, e, admin, "files", up.URL)
-	other := theirs.URL
-	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &other}); err != nil {
-		return // refused without the credential: fine
-	}
-	for _, h := range theirs.Received() {
-		if h.Get("Authorization") == upstreamSecret {
-			t.Errorf("the stored credential went to the new URL %s, given without headers", other)
-			return
-		}
-	}
-}
-
 // Review proof: text the upstream chooses reaches the admin's error
 // message, the server's last_error (shown on the dashboard) and the audit
 // row uncut: here a protocolVersion of 100 KiB in the initialize answer.

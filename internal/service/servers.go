@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"net/textproto"
 	"slices"
 	"strings"
@@ -281,6 +282,9 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	args := map[string]any{"server": name}
 	if upd.URL != nil {
 		args["url"] = auditURL(target.URL)
+		if !sameOrigin(cur.URL, target.URL) {
+			args["origin_changed"] = true
+		}
 	}
 	if upd.Headers != nil {
 		args["headers"] = headerNames(target.Headers)
@@ -312,11 +316,55 @@ func (s *Servers) updatedTarget(ctx context.Context, a *mcpgate.Actor, cur *stor
 	if err != nil {
 		return target, err
 	}
+	if !sameOrigin(cur.URL, target.URL) {
+		// The stored credential was given for the old host: sent to the
+		// new one, any admin could read it there. It is given again.
+		if err := credentialGivenAgain(upd.Headers, stored); err != nil {
+			return target, err
+		}
+		stored = nil
+	}
 	target.Headers = stored
 	if upd.Headers != nil {
 		target.Headers, err = checkHeaders(upd.Headers, stored)
 	}
 	return target, err
+}
+
+// credentialGivenAgain refuses a change of origin that would keep a stored
+// header value: each value is given in the update, or the header dropped.
+func credentialGivenAgain(given, stored map[string]mcpgate.Secret) error {
+	if given == nil && len(stored) > 0 {
+		return mcpgate.Errorf(mcpgate.EInvalid, "the URL moves to another scheme, host or port: give the credential "+
+			"headers again (the stored credential is not sent to a new host)")
+	}
+	for name, v := range given {
+		if strings.TrimSpace(v.Reveal()) == "" {
+			return mcpgate.Errorf(mcpgate.EInvalid, "the URL moves to another scheme, host or port: give the value of "+
+				"header %q again (the stored credential is not sent to a new host)", strings.TrimSpace(name))
+		}
+	}
+	return nil
+}
+
+// sameOrigin reports whether two URLs have one scheme, host and port (the
+// scheme's default when none is given).
+func sameOrigin(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "http") {
+			return "80"
+		}
+		return "443"
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) && port(ua) == port(ub)
 }
 
 // storeUpdate writes an update, with the catalog cat found (nil: none was

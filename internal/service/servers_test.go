@@ -328,7 +328,8 @@ func TestServers_BadInputChangesNothing(t *testing.T) {
 	// A failed update changes nothing either: URL, credential and tools stay.
 	before, _ := e.svc.Server(ctx, admin, "files")
 	bad := closedURL
-	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &bad}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &bad,
+		Headers: map[string]mcpgate.Secret{"Authorization": upstreamSecret}}); mcpgate.ErrorCode(err) != mcpgate.EUnavailable {
 		t.Errorf("UpdateServer(unreachable) err = %v, want unavailable", err)
 	}
 	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{Headers: map[string]mcpgate.Secret{"X-New": ""}}); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
@@ -880,5 +881,48 @@ func TestServers_ApprovalTrustsOnlyTheReviewedChange(t *testing.T) {
 	srv, err = e.svc.ApproveServerTool(ctx, admin, "files", "bare", pending.Pin)
 	if err != nil || !strings.Contains(toolOf(t, srv, "bare").Description, "B:") {
 		t.Errorf("ApproveServerTool(pin of B) = %v, want B trusted", err)
+	}
+}
+
+// A change of the URL's scheme, host or port requires the credential
+// again: kept and sent to the new host, any admin of the workspace (not
+// only the one who entered the key) could read it there. Refused without
+// it, or with a header left empty ("keep"); given again, it goes, audited.
+func TestServers_URLChangeDoesNotCarryTheCredential(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	theirs := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	mustAddServer(t, e, admin, "files", up.URL)
+	other := theirs.URL
+	for name, headers := range map[string]map[string]mcpgate.Secret{
+		"no headers": nil, "kept value": {"Authorization": ""},
+	} {
+		_, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &other, Headers: headers})
+		if mcpgate.ErrorCode(err) != mcpgate.EInvalid || !strings.Contains(mcpgate.ErrorMessage(err), "again") {
+			t.Errorf("UpdateServer(new host, %s) err = %v, want invalid asking for the credential again", name, err)
+		}
+	}
+	if n := len(theirs.Received()); n != 0 {
+		t.Errorf("the new host received %d requests before the credential was given again", n)
+	}
+	// The same origin, another path: the stored credential stays.
+	samePlace := up.URL + "?v=2"
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &samePlace}); err != nil {
+		t.Errorf("UpdateServer(same origin) err = %v", err)
+	}
+	fresh := mcpgate.Secret("Bearer theirs-0123456789abcdef")
+	if _, err := e.svc.UpdateServer(ctx, admin, "files", mcpgate.ServerUpdate{URL: &other,
+		Headers: map[string]mcpgate.Secret{"Authorization": fresh}}); err != nil {
+		t.Fatalf("UpdateServer(new host, credential given) err = %v", err)
+	}
+	for _, h := range theirs.Received() {
+		if h.Get("Authorization") != fresh.Reveal() {
+			t.Errorf("the new host received Authorization %q, want the one given", h.Get("Authorization"))
+		}
+	}
+	if ev := e.Audit.Last(); ev.Action != string(mcpgate.ActionServerUpdated) || ev.Arguments["origin_changed"] != true {
+		t.Errorf("last audit = %+v, want the update with origin_changed", ev)
 	}
 }
