@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -169,22 +169,19 @@ func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
 }
 
 // PinVersion names the canonical form Pin hashes. A change to the form is
-// a new version, so stored pins of the old one are recognised as such.
-const PinVersion = "v1"
+// a new version, so stored pins of the old one are recognised as such (and
+// match no new pin: a tool trusted under v1 is quarantined for review).
+const PinVersion = "v2"
 
-// pinnedMembers are the members of a definition a pin covers.
-var pinnedMembers = []string{"annotations", "description", "inputSchema", "name", "outputSchema", "title"}
-
-// Pin returns the pin of t's definition: "v1:" and the hex SHA-256 of its
-// canonical form. The canonical form (version 1) is the JSON object of the
-// definition's name, title, description, inputSchema, outputSchema and
-// annotations members as the upstream gave them (one that is absent or
-// null left out; other members, such as _meta or icons, not covered),
-// written as RFC 8785 (JSON Canonicalization Scheme): members sorted by
-// their UTF-16 code units at every depth, no whitespace, numbers in their
-// shortest ECMAScript form and strings minimally escaped. So key order,
-// whitespace and number spelling change no pin; any change to a covered
-// value does.
+// Pin returns the pin of t's definition: "v2:" and the hex SHA-256 of its
+// canonical form. The canonical form (version 2) is the whole definition
+// as the upstream gave it, every member included (_meta, icons, execution
+// and members the gateway does not know: clients act on them), a
+// top-level member that is null left out as if absent, written as RFC 8785
+// (JSON Canonicalization Scheme): members sorted by their UTF-16 code
+// units at every depth, no whitespace, numbers in their shortest
+// ECMAScript form and strings minimally escaped. So key order, whitespace
+// and number spelling change no pin; any change to a value does.
 func Pin(t Tool) (string, error) {
 	canon, err := canonicalDefinition(t.Raw)
 	if err != nil {
@@ -202,7 +199,7 @@ func canonicalDefinition(raw json.RawMessage) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for _, name := range pinnedMembers {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		v := present(members[name])
 		if v == nil {
 			continue
@@ -210,7 +207,11 @@ func canonicalDefinition(raw json.RawMessage) ([]byte, error) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.Quote(name))
+		key, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(key)
 		b.WriteByte(':')
 		b.Write(v)
 	}
@@ -237,10 +238,10 @@ func (d CatalogDiff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0
 }
 
-// ToolChange names the pinned members of one tool whose value changed.
+// ToolChange names the members of one tool whose value changed.
 type ToolChange struct {
 	Tool   string
-	Fields []string // among title, description, inputSchema, outputSchema, annotations
+	Fields []string // the changed members' names (title, description, _meta, ...), sorted
 }
 
 // HintChange is one hint of a tool that became less restrictive, with the
@@ -319,7 +320,9 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// changedMembers lists the pinned members whose canonical values differ.
+// changedMembers lists the members (all but name, which matched) whose
+// canonical values differ, sorted; a member absent or null on one side
+// and present on the other counts.
 func changedMembers(oldRaw, newRaw json.RawMessage) ([]string, error) {
 	a, err := objectMembers(oldRaw)
 	if err != nil {
@@ -329,8 +332,16 @@ func changedMembers(oldRaw, newRaw json.RawMessage) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := map[string]bool{}
+	for n := range a {
+		names[n] = true
+	}
+	for n := range b {
+		names[n] = true
+	}
+	delete(names, "name")
 	var fields []string
-	for _, name := range []string{"title", "description", "inputSchema", "outputSchema", "annotations"} {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		same, err := sameJSON(present(a[name]), present(b[name]))
 		if err != nil {
 			return nil, err

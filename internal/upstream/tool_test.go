@@ -63,20 +63,20 @@ func TestParseTool_Refuses(t *testing.T) {
 }
 
 func TestPin_Canonical(t *testing.T) {
-	a := mustTool(t, `{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1.0}}},"annotations":{"readOnlyHint":true}}`)
-	b := mustTool(t, "{ \"annotations\" : {\"readOnlyHint\":true},\n \"inputSchema\":{\"properties\":{\"n\":{\"maximum\":1,\"type\":\"number\"}},\"type\":\"object\"}, \"description\":\"\\u0064\",\"name\":\"t\", \"outputSchema\": null, \"_meta\":{\"x\":1}}")
+	a := mustTool(t, `{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1.0}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1}}`)
+	b := mustTool(t, "{ \"annotations\" : {\"readOnlyHint\":true},\n \"inputSchema\":{\"properties\":{\"n\":{\"maximum\":1,\"type\":\"number\"}},\"type\":\"object\"}, \"description\":\"\\u0064\",\"name\":\"t\", \"outputSchema\": null, \"_meta\":{\"x\":1.0}}")
 	if pa, pb := mustPin(t, a), mustPin(t, b); pa != pb {
 		t.Errorf("Pin differs for the same definition in another order, spacing and number spelling:\n%s\n%s", pa, pb)
 	}
-	if p := mustPin(t, a); !strings.HasPrefix(p, "v1:") || len(p) != len("v1:")+64 {
-		t.Errorf("Pin = %q, want v1: and a hex SHA-256", p)
+	if p := mustPin(t, a); !strings.HasPrefix(p, "v2:") || len(p) != len("v2:")+64 {
+		t.Errorf("Pin = %q, want v2: and a hex SHA-256", p)
 	}
 	// The documented canonical form, byte for byte.
 	canon, err := canonicalDefinition(b.Raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"properties":{"n":{"maximum":1,"type":"number"}},"type":"object"},"name":"t"}`
+	want := `{"_meta":{"x":1},"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"properties":{"n":{"maximum":1,"type":"number"}},"type":"object"},"name":"t"}`
 	if string(canon) != want {
 		t.Errorf("canonical form = %s, want %s", canon, want)
 	}
@@ -87,6 +87,11 @@ func TestPin_Canonical(t *testing.T) {
 		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}}}`,
 		`{"name":"t","title":"T","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true}}`,
 		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`,
+		// Every member counts: _meta, icons, execution and unknown ones.
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1,"ui":{"resourceUri":"ui://evil"}}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"icons":[{"src":"https://evil.example/i.svg"}]}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"execution":{"taskSupport":"required"}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"x-future":true}`,
 	} {
 		if mustPin(t, mustTool(t, changed)) == mustPin(t, a) {
 			t.Errorf("Pin unchanged for %s", changed)
@@ -103,6 +108,7 @@ func TestDiffCatalogs(t *testing.T) {
 		mustTool(t, `{"name":"destr"}`),
 		mustTool(t, `{"name":"world","annotations":{"openWorldHint":true,"destructiveHint":false}}`),
 		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":true}}`),
+		mustTool(t, `{"name":"meta","_meta":{"a":1}}`),
 	}
 	new := []Tool{
 		mustTool(t, `{"description":"same","name":"keep"}`),
@@ -112,6 +118,7 @@ func TestDiffCatalogs(t *testing.T) {
 		mustTool(t, `{"name":"world","annotations":{"openWorldHint":false,"destructiveHint":false}}`),
 		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":false}}`),
 		mustTool(t, `{"name":"fresh"}`),
+		mustTool(t, `{"name":"meta","_meta":{"a":2},"icons":[]}`),
 	}
 	d, err := DiffCatalogs(old, new)
 	if err != nil {
@@ -124,6 +131,7 @@ func TestDiffCatalogs(t *testing.T) {
 		Changed: []ToolChange{
 			{Tool: "desc", Fields: []string{"description", "inputSchema"}},
 			{Tool: "destr", Fields: []string{"annotations"}},
+			{Tool: "meta", Fields: []string{"_meta", "icons"}},
 			{Tool: "ro", Fields: []string{"annotations"}},
 			{Tool: "tighter", Fields: []string{"annotations"}},
 			{Tool: "world", Fields: []string{"annotations"}},
