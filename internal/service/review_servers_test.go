@@ -2,9 +2,6 @@ package service_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -32,45 +29,6 @@ func TestReview_URLQueryCredentialNotShownToMembers(t *testing.T) {
 	list, _ := e.svc.Servers(ctx, &member)
 	if b := mustServerJSON(t, []any{srv, list}); strings.Contains(b, "q-secret-0123456789") {
 		t.Errorf("a member's answer holds the URL's api_key: %s", srv.URL)
-	}
-}
-
-// Review proof: text the upstream chooses reaches the admin's error
-// message, the server's last_error (shown on the dashboard) and the audit
-// row uncut: here a protocolVersion of 100 KiB in the initialize answer.
-func TestReview_UpstreamTextInMessagesIsBounded(t *testing.T) {
-	ctx := context.Background()
-	e := newServersEnv(t, loopbackNetwork)
-	long := strings.Repeat("v", 100<<10)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
-			http.Error(w, "bad", http.StatusMethodNotAllowed)
-			return
-		}
-		if req.ID == nil {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"` + long +
-			`","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`))
-	}))
-	t.Cleanup(ts.Close)
-	_, admin := e.NewUser(t, "admin@example.com")
-	_, err := e.svc.AddServer(ctx, admin, mcpgate.ServerInput{Name: "raw", URL: ts.URL + "/mcp"})
-	if err == nil {
-		t.Fatal("AddServer() accepted an unknown protocol version")
-	}
-	if n := len(mcpgate.ErrorMessage(err)); n > 2048 {
-		t.Errorf("the error message is %d bytes of the upstream's text", n)
-	}
-	for _, ev := range e.Audit.Events() {
-		if n := len(ev.Message); n > 2048 {
-			t.Errorf("audit %s message is %d bytes of the upstream's text", ev.Action, n)
-		}
 	}
 }
 

@@ -417,7 +417,7 @@ func (s *Servers) discoverAudited(ctx context.Context, a *mcpgate.Actor, name st
 	if err != nil {
 		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
 			"url": auditURL(target.URL), "headers": headerNames(target.Headers)})
-		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
+		ev.Outcome, ev.Message = mcpgate.OutcomeError, cutText(mcpgate.ErrorMessage(err), maxMessage)
 		s.record(ctx, ev)
 	}
 	return cat, err
@@ -454,7 +454,7 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 		return nil, err
 	}
 	if err != nil {
-		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, mcpgate.ErrorMessage(err), s.now().UTC()); markErr != nil {
+		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, cutText(mcpgate.ErrorMessage(err), maxMessage), s.now().UTC()); markErr != nil {
 			s.log.WarnContext(ctx, "record server health", "server", name, "err", markErr)
 		}
 		return nil, err
@@ -643,7 +643,7 @@ func (s *Servers) discover(ctx context.Context, target upstream.Target) (*upstre
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, mcpgate.WrapError(mcpgate.ErrorCode(err), err, "the gateway could not use this server: "+mcpgate.ErrorMessage(err))
+		return nil, mcpgate.WrapError(mcpgate.ErrorCode(err), err, cutText("the gateway could not use this server: "+mcpgate.ErrorMessage(err), maxMessage))
 	}
 	if len(cat.Invalid) > 0 {
 		// A definition the gateway cannot read one way only (a member given
@@ -662,6 +662,10 @@ func (s *Servers) discover(ctx context.Context, target upstream.Target) (*upstre
 	}
 	return cat, nil
 }
+
+// maxMessage bounds a message that quotes the upstream (an error's text,
+// the server's last_error, the audit row's message).
+const maxMessage = 500
 
 // cutText cuts an upstream's text for a message.
 func cutText(s string, n int) string {

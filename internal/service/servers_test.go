@@ -956,3 +956,42 @@ func TestServers_PinnedToolMetaChangeIsQuarantined(t *testing.T) {
 		t.Errorf("view's change = %+v, want _meta, execution and icons named", v.Change)
 	}
 }
+
+// Text the upstream chooses (here a protocolVersion of 100 KiB in the
+// initialize answer) reaches the admin's error message and the audit row
+// cut: the quoted version to 120 characters, the whole message to 500.
+func TestServers_UpstreamTextInMessagesIsBounded(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	long := strings.Repeat("v", 100<<10)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad", http.StatusMethodNotAllowed)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"` + long +
+			`","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}}`))
+	}))
+	t.Cleanup(ts.Close)
+	_, admin := e.NewUser(t, "admin@example.com")
+	_, err := e.svc.AddServer(ctx, admin, mcpgate.ServerInput{Name: "raw", URL: ts.URL + "/mcp"})
+	if err == nil {
+		t.Fatal("AddServer() accepted an unknown protocol version")
+	}
+	if n := len([]rune(mcpgate.ErrorMessage(err))); n > 501 {
+		t.Errorf("the error message is %d characters of the upstream's text", n)
+	}
+	for _, ev := range e.Audit.Events() {
+		if n := len([]rune(ev.Message)); n > 501 {
+			t.Errorf("audit %s message is %d bytes of the upstream's text", ev.Action, n)
+		}
+	}
+}

@@ -182,7 +182,7 @@ func versionMismatch(slot *rawSlot, r redactor) *Error {
 		}
 		if json.Unmarshal(rpcErr.Data, &data) == nil && len(data.Supported) > 0 {
 			return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
-				"the server speaks MCP versions %s; the gateway speaks %s", r.text(fmt.Sprint(data.Supported)), fmt.Sprint(supportedVersions))}
+				"the server speaks MCP versions %s; the gateway speaks %s", cutText(r.text(fmt.Sprint(data.Supported)), maxQuoted), fmt.Sprint(supportedVersions))}
 		}
 		return nil
 	}
@@ -191,7 +191,7 @@ func versionMismatch(slot *rawSlot, r redactor) *Error {
 	}
 	if json.Unmarshal(raw, &init) == nil && !slices.Contains(supportedVersions, init.ProtocolVersion) {
 		return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
-			"the server speaks MCP version %q, which the gateway does not (it speaks %s)", r.text(init.ProtocolVersion), fmt.Sprint(supportedVersions))}
+			"the server speaks MCP version %q, which the gateway does not (it speaks %s)", cutText(r.text(init.ProtocolVersion), maxQuoted), fmt.Sprint(supportedVersions))}
 	}
 	return nil
 }
