@@ -158,6 +158,7 @@ func (s *Servers) Servers(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Serv
 	out := make([]mcpgate.Server, 0, len(rows))
 	for i := range rows {
 		out = append(out, *serverView(&rows[i], byServer[rows[i].Name], false))
+		maskForMember(a, &out[len(out)-1])
 	}
 	return out, nil
 }
@@ -176,7 +177,18 @@ func (s *Servers) Server(ctx context.Context, a *mcpgate.Actor, name string) (*m
 	for i, t := range tools {
 		ts[i] = t.UpstreamTool
 	}
-	return serverView(row, ts, true), nil
+	v := serverView(row, ts, true)
+	maskForMember(a, v)
+	return v, nil
+}
+
+// maskForMember hides from a member what of the URL may be a credential
+// (query values, user information), as the audit does: only admins, who
+// edit the URL, read it whole.
+func maskForMember(a *mcpgate.Actor, v *mcpgate.Server) {
+	if !a.CanAdmin() {
+		v.URL = maskedURL(v.URL)
+	}
 }
 
 // AddServer implements mcpgate.ServerService: the input is checked, the

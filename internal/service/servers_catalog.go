@@ -224,6 +224,25 @@ func auditURL(raw string) string {
 	return u.String()
 }
 
+// maskedURL is the URL with each query value replaced (the names kept, so
+// a member sees that there are some) and no user information or fragment.
+func maskedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.Fragment = nil, ""
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			name, _, _ := strings.Cut(p, "=")
+			parts[i] = name + "=redacted"
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	return u.String()
+}
+
 // serverView is a stored server as the API shows it, its tools counted
 // and, with withTools, listed.
 func serverView(row *store.UpstreamServer, tools []store.UpstreamTool, withTools bool) *mcpgate.Server {

@@ -995,3 +995,33 @@ func TestServers_UpstreamTextInMessagesIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// The URL's query is treated as a credential by the audit (auditURL) and
+// the hop's redactor: members read the URL with its query values masked
+// (in the API answer, and the dashboard, which shows Server.URL); admins,
+// who edit it, read it whole.
+func TestServers_URLQueryMaskedForMembers(t *testing.T) {
+	ctx := context.Background()
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	if _, err := e.svc.AddServer(ctx, admin, mcpgate.ServerInput{Name: "files", URL: up.URL + "?api_key=q-secret-0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	member := *admin
+	member.Role = mcpgate.RoleMember
+	srv, err := e.svc.Server(ctx, &member, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, _ := e.svc.Servers(ctx, &member)
+	if b := mustServerJSON(t, []any{srv, list}); strings.Contains(b, "q-secret-0123456789") {
+		t.Errorf("a member's answer holds the URL's api_key: %s", srv.URL)
+	}
+	if want := up.URL + "?api_key=redacted"; srv.URL != want || len(list) != 1 || list[0].URL != want {
+		t.Errorf("a member reads the URL %q, want %q", srv.URL, want)
+	}
+	if srv := mustServer(t, e, admin); !strings.Contains(srv.URL, "q-secret-0123456789") {
+		t.Errorf("an admin reads the URL %q, want it whole", srv.URL)
+	}
+}
