@@ -75,6 +75,7 @@ func NewServers(o ServersOptions) *Servers {
 const (
 	maxServerHeaders   = 16
 	maxHeaderValue     = 8 << 10
+	maxHeaderName      = 256 // bytes; every member reads the names in the hints
 	maxServerURL       = 2048
 	maxAliases         = 256
 	defaultToolListCap = 2000
@@ -743,6 +744,9 @@ func checkHeaders(in, stored map[string]mcpgate.Secret) (map[string]mcpgate.Secr
 	out := make(map[string]mcpgate.Secret, len(in))
 	for name, v := range in {
 		name = strings.TrimSpace(name)
+		if len(name) > maxHeaderName {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "a header name is longer than %d bytes", maxHeaderName)
+		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
 		if _, dup := out[canon]; dup {
 			return nil, mcpgate.Errorf(mcpgate.EInvalid, "the header %q is given twice", name)

@@ -1025,3 +1025,26 @@ func TestServers_URLQueryMaskedForMembers(t *testing.T) {
 		t.Errorf("an admin reads the URL %q, want it whole", srv.URL)
 	}
 }
+
+// A header's name is held to 256 bytes of token characters: it is sealed,
+// kept in the hints every member reads, and sent on every request to the
+// upstream; the refusal does not echo it.
+func TestServers_HeaderNameIsBounded(t *testing.T) {
+	e := newServersEnv(t, loopbackNetwork)
+	up := upstreamtest.New(t, fixtureTools()...)
+	_, admin := e.NewUser(t, "admin@example.com")
+	name := "X-" + strings.Repeat("a", 16<<10)
+	_, err := e.svc.AddServer(context.Background(), admin, mcpgate.ServerInput{Name: "files", URL: up.URL,
+		Headers: map[string]mcpgate.Secret{name: "value-0123456789"}})
+	if mcpgate.ErrorCode(err) != mcpgate.EInvalid || len(mcpgate.ErrorMessage(err)) > 200 {
+		t.Errorf("AddServer(header name of %d bytes) err = %.200v, want a short invalid", len(name), err)
+	}
+	for _, bad := range []string{"X-Key\u00e9", "X Key", "X-Key:", "X-\u202eKey"} {
+		_, err := e.svc.AddServer(context.Background(), admin, mcpgate.ServerInput{Name: "files", URL: up.URL,
+			Headers: map[string]mcpgate.Secret{bad: "value-0123456789"}})
+		if mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+			t.Errorf("AddServer(header name %q) err = %v, want invalid", bad, err)
+		}
+	}
+	e.assertServerRows(t, 0)
+}
