@@ -7,9 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"math"
+	"math/big"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -94,6 +99,9 @@ func ParseTool(raw json.RawMessage) (Tool, error) {
 	if err != nil {
 		return Tool{}, err
 	}
+	if err := exactNumbers(raw); err != nil {
+		return Tool{}, err
+	}
 	t := Tool{Raw: slices.Clone(raw)}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
 		return Tool{}, errors.New("tool has no name")
@@ -148,6 +156,50 @@ func present(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return slices.Clone(raw)
+}
+
+// exactNumbers refuses a definition holding a number that float64 cannot
+// carry: the pin's canonical form (RFC 8785) writes numbers as float64, so
+// 9007199254740993 and 9007199254740992 would pin alike, while a validator
+// with exact numbers (Python's jsonschema, Postgres numeric) reads two
+// different schemas. A number passes when its value is that of the
+// shortest spelling of the nearest float64 (0.1 passes; 2^53+1 and 1e400
+// do not).
+func exactNumbers(raw json.RawMessage) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return errors.New("not valid JSON")
+		}
+		if tok.Kind() != '0' {
+			continue
+		}
+		if lit := tok.String(); !float64Exact(lit) {
+			return fmt.Errorf("the number %s cannot be read exactly as a 64-bit float", cutName(lit))
+		}
+	}
+}
+
+func float64Exact(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	if f == 0 {
+		// Zero, or an underflow: exact only if every digit is 0. (No
+		// big.Rat here: its cost grows with the exponent's size.)
+		mantissa, _, _ := strings.Cut(strings.ToLower(lit), "e")
+		return strings.Trim(mantissa, "-+.0") == ""
+	}
+	// f is finite and non-zero, so the literal's exponent is bounded by
+	// float64's range plus its own length.
+	want, ok := new(big.Rat).SetString(lit)
+	got, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok && ok2 && want.Cmp(got) == 0
 }
 
 // objectMembers splits a JSON object into its members, refusing anything

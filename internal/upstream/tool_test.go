@@ -168,3 +168,24 @@ func TestParseTool_RefusesNamesOutsideThePattern(t *testing.T) {
 		}
 	}
 }
+
+// The pin's canonical form writes numbers as float64 (RFC 8785), so a
+// definition holding a number float64 cannot carry is refused: otherwise a
+// maximum moved from 2^53+1 to 2^53 would be no change to the pin, while an
+// exact validator (Python's jsonschema, Postgres numeric) reads another
+// schema.
+func TestParseTool_RefusesNumbersAPinCannotTellApart(t *testing.T) {
+	def := func(n string) json.RawMessage {
+		return json.RawMessage(`{"name":"pay","inputSchema":{"type":"object","properties":{"cents":{"type":"integer","maximum":` + n + `}}}}`)
+	}
+	for _, n := range []string{"9007199254740993", "1e400", "-1e400", "1e-400", "0.1000000000000000000000000001", "123456789012345678901234567890"} {
+		if _, err := ParseTool(def(n)); err == nil || !strings.Contains(err.Error(), "exactly") {
+			t.Errorf("ParseTool(maximum %s) err = %v, want refused", n, err)
+		}
+	}
+	for _, n := range []string{"9007199254740992", "0.1", "1.0", "1e2", "-0", "0.0e10", "5e-324", "1.7976931348623157e308", "-12.5"} {
+		if _, err := ParseTool(def(n)); err != nil {
+			t.Errorf("ParseTool(maximum %s) err = %v, want nil", n, err)
+		}
+	}
+}
