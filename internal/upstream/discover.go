@@ -59,7 +59,7 @@ func (p *Pool[K]) Discover(ctx context.Context, target Target) (*Catalog, error)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer s.closeWithin(ctx)
 	init := s.cs.InitializeResult()
 	c := &Catalog{ProtocolVersion: init.ProtocolVersion, Init: s.init}
 	caps := init.Capabilities
