@@ -108,9 +108,11 @@ type ToolHints struct {
 }
 
 // ToolChange is a changed definition waiting for an admin: the members of
-// the definition that changed, every hint that now claims less risk, and
-// the new definition itself.
+// the definition that changed, every hint that now claims less risk, the
+// new definition itself and its pin. Approving names the pin, so that
+// only the change the admin reviewed is trusted.
 type ToolChange struct {
+	Pin        string          `json:"pin"`
 	Fields     []string        `json:"fields"`
 	Loosened   []HintLoosened  `json:"loosened,omitempty"`
 	Definition json.RawMessage `json:"definition"`
@@ -163,8 +165,10 @@ type ServerService interface {
 	// definition changed is quarantined.
 	DiscoverServer(ctx context.Context, a *Actor, name string) (*Server, error)
 	// ApproveServerTool accepts a quarantined tool's new definition: it is
-	// pinned, and the tool is back as it was set.
-	ApproveServerTool(ctx context.Context, a *Actor, server, tool string) (*Server, error)
+	// pinned, and the tool is back as it was set. expectedPin is the pin of
+	// the change the admin reviewed (ToolChange.Pin); if the change waiting
+	// is another one, nothing changes and the answer is EConflict.
+	ApproveServerTool(ctx context.Context, a *Actor, server, tool, expectedPin string) (*Server, error)
 	// SetServerTool turns a tool on or off and sets its approval mode.
 	// Turning one on pins its definition as it stands.
 	SetServerTool(ctx context.Context, a *Actor, server, tool string, upd ToolUpdate) (*Server, error)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 
 	"github.com/go-chi/chi/v5"
 
@@ -20,7 +21,7 @@ func (s *Server) serverRoutes(r chi.Router) {
 	r.Delete("/servers/{name}", s.route(s.handleServerRemove))
 	r.Post("/servers/{name}/discover", s.route(s.handleServerDiscover))
 	r.Put("/servers/{name}/tools/{tool}", routeBody(s, s.handleServerToolUpdate))
-	r.Post("/servers/{name}/tools/{tool}/approve", s.route(s.handleServerToolApprove))
+	r.Post("/servers/{name}/tools/{tool}/approve", routeBody(s, s.handleServerToolApprove))
 }
 
 func (s *Server) handleServerList(r *http.Request) (reply, error) {
@@ -66,11 +67,31 @@ func (s *Server) handleServerToolUpdate(r *http.Request, req serverToolUpdate) (
 		}
 		u.Approval = &a
 	}
-	srv, err := s.opts.Servers.SetServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), chi.URLParam(r, "tool"), u)
+	srv, err := s.opts.Servers.SetServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r), u)
 	return ok(srv), err
 }
 
-func (s *Server) handleServerToolApprove(r *http.Request) (reply, error) {
-	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), chi.URLParam(r, "tool"))
+// serverToolApprove names the change approved: the pin of the pending
+// definition the admin reviewed.
+type serverToolApprove struct {
+	ExpectedPin string `json:"expected_pin"`
+}
+
+func (s *Server) handleServerToolApprove(r *http.Request, req serverToolApprove) (reply, error) {
+	srv, err := s.opts.Servers.ApproveServerTool(r.Context(), actorFrom(r), chi.URLParam(r, "name"), toolParam(r), req.ExpectedPin)
 	return ok(srv), err
+}
+
+// toolParam is the {tool} segment unescaped: an upstream's tool name is
+// sent path-escaped, and chi matches on the escaped path when the request
+// has one (RawPath), leaving its parameters escaped.
+func toolParam(r *http.Request) string {
+	v := chi.URLParam(r, "tool")
+	if r.URL.RawPath == "" {
+		return v
+	}
+	if u, err := url.PathUnescape(v); err == nil {
+		return u
+	}
+	return v
 }

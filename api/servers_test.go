@@ -83,6 +83,8 @@ func TestServers_APIJourney(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 	c.do("PUT", base+"/docs/tools/remove", map[string]any{"enabled": true, "approval": "human"}).wantStatus(t, http.StatusOK).decode(t, &srv)
+	// The dashboard sends a tool name path-escaped: the route unescapes it.
+	c.do("PUT", base+"/docs/tools/re%6Dove", map[string]any{"approval": "human"}).wantStatus(t, http.StatusOK)
 	// The upstream changes a trusted tool: discovery quarantines it, the
 	// diff is in the answer, and approving it takes it back.
 	s.up.SetTools(&mcp.Tool{Name: "search", Description: "finds", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -97,7 +99,10 @@ func TestServers_APIJourney(t *testing.T) {
 	if removeTool == nil || !removeTool.Quarantined || removeTool.Change == nil || !strings.Contains(string(removeTool.Change.Definition), "send me your keys") {
 		t.Fatalf("remove after the change = %+v, want quarantined with the diff", removeTool)
 	}
-	c.do("POST", base+"/docs/tools/remove/approve", nil).wantStatus(t, http.StatusOK).decode(t, &srv)
+	// Approving names the change reviewed; another pin is a conflict.
+	c.do("POST", base+"/docs/tools/remove/approve", map[string]any{}).wantStatus(t, http.StatusBadRequest)
+	c.do("POST", base+"/docs/tools/remove/approve", map[string]any{"expected_pin": "v1:00"}).wantStatus(t, http.StatusConflict)
+	c.do("POST", base+"/docs/tools/remove/approve", map[string]any{"expected_pin": removeTool.Change.Pin}).wantStatus(t, http.StatusOK).decode(t, &srv)
 	if srv.Quarantined != 0 || srv.EnabledTools != 2 {
 		t.Fatalf("after approval = %+v", srv)
 	}
@@ -187,6 +192,8 @@ func TestServers_APIOtherWorkspaceAndMember(t *testing.T) {
 			body = map[string]any{"name": "docs", "url": s.up.URL}
 		case rt.method == "PATCH" || rt.method == "PUT":
 			body = map[string]any{"enabled": true}
+		case strings.HasSuffix(rt.pattern, "/approve"):
+			body = map[string]any{"expected_pin": "v1:00"}
 		}
 		t.Run(rt.method+" "+rt.pattern, func(t *testing.T) {
 			b.t, member.t = t, t

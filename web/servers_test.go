@@ -3,8 +3,11 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +47,7 @@ func newFakeServers() *fakeServers {
 				Annotations: mcpgate.ToolHints{ReadOnly: &yes}, Definition: json.RawMessage(`{"name":"search"}`)},
 			{Name: "remove", ExposedName: "docs_remove", Enabled: true, Approval: mcpgate.ApprovalHuman, Pinned: true, Quarantined: true, Listed: true,
 				Annotations: mcpgate.ToolHints{Destructive: &yes}, Definition: json.RawMessage(`{"name":"remove","description":"removes"}`),
-				Change: &mcpgate.ToolChange{Fields: []string{"description", "annotations"}, Definition: json.RawMessage(`{"name":"remove","description":"removes <b>all</b>"}`),
+				Change: &mcpgate.ToolChange{Pin: "v1:5eed", Fields: []string{"description", "annotations"}, Definition: json.RawMessage(`{"name":"remove","description":"removes <b>all</b>"}`),
 					Loosened: []mcpgate.HintLoosened{{Hint: "destructiveHint", Before: &yes, After: &no}}}},
 			{Name: strings.Repeat("x", 50), Listed: true, NameProblem: "is longer than 48 characters", Approval: mcpgate.ApprovalHuman,
 				Definition: json.RawMessage(`{"name":"x"}`)},
@@ -82,6 +85,7 @@ func TestServersPages_Admin(t *testing.T) {
 	for _, want := range []string{
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/discover"`,
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/remove/approve"`,
+		`<input type="hidden" name="expected_pin" value="v1:5eed">`,
 		`data-api-path="/api/v1/workspaces/ws1/servers/docs/tools/search"`,
 		"removes &lt;b&gt;all&lt;/b&gt;", "description, annotations", "<code>destructiveHint</code> hint now claims less risk",
 		`placeholder="unchanged (…9f3c)"`, "No name: is longer than 48 characters", `data-pairs="aliases"`,
@@ -117,5 +121,45 @@ func TestServersPages_AbsentWithoutService(t *testing.T) {
 	}
 	if _, body := get(t, h, "/app/w/ws1", testUser); strings.Contains(body, "/servers") {
 		t.Errorf("navigation links to servers without the service")
+	}
+}
+
+// An upstream chooses its tool names, and the server page puts them into
+// the paths the dashboard's script fetches: each is escaped as one path
+// segment, so that a name with "../" segments (and a "#" to cut the rest)
+// cannot send the admin's click, with the admin's session and CSRF token,
+// to another API route of the workspace (here E2B's e2b_kill_sandbox).
+// The service refuses such names; this holds for rows stored before.
+func TestServerPage_ToolNameStaysInItsPath(t *testing.T) {
+	fake := newFakeServers()
+	for _, evil := range []string{"../../../tools/e2b_kill_sandbox#", "..", "."} {
+		fake.servers[0].Tools = append(fake.servers[0].Tools, mcpgate.ServerTool{
+			Name: evil, Title: "Search the docs", Listed: true, Approval: mcpgate.ApprovalNone, Quarantined: true,
+			Definition: json.RawMessage(`{"name":"x"}`), Change: &mcpgate.ToolChange{Fields: []string{"description"}, Definition: json.RawMessage(`{"name":"x"}`)}})
+	}
+	h, err := newHandler(Options{Services: newFake(mcpgate.RoleOwner).services(), Servers: fake,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)), PublicURL: "https://gw.example.com/", Now: func() time.Time { return testNow }})
+	if err != nil {
+		t.Fatalf("newHandler() err = %v", err)
+	}
+	res, body := get(t, h, "/app/w/ws1/servers/docs", testUser)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("server page = %d", res.StatusCode)
+	}
+	base, _ := url.Parse("https://gw.example.com/app/w/ws1/servers/docs")
+	want := "/api/v1/workspaces/ws1/servers/docs/tools/"
+	for _, m := range regexp.MustCompile(`data-api-path="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		raw := html.UnescapeString(m[1])
+		if !strings.Contains(raw, "/tools/") {
+			continue
+		}
+		u, err := base.Parse(raw)
+		if err != nil {
+			continue
+		}
+		// What fetch() requests: dot segments resolved, the fragment dropped.
+		if !strings.HasPrefix(u.Path, want) || strings.HasSuffix(u.Path, "/tools/") || strings.HasSuffix(u.Path, "/tools/.") {
+			t.Errorf("a tool form of server docs posts to %s (from %q), outside %s", u.Path, raw, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -183,6 +184,7 @@ func (h *handler) parseTemplates() error {
 		"guardrailLabels":  h.guardrailLabels,
 		"connectionsTitle": h.connectionsTitle,
 		"hostOf":           hostOf,
+		"pathSeg":          pathSeg,
 		"maxApprovalWait":  func() int { return mcpgate.MaxApprovalWaitSeconds },
 	}
 	h.pages = map[string]*template.Template{}
@@ -410,4 +412,15 @@ func (h *handler) serverError(w http.ResponseWriter, r *http.Request, err error)
 	h.log.ErrorContext(r.Context(), "dashboard page", "path", r.URL.Path, "err", err)
 	h.renderError(w, r, http.StatusInternalServerError, "Something went wrong",
 		"The page could not be loaded. Try again in a moment.")
+}
+
+// pathSeg escapes a name that is not ours (an upstream's tool name) as one
+// URL path segment, so that no "/", "?" or "#" in it reaches another route.
+// A name of dots only is escaped twice: browsers resolve "%2E%2E" as "..",
+// and a doubly escaped one names no tool (the API answers not found).
+func pathSeg(s string) string {
+	if strings.Trim(s, ".") == "" {
+		return url.PathEscape(strings.ReplaceAll(s, ".", "%2E"))
+	}
+	return url.PathEscape(s)
 }

@@ -36,17 +36,24 @@ var specialUse = func() []netip.Prefix {
 // IPv4 address, reached through the translator.
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
-// Public reports whether a is a public address: not a special-use one, nor
-// one whose embedded IPv4 address (IPv4-mapped, NAT64) is one; the
-// IPv4-compatible (::/96) and 6to4 (2002::/16) forms are special-use
-// themselves.
+// globalUnicast6 is the only IPv6 space IANA allocates for global
+// unicast. IPv6 is judged by an allow list: outside it lie forms that a
+// translator maps onto IPv4 (SIIT's ::ffff:0:a.b.c.d) and unallocated
+// space that a future or local use may route anywhere.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// Public reports whether a is a public address: an IPv4 address that is
+// not special-use, or an IPv6 address inside 2000::/3 that is not; one
+// with an embedded IPv4 address (IPv4-mapped, NAT64) is judged by that
+// address; the IPv4-compatible (::/96) and 6to4 (2002::/16) forms are
+// refused.
 func Public(a netip.Addr) bool {
 	a = a.Unmap()
 	if nat64.Contains(a) {
 		b := a.As16()
 		a = netip.AddrFrom4([4]byte(b[12:]))
 	}
-	if !a.IsValid() || a.Zone() != "" {
+	if !a.IsValid() || a.Zone() != "" || (a.Is6() && !globalUnicast6.Contains(a)) {
 		return false
 	}
 	for _, p := range specialUse {

@@ -24,6 +24,10 @@ func TestPublic(t *testing.T) {
 		"100::1": false, "2001::1": false, "2001:db8::1": false, "2001:2::1": false, "2001:20::1": false,
 		"3fff::1": false, "5f00::1": false, "fec0::1": false, "ff02::1": false, "2620:4f:8000::1": false,
 		"2a00:1450:4001::1": true,
+		// IPv6 is allowed only inside 2000::/3 (global unicast): not SIIT's
+		// IPv4-translated form, nor unallocated space.
+		"::ffff:0:7f00:1": false, "::ffff:0:a9fe:a9fe": false, "::ffff:0:5db8:d822": false, "100:0:0:1::1": false,
+		"4000::1": false, "e000::1": false, "1fff:ffff::1": false, "3ffe:ffff::1": true,
 	} {
 		if got := netguard.Public(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("Public(%s) = %v, want %v", addr, got, want)

@@ -2,11 +2,15 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/textproto"
+	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
@@ -51,6 +55,7 @@ type Servers struct {
 	pool      *upstream.Pool[UpstreamKey]
 	network   upstream.Network
 	publicURL string
+	gate      discoveryGate
 }
 
 var _ mcpgate.ServerService = (*Servers)(nil)
@@ -70,10 +75,55 @@ func NewServers(o ServersOptions) *Servers {
 const (
 	maxServerHeaders   = 16
 	maxHeaderValue     = 8 << 10
+	maxHeaderName      = 256 // bytes; every member reads the names in the hints
 	maxServerURL       = 2048
 	maxAliases         = 256
 	defaultToolListCap = 2000
+	// A discovery holds a connection and up to a catalog's budget in
+	// memory for up to the connect timeout: one workspace may hold a few,
+	// the gateway a few more, so no tenant can take the others' share.
+	maxDiscoveriesPerWorkspace = 2
+	maxDiscoveries             = 8
 )
+
+// errDiscoveryBusy is the cause of a discovery refused for want of a slot:
+// it says nothing of the server's health.
+var errDiscoveryBusy = errors.New("no discovery slot")
+
+// discoveryGate counts the discoveries under way, per workspace and in
+// all; a slot is reserved before the discovery starts, never counted after.
+type discoveryGate struct {
+	mu    sync.Mutex
+	total int
+	byWS  map[string]int
+}
+
+// enter reserves a slot for workspace, or says why there is none.
+func (g *discoveryGate) enter(workspace string) (leave func(), err error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byWS[workspace] >= maxDiscoveriesPerWorkspace {
+		return nil, mcpgate.WrapError(mcpgate.ETooMany, errDiscoveryBusy, fmt.Sprintf("this workspace already has %d server "+
+			"discoveries under way; try again when they finish", maxDiscoveriesPerWorkspace))
+	}
+	if g.total >= maxDiscoveries {
+		return nil, mcpgate.WrapError(mcpgate.EUnavailable, errDiscoveryBusy,
+			"the gateway is discovering as many servers as it may at once; try again shortly")
+	}
+	if g.byWS == nil {
+		g.byWS = map[string]int{}
+	}
+	g.total++
+	g.byWS[workspace]++
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.total--
+		if g.byWS[workspace]--; g.byWS[workspace] == 0 {
+			delete(g.byWS, workspace)
+		}
+	}, nil
+}
 
 // requireAdminChange is the admins-only rule with the workspace's
 // two-factor policy, as for every other credential and tool change.
@@ -109,6 +159,7 @@ func (s *Servers) Servers(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Serv
 	out := make([]mcpgate.Server, 0, len(rows))
 	for i := range rows {
 		out = append(out, *serverView(&rows[i], byServer[rows[i].Name], false))
+		maskForMember(a, &out[len(out)-1])
 	}
 	return out, nil
 }
@@ -127,7 +178,18 @@ func (s *Servers) Server(ctx context.Context, a *mcpgate.Actor, name string) (*m
 	for i, t := range tools {
 		ts[i] = t.UpstreamTool
 	}
-	return serverView(row, ts, true), nil
+	v := serverView(row, ts, true)
+	maskForMember(a, v)
+	return v, nil
+}
+
+// maskForMember hides from a member what of the URL may be a credential
+// (query values, user information), as the audit does: only admins, who
+// edit the URL, read it whole.
+func maskForMember(a *mcpgate.Actor, v *mcpgate.Server) {
+	if !a.CanAdmin() {
+		v.URL = maskedURL(v.URL)
+	}
 }
 
 // AddServer implements mcpgate.ServerService: the input is checked, the
@@ -233,6 +295,9 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	args := map[string]any{"server": name}
 	if upd.URL != nil {
 		args["url"] = auditURL(target.URL)
+		if !sameOrigin(cur.URL, target.URL) {
+			args["origin_changed"] = true
+		}
 	}
 	if upd.Headers != nil {
 		args["headers"] = headerNames(target.Headers)
@@ -264,11 +329,55 @@ func (s *Servers) updatedTarget(ctx context.Context, a *mcpgate.Actor, cur *stor
 	if err != nil {
 		return target, err
 	}
+	if !sameOrigin(cur.URL, target.URL) {
+		// The stored credential was given for the old host: sent to the
+		// new one, any admin could read it there. It is given again.
+		if err := credentialGivenAgain(upd.Headers, stored); err != nil {
+			return target, err
+		}
+		stored = nil
+	}
 	target.Headers = stored
 	if upd.Headers != nil {
 		target.Headers, err = checkHeaders(upd.Headers, stored)
 	}
 	return target, err
+}
+
+// credentialGivenAgain refuses a change of origin that would keep a stored
+// header value: each value is given in the update, or the header dropped.
+func credentialGivenAgain(given, stored map[string]mcpgate.Secret) error {
+	if given == nil && len(stored) > 0 {
+		return mcpgate.Errorf(mcpgate.EInvalid, "the URL moves to another scheme, host or port: give the credential "+
+			"headers again (the stored credential is not sent to a new host)")
+	}
+	for name, v := range given {
+		if strings.TrimSpace(v.Reveal()) == "" {
+			return mcpgate.Errorf(mcpgate.EInvalid, "the URL moves to another scheme, host or port: give the value of "+
+				"header %q again (the stored credential is not sent to a new host)", strings.TrimSpace(name))
+		}
+	}
+	return nil
+}
+
+// sameOrigin reports whether two URLs have one scheme, host and port (the
+// scheme's default when none is given).
+func sameOrigin(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "http") {
+			return "80"
+		}
+		return "443"
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Hostname(), ub.Hostname()) && port(ua) == port(ub)
 }
 
 // storeUpdate writes an update, with the catalog cat found (nil: none was
@@ -312,11 +421,16 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 // discoverAudited discovers target, auditing a failure as the admin's
 // attempt (header names only).
 func (s *Servers) discoverAudited(ctx context.Context, a *mcpgate.Actor, name string, target upstream.Target) (*upstream.Catalog, error) {
+	leave, err := s.gate.enter(a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	cat, err := s.discover(ctx, target)
 	if err != nil {
 		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
 			"url": auditURL(target.URL), "headers": headerNames(target.Headers)})
-		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
+		ev.Outcome, ev.Message = mcpgate.OutcomeError, cutText(mcpgate.ErrorMessage(err), maxMessage)
 		s.record(ctx, ev)
 	}
 	return cat, err
@@ -349,8 +463,11 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 		return nil, err
 	}
 	cat, err := s.discoverAudited(ctx, a, name, upstream.Target{URL: cur.URL, Headers: headers})
+	if errors.Is(err, errDiscoveryBusy) {
+		return nil, err
+	}
 	if err != nil {
-		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, mcpgate.ErrorMessage(err), s.now().UTC()); markErr != nil {
+		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, cutText(mcpgate.ErrorMessage(err), maxMessage), s.now().UTC()); markErr != nil {
 			s.log.WarnContext(ctx, "record server health", "server", name, "err", markErr)
 		}
 		return nil, err
@@ -384,10 +501,15 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 	return s.Server(ctx, a, name)
 }
 
-// ApproveServerTool implements mcpgate.ServerService.
-func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, server, tool string) (*mcpgate.Server, error) {
+// ApproveServerTool implements mcpgate.ServerService. The pin is required:
+// an approval that named no change would trust whatever a re-discovery
+// put in waiting between the admin's reading and the click.
+func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, server, tool, expectedPin string) (*mcpgate.Server, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
+	}
+	if expectedPin == "" {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "expected_pin is required: the pin of the change you reviewed")
 	}
 	var change *mcpgate.ToolChange
 	var pin string
@@ -405,6 +527,9 @@ func (s *Servers) ApproveServerTool(ctx context.Context, a *mcpgate.Actor, serve
 		}
 		if pin, err = upstream.Pin(next); err != nil {
 			return err
+		}
+		if pin != expectedPin {
+			return mcpgate.Errorf(mcpgate.EConflict, "the tool %q changed again since you reviewed it; reload and review the change waiting now", tool)
 		}
 		change = c
 		t.Definition, t.Pending, t.Pin, t.Quarantined, t.Hints = next.Raw, nil, pin, false, hintsFrom(next.Annotations)
@@ -531,7 +656,7 @@ func (s *Servers) discover(ctx context.Context, target upstream.Target) (*upstre
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, mcpgate.WrapError(mcpgate.ErrorCode(err), err, "the gateway could not use this server: "+mcpgate.ErrorMessage(err))
+		return nil, mcpgate.WrapError(mcpgate.ErrorCode(err), err, cutText("the gateway could not use this server: "+mcpgate.ErrorMessage(err), maxMessage))
 	}
 	if len(cat.Invalid) > 0 {
 		// A definition the gateway cannot read one way only (a member given
@@ -550,6 +675,10 @@ func (s *Servers) discover(ctx context.Context, target upstream.Target) (*upstre
 	}
 	return cat, nil
 }
+
+// maxMessage bounds a message that quotes the upstream (an error's text,
+// the server's last_error, the audit row's message).
+const maxMessage = 500
 
 // cutText cuts an upstream's text for a message.
 func cutText(s string, n int) string {
@@ -615,6 +744,9 @@ func checkHeaders(in, stored map[string]mcpgate.Secret) (map[string]mcpgate.Secr
 	out := make(map[string]mcpgate.Secret, len(in))
 	for name, v := range in {
 		name = strings.TrimSpace(name)
+		if len(name) > maxHeaderName {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "a header name is longer than %d bytes", maxHeaderName)
+		}
 		canon := textproto.CanonicalMIMEHeaderKey(name)
 		if _, dup := out[canon]; dup {
 			return nil, mcpgate.Errorf(mcpgate.EInvalid, "the header %q is given twice", name)

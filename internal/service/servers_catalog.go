@@ -151,7 +151,11 @@ func toolChange(trusted, next json.RawMessage) (*mcpgate.ToolChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &mcpgate.ToolChange{Fields: []string{}, Definition: b.Raw}
+	pin, err := upstream.Pin(b)
+	if err != nil {
+		return nil, err
+	}
+	c := &mcpgate.ToolChange{Pin: pin, Fields: []string{}, Definition: b.Raw}
 	for _, ch := range d.Changed {
 		c.Fields = append(c.Fields, ch.Fields...)
 	}
@@ -217,6 +221,25 @@ func auditURL(raw string) string {
 		return ""
 	}
 	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u.String()
+}
+
+// maskedURL is the URL with each query value replaced (the names kept, so
+// a member sees that there are some) and no user information or fragment.
+func maskedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.Fragment = nil, ""
+	if u.RawQuery != "" {
+		parts := strings.Split(u.RawQuery, "&")
+		for i, p := range parts {
+			name, _, _ := strings.Cut(p, "=")
+			parts[i] = name + "=redacted"
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
 	return u.String()
 }
 

@@ -3,7 +3,9 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -11,6 +13,14 @@ import (
 // maxPages bounds the pages of one list, against a server whose cursors
 // never end.
 const maxPages = 100
+
+// Bounds on one tool definition a discovery accepts: a catalog is stored,
+// shown on the dashboard and published to clients, and a definition this
+// large is not a tool description but a payload.
+const (
+	MaxToolDefinitionBytes = 64 << 10
+	MaxToolDescription     = 8 << 10 // characters
+)
 
 // Catalog is what an upstream declares: its own description, and the
 // tools, prompts, resources and resource templates it lists, each as the
@@ -38,8 +48,9 @@ type InvalidTool struct {
 
 // Discover connects to target on a session of its own, lists everything
 // the server declares a capability for (every page) and closes the
-// session. Each list request is held to the pool's byte cap and the whole
-// to its connect timeout. It opens a fresh session so that nothing the SDK
+// session. The pool's byte cap (MaxAnswerBytes) holds for the catalog as
+// a whole, every page of every list counted against one budget, and the
+// whole to its connect timeout. It opens a fresh session so that nothing the SDK
 // caches answers in place of the server.
 func (p *Pool[K]) Discover(ctx context.Context, target Target) (*Catalog, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
@@ -48,7 +59,7 @@ func (p *Pool[K]) Discover(ctx context.Context, target Target) (*Catalog, error)
 	if err != nil {
 		return nil, err
 	}
-	defer s.close()
+	defer s.closeWithin(ctx)
 	init := s.cs.InitializeResult()
 	c := &Catalog{ProtocolVersion: init.ProtocolVersion, Init: s.init}
 	caps := init.Capabilities
@@ -57,8 +68,9 @@ func (p *Pool[K]) Discover(ctx context.Context, target Target) (*Catalog, error)
 	}
 	lim := p.limits
 	lim.CallTimeout = p.opts.ConnectTimeout
+	left := &catalogBudget{total: p.limits.MaxAnswerBytes, remaining: p.limits.MaxAnswerBytes}
 	list := func(method, field string, send func(context.Context, string) error) ([]json.RawMessage, error) {
-		return s.listAll(ctx, method, field, lim, send)
+		return s.listAll(ctx, method, field, lim, left, send)
 	}
 	if caps.Tools != nil {
 		raws, err := list("tools/list", "tools", func(ctx context.Context, cursor string) error {
@@ -95,15 +107,38 @@ func (p *Pool[K]) Discover(ctx context.Context, target Target) (*Catalog, error)
 	return c, nil
 }
 
-// listAll pages through one list method, reading the raw answers.
-func (s *session) listAll(ctx context.Context, method, field string, lim Limits, send func(context.Context, string) error) ([]json.RawMessage, error) {
+// catalogBudget is the bytes a discovery may still read, across its lists
+// and pages: a cap per request alone lets a server send maxPages of them
+// for each list.
+type catalogBudget struct {
+	total, remaining int64
+}
+
+func (b *catalogBudget) exceeded(s *session) error {
+	return s.redact.newError(KindTooLarge, nil, "the server's catalog (every list and page) is larger than %d bytes", b.total)
+}
+
+// listAll pages through one list method, reading the raw answers, each
+// held to what is left of the catalog's budget.
+func (s *session) listAll(ctx context.Context, method, field string, lim Limits, left *catalogBudget, send func(context.Context, string) error) ([]json.RawMessage, error) {
 	var items []json.RawMessage
 	seen := map[string]bool{}
 	cursor := ""
 	for range maxPages {
+		if left.remaining <= 0 {
+			return nil, left.exceeded(s)
+		}
+		lim.MaxAnswerBytes = left.remaining
 		raw, err := s.request(ctx, method, lim, func(ctx context.Context) error { return send(ctx, cursor) })
+		var e *Error
+		if errors.As(err, &e) && e.Kind == KindTooLarge {
+			return nil, left.exceeded(s)
+		}
 		if err != nil {
 			return nil, err
+		}
+		if left.remaining -= int64(len(raw)); left.remaining < 0 {
+			return nil, left.exceeded(s)
 		}
 		var page map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &page); err != nil {
@@ -137,6 +172,10 @@ func parseTools(raws []json.RawMessage) ([]Tool, []InvalidTool) {
 	for _, raw := range raws {
 		t, err := ParseTool(raw)
 		switch {
+		case err == nil && len(raw) > MaxToolDefinitionBytes:
+			invalid = append(invalid, InvalidTool{Raw: raw, Reason: fmt.Sprintf("the definition of %q is larger than %d bytes", t.Name, MaxToolDefinitionBytes)})
+		case err == nil && utf8.RuneCountInString(t.Description) > MaxToolDescription:
+			invalid = append(invalid, InvalidTool{Raw: raw, Reason: fmt.Sprintf("the description of %q is longer than %d characters", t.Name, MaxToolDescription)})
 		case err != nil:
 			invalid = append(invalid, InvalidTool{Raw: raw, Reason: err.Error()})
 		case seen[t.Name]:

@@ -3,6 +3,12 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -80,5 +86,82 @@ func TestDiscover_GoSDKServer(t *testing.T) {
 				t.Errorf("Sessions() = %d after Discover, want 0 (discovery uses a session of its own)", p.Sessions())
 			}
 		})
+	}
+}
+
+// pagedServer is a hand-written MCP server whose tools/list answers
+// maxPages pages of one tool each, whose description is pageBytes long.
+func pagedServer(t *testing.T, pageBytes int, name func(page int) string) string {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Cursor string `json:"cursor"`
+			} `json:"params"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil {
+			http.Error(w, "bad", http.StatusMethodNotAllowed)
+			return
+		}
+		if req.ID == nil {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		var body string
+		switch req.Method {
+		case "initialize":
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"pager","version":"1"}}}`
+		case "tools/list":
+			page, _ := strconv.Atoi(req.Params.Cursor)
+			next := ""
+			if page+1 < maxPages {
+				next = fmt.Sprintf(`,"nextCursor":"%d"`, page+1)
+			}
+			desc := strings.Repeat("d", pageBytes)
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"tools":[{"name":"` + name(page) +
+				`","description":"` + desc + `","inputSchema":{"type":"object"}}]` + next + `}}`
+		default:
+			body = `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32601,"message":"method not found"}}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(body))
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+// One discovery reads at most MaxAnswerBytes in all: a cap per request
+// alone let a server send maxPages answers just under it, for each of
+// four lists (400 times the cap in memory, then in the database).
+func TestDiscover_CatalogIsBoundedAsAWhole(t *testing.T) {
+	const limit = 64 << 10
+	url := pagedServer(t, limit-1024, func(page int) string { return fmt.Sprintf("t%d", page) })
+	p := newPool(t, Options{Limits: Limits{MaxAnswerBytes: limit}})
+	c, err := p.Discover(context.Background(), Target{URL: url})
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindTooLarge {
+		t.Fatalf("Discover() = %+v, err %v; want a %s error", c, err, KindTooLarge)
+	}
+	if !strings.Contains(e.Message, "catalog") {
+		t.Errorf("Discover() message = %q, want it to name the catalog", e.Message)
+	}
+}
+
+// A tool whose definition or description is beyond the per-tool bounds is
+// marked invalid, with the reason, as other unreadable definitions are.
+func TestDiscover_OversizedToolIsInvalid(t *testing.T) {
+	def := func(name string, desc int) json.RawMessage {
+		b, _ := json.Marshal(map[string]any{"name": name, "description": strings.Repeat("d", desc)})
+		return b
+	}
+	big, _ := json.Marshal(map[string]any{"name": "big", "inputSchema": map[string]any{"type": "object", "x": strings.Repeat("s", MaxToolDefinitionBytes)}})
+	tools, invalid := parseTools([]json.RawMessage{def("ok", 100), def("wordy", MaxToolDescription+1), big})
+	if len(tools) != 1 || tools[0].Name != "ok" {
+		t.Errorf("parseTools() tools = %v, want only ok", tools)
+	}
+	if len(invalid) != 2 || !strings.Contains(invalid[0].Reason, "description") || !strings.Contains(invalid[1].Reason, "larger than") {
+		t.Errorf("parseTools() invalid = %+v, want wordy (description) and big (size)", invalid)
 	}
 }

@@ -7,14 +7,17 @@
 //
 //   - Discovery (Pool.Discover): initialize, then tools, prompts,
 //     resources and resource templates where the server declares the
-//     capability, every page. Each definition is kept as the upstream gave
+//     capability, every page, all of it within one byte budget
+//     (MaxAnswerBytes); a tool whose name is outside the spec's pattern,
+//     whose definition or description is oversized, or which holds a
+//     number float64 cannot carry is invalid. Each definition is kept as the upstream gave
 //     it (raw JSON): go-sdk's typed results cannot tell a missing
 //     readOnlyHint from false, and drop members they do not model. Tool
 //     annotations keep declared apart from unset (nil); the spec's
 //     defaults (destructive and open-world true, read-only and idempotent
 //     false) come from the methods.
-//   - Pinning (Pin, DiffCatalogs): a SHA-256 of a definition's RFC 8785
-//     canonical form, so an admin approves a definition once and a
+//   - Pinning (Pin, DiffCatalogs): a SHA-256 of the whole definition's
+//     RFC 8785 canonical form (every member, _meta and icons included), so an admin approves a definition once and a
 //     changed one is noticed; the diff lists new, removed and changed
 //     tools and, apart, every hint that now claims less risk.
 //   - Exposed names (ExposeNames): "<server>_<tool>" within NameBudget,

@@ -173,6 +173,19 @@ func orNone(s string) string {
 	if s == "" {
 		return "no content type"
 	}
+	return cutText(s, maxQuoted)
+}
+
+// maxQuoted bounds the upstream's text (a version, a content type) that a
+// message quotes: it reaches admins' messages, last_error and the audit.
+const maxQuoted = 120
+
+// cutText cuts s to n characters. Cut after redacting: a credential cut
+// in two would no longer be found to redact.
+func cutText(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
 	return s
 }
 

@@ -137,3 +137,36 @@ func TestHop_NoRedirectNoProxy(t *testing.T) {
 		t.Errorf("redirect followed %v, proxy used %v; want neither", elsewhere.Load(), proxied.Load())
 	}
 }
+
+type closeProbe func(*http.Request) (*http.Response, error)
+
+func (f closeProbe) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A session's closing DELETE is bounded by the closer's context (for a
+// discovery, the caller's deadline): go-sdk sends it on the connection's
+// own context, for up to 5 s more. Other requests are not touched by it.
+func TestHopTransport_CloseDeleteBoundedByCloser(t *testing.T) {
+	base := closeProbe(func(r *http.Request) (*http.Response, error) {
+		select {
+		case <-r.Context().Done():
+			return nil, r.Context().Err()
+		default:
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}}, nil
+		}
+	})
+	state := &sessionState{}
+	h := &hopTransport{base: base, state: state}
+	closer, cancel := context.WithCancel(context.Background())
+	state.setCloseContext(closer)
+	cancel() // the discovery's deadline has passed
+	del, _ := http.NewRequestWithContext(context.Background(), http.MethodDelete, "http://127.0.0.1/mcp", nil)
+	if _, err := h.RoundTrip(del); !errors.Is(err, context.Canceled) {
+		t.Errorf("DELETE after the closer's context ended: err = %v, want %v", err, context.Canceled)
+	}
+	post, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "http://127.0.0.1/mcp", http.NoBody)
+	resp, err := h.RoundTrip(post)
+	if err != nil {
+		t.Fatalf("POST err = %v, want it sent", err)
+	}
+	_ = resp.Body.Close()
+}

@@ -110,11 +110,20 @@ type session struct {
 	closeIdle func()
 	redact    redactor
 	init      json.RawMessage // the raw initialize (or server/discover) result
+	state     *sessionState
 }
 
 func (s *session) close() {
 	_ = s.cs.Close()
 	s.closeIdle()
+}
+
+// closeWithin closes the session with its DELETE bounded by ctx: go-sdk
+// sends it on the connection's own context for up to 5 s, which for a
+// discovery would outlast the caller's deadline.
+func (s *session) closeWithin(ctx context.Context) {
+	s.state.setCloseContext(ctx)
+	s.close()
 }
 
 // connect opens a session to target, under ctx (bounded by the caller).
@@ -161,7 +170,7 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	if init == nil {
 		init, _, _ = vals.slot.answer("server/discover")
 	}
-	return &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init}, nil
+	return &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state}, nil
 }
 
 // supportedVersions are the protocol versions go-sdk speaks, newest first:
@@ -182,7 +191,7 @@ func versionMismatch(slot *rawSlot, r redactor) *Error {
 		}
 		if json.Unmarshal(rpcErr.Data, &data) == nil && len(data.Supported) > 0 {
 			return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
-				"the server speaks MCP versions %s; the gateway speaks %s", r.text(fmt.Sprint(data.Supported)), fmt.Sprint(supportedVersions))}
+				"the server speaks MCP versions %s; the gateway speaks %s", cutText(r.text(fmt.Sprint(data.Supported)), maxQuoted), fmt.Sprint(supportedVersions))}
 		}
 		return nil
 	}
@@ -191,7 +200,7 @@ func versionMismatch(slot *rawSlot, r redactor) *Error {
 	}
 	if json.Unmarshal(raw, &init) == nil && !slices.Contains(supportedVersions, init.ProtocolVersion) {
 		return &Error{Kind: KindProtocolVersion, Message: fmt.Sprintf(
-			"the server speaks MCP version %q, which the gateway does not (it speaks %s)", r.text(init.ProtocolVersion), fmt.Sprint(supportedVersions))}
+			"the server speaks MCP version %q, which the gateway does not (it speaks %s)", cutText(r.text(init.ProtocolVersion), maxQuoted), fmt.Sprint(supportedVersions))}
 	}
 	return nil
 }

@@ -188,9 +188,23 @@ func (h *hopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		out.Header.Set(name, v.Reveal())
 	}
 	vals := requestValuesFrom(r.Context())
+	release := func() {}
+	if cc := h.state.closeContext(); r.Method == http.MethodDelete && cc != nil {
+		ctx, cancel := context.WithCancel(out.Context())
+		stop := context.AfterFunc(cc, cancel)
+		if cc.Err() != nil {
+			cancel() // ended already: not left to AfterFunc's goroutine
+		}
+		out = out.WithContext(ctx)
+		release = func() { stop(); cancel() }
+	}
 	resp, err := h.base.RoundTrip(out)
 	if err != nil {
+		release()
 		return nil, err
+	}
+	if r.Method == http.MethodDelete {
+		resp.Body = &releasingBody{ReadCloser: resp.Body, release: release}
 	}
 	vals.probe.saw(resp)
 	b := vals.budget
@@ -202,10 +216,36 @@ func (h *hopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// releasingBody calls release once the body is closed.
+type releasingBody struct {
+	io.ReadCloser
+	release func()
+}
+
+func (b *releasingBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.release()
+	return err
+}
+
 // sessionState is what the connection learns and the transport needs.
 type sessionState struct {
 	mu         sync.Mutex
 	negotiated string
+	// closing bounds the session's closing DELETE, when its closer set one.
+	closing context.Context
+}
+
+func (s *sessionState) setCloseContext(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = ctx
+}
+
+func (s *sessionState) closeContext() context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 func (s *sessionState) version() string {

@@ -7,8 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/big"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -61,18 +67,47 @@ func hintOr(h *bool, def bool) bool {
 	return *h
 }
 
+// toolNamePattern is the MCP specification's tool name: 1 to 128 of
+// A-Z, a-z, 0-9, "_", "-" and ".". A name is a stored key, a URL path
+// segment of the dashboard and API, and text shown to admins, so anything
+// else (a "/", "#", control or bidi characters, a 60 KiB name) is refused.
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidateToolName refuses a name outside the specification's pattern, and
+// "." and "..", which a URL resolves as path segments.
+func ValidateToolName(name string) error {
+	if !toolNamePattern.MatchString(name) || name == "." || name == ".." {
+		return fmt.Errorf("the tool name %q is not 1-128 characters of A-Z, a-z, 0-9, _, - and .", cutName(name))
+	}
+	return nil
+}
+
+// cutName shortens a refused name for the message that names it.
+func cutName(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
+}
+
 // ParseTool reads one tool definition from a tools/list answer. It refuses
 // a definition that is not a JSON object, holds a member twice (parsers
 // disagree on which one wins, so a reviewer and a client could see two
-// different tools) or has no string name.
+// different tools) or has no valid name (ValidateToolName).
 func ParseTool(raw json.RawMessage) (Tool, error) {
 	members, err := objectMembers(raw)
 	if err != nil {
 		return Tool{}, err
 	}
+	if err := exactNumbers(raw); err != nil {
+		return Tool{}, err
+	}
 	t := Tool{Raw: slices.Clone(raw)}
 	if err := json.Unmarshal(members["name"], &t.Name); err != nil || t.Name == "" {
 		return Tool{}, errors.New("tool has no name")
+	}
+	if err := ValidateToolName(t.Name); err != nil {
+		return Tool{}, err
 	}
 	_ = json.Unmarshal(members["title"], &t.Title)
 	_ = json.Unmarshal(members["description"], &t.Description)
@@ -123,6 +158,50 @@ func present(raw json.RawMessage) json.RawMessage {
 	return slices.Clone(raw)
 }
 
+// exactNumbers refuses a definition holding a number that float64 cannot
+// carry: the pin's canonical form (RFC 8785) writes numbers as float64, so
+// 9007199254740993 and 9007199254740992 would pin alike, while a validator
+// with exact numbers (Python's jsonschema, Postgres numeric) reads two
+// different schemas. A number passes when its value is that of the
+// shortest spelling of the nearest float64 (0.1 passes; 2^53+1 and 1e400
+// do not).
+func exactNumbers(raw json.RawMessage) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.ReadToken()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return errors.New("not valid JSON")
+		}
+		if tok.Kind() != '0' {
+			continue
+		}
+		if lit := tok.String(); !float64Exact(lit) {
+			return fmt.Errorf("the number %s cannot be read exactly as a 64-bit float", cutName(lit))
+		}
+	}
+}
+
+func float64Exact(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) {
+		return false
+	}
+	if f == 0 {
+		// Zero, or an underflow: exact only if every digit is 0. (No
+		// big.Rat here: its cost grows with the exponent's size.)
+		mantissa, _, _ := strings.Cut(strings.ToLower(lit), "e")
+		return strings.Trim(mantissa, "-+.0") == ""
+	}
+	// f is finite and non-zero, so the literal's exponent is bounded by
+	// float64's range plus its own length.
+	want, ok := new(big.Rat).SetString(lit)
+	got, ok2 := new(big.Rat).SetString(strconv.FormatFloat(f, 'g', -1, 64))
+	return ok && ok2 && want.Cmp(got) == 0
+}
+
 // objectMembers splits a JSON object into its members, refusing anything
 // else and any name given twice.
 func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
@@ -142,22 +221,19 @@ func objectMembers(raw json.RawMessage) (map[string]json.RawMessage, error) {
 }
 
 // PinVersion names the canonical form Pin hashes. A change to the form is
-// a new version, so stored pins of the old one are recognised as such.
-const PinVersion = "v1"
+// a new version, so stored pins of the old one are recognised as such (and
+// match no new pin: a tool trusted under v1 is quarantined for review).
+const PinVersion = "v2"
 
-// pinnedMembers are the members of a definition a pin covers.
-var pinnedMembers = []string{"annotations", "description", "inputSchema", "name", "outputSchema", "title"}
-
-// Pin returns the pin of t's definition: "v1:" and the hex SHA-256 of its
-// canonical form. The canonical form (version 1) is the JSON object of the
-// definition's name, title, description, inputSchema, outputSchema and
-// annotations members as the upstream gave them (one that is absent or
-// null left out; other members, such as _meta or icons, not covered),
-// written as RFC 8785 (JSON Canonicalization Scheme): members sorted by
-// their UTF-16 code units at every depth, no whitespace, numbers in their
-// shortest ECMAScript form and strings minimally escaped. So key order,
-// whitespace and number spelling change no pin; any change to a covered
-// value does.
+// Pin returns the pin of t's definition: "v2:" and the hex SHA-256 of its
+// canonical form. The canonical form (version 2) is the whole definition
+// as the upstream gave it, every member included (_meta, icons, execution
+// and members the gateway does not know: clients act on them), a
+// top-level member that is null left out as if absent, written as RFC 8785
+// (JSON Canonicalization Scheme): members sorted by their UTF-16 code
+// units at every depth, no whitespace, numbers in their shortest
+// ECMAScript form and strings minimally escaped. So key order, whitespace
+// and number spelling change no pin; any change to a value does.
 func Pin(t Tool) (string, error) {
 	canon, err := canonicalDefinition(t.Raw)
 	if err != nil {
@@ -175,7 +251,7 @@ func canonicalDefinition(raw json.RawMessage) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for _, name := range pinnedMembers {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
 		v := present(members[name])
 		if v == nil {
 			continue
@@ -183,7 +259,11 @@ func canonicalDefinition(raw json.RawMessage) ([]byte, error) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		b.WriteString(strconv.Quote(name))
+		key, err := json.Marshal(name)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(key)
 		b.WriteByte(':')
 		b.Write(v)
 	}
@@ -210,10 +290,10 @@ func (d CatalogDiff) Empty() bool {
 	return len(d.Added) == 0 && len(d.Removed) == 0 && len(d.Changed) == 0
 }
 
-// ToolChange names the pinned members of one tool whose value changed.
+// ToolChange names the members of one tool whose value changed.
 type ToolChange struct {
 	Tool   string
-	Fields []string // among title, description, inputSchema, outputSchema, annotations
+	Fields []string // the changed members' names (title, description, _meta, ...), sorted
 }
 
 // HintChange is one hint of a tool that became less restrictive, with the
@@ -292,7 +372,9 @@ func compareStrings(a, b string) int {
 	return 0
 }
 
-// changedMembers lists the pinned members whose canonical values differ.
+// changedMembers lists the members (all but name, which matched) whose
+// canonical values differ, sorted; a member absent or null on one side
+// and present on the other counts.
 func changedMembers(oldRaw, newRaw json.RawMessage) ([]string, error) {
 	a, err := objectMembers(oldRaw)
 	if err != nil {
@@ -302,8 +384,16 @@ func changedMembers(oldRaw, newRaw json.RawMessage) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	names := map[string]bool{}
+	for n := range a {
+		names[n] = true
+	}
+	for n := range b {
+		names[n] = true
+	}
+	delete(names, "name")
 	var fields []string
-	for _, name := range []string{"title", "description", "inputSchema", "outputSchema", "annotations"} {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		same, err := sameJSON(present(a[name]), present(b[name]))
 		if err != nil {
 			return nil, err

@@ -63,20 +63,20 @@ func TestParseTool_Refuses(t *testing.T) {
 }
 
 func TestPin_Canonical(t *testing.T) {
-	a := mustTool(t, `{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1.0}}},"annotations":{"readOnlyHint":true}}`)
-	b := mustTool(t, "{ \"annotations\" : {\"readOnlyHint\":true},\n \"inputSchema\":{\"properties\":{\"n\":{\"maximum\":1,\"type\":\"number\"}},\"type\":\"object\"}, \"description\":\"\\u0064\",\"name\":\"t\", \"outputSchema\": null, \"_meta\":{\"x\":1}}")
+	a := mustTool(t, `{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1.0}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1}}`)
+	b := mustTool(t, "{ \"annotations\" : {\"readOnlyHint\":true},\n \"inputSchema\":{\"properties\":{\"n\":{\"maximum\":1,\"type\":\"number\"}},\"type\":\"object\"}, \"description\":\"\\u0064\",\"name\":\"t\", \"outputSchema\": null, \"_meta\":{\"x\":1.0}}")
 	if pa, pb := mustPin(t, a), mustPin(t, b); pa != pb {
 		t.Errorf("Pin differs for the same definition in another order, spacing and number spelling:\n%s\n%s", pa, pb)
 	}
-	if p := mustPin(t, a); !strings.HasPrefix(p, "v1:") || len(p) != len("v1:")+64 {
-		t.Errorf("Pin = %q, want v1: and a hex SHA-256", p)
+	if p := mustPin(t, a); !strings.HasPrefix(p, "v2:") || len(p) != len("v2:")+64 {
+		t.Errorf("Pin = %q, want v2: and a hex SHA-256", p)
 	}
 	// The documented canonical form, byte for byte.
 	canon, err := canonicalDefinition(b.Raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"properties":{"n":{"maximum":1,"type":"number"}},"type":"object"},"name":"t"}`
+	want := `{"_meta":{"x":1},"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{"properties":{"n":{"maximum":1,"type":"number"}},"type":"object"},"name":"t"}`
 	if string(canon) != want {
 		t.Errorf("canonical form = %s, want %s", canon, want)
 	}
@@ -87,6 +87,11 @@ func TestPin_Canonical(t *testing.T) {
 		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}}}`,
 		`{"name":"t","title":"T","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true}}`,
 		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}`,
+		// Every member counts: _meta, icons, execution and unknown ones.
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1,"ui":{"resourceUri":"ui://evil"}}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"icons":[{"src":"https://evil.example/i.svg"}]}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"execution":{"taskSupport":"required"}}`,
+		`{"name":"t","description":"d","inputSchema":{"type":"object","properties":{"n":{"type":"number","maximum":1}}},"annotations":{"readOnlyHint":true},"_meta":{"x":1},"x-future":true}`,
 	} {
 		if mustPin(t, mustTool(t, changed)) == mustPin(t, a) {
 			t.Errorf("Pin unchanged for %s", changed)
@@ -103,6 +108,7 @@ func TestDiffCatalogs(t *testing.T) {
 		mustTool(t, `{"name":"destr"}`),
 		mustTool(t, `{"name":"world","annotations":{"openWorldHint":true,"destructiveHint":false}}`),
 		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":true}}`),
+		mustTool(t, `{"name":"meta","_meta":{"a":1}}`),
 	}
 	new := []Tool{
 		mustTool(t, `{"description":"same","name":"keep"}`),
@@ -112,6 +118,7 @@ func TestDiffCatalogs(t *testing.T) {
 		mustTool(t, `{"name":"world","annotations":{"openWorldHint":false,"destructiveHint":false}}`),
 		mustTool(t, `{"name":"tighter","annotations":{"readOnlyHint":false}}`),
 		mustTool(t, `{"name":"fresh"}`),
+		mustTool(t, `{"name":"meta","_meta":{"a":2},"icons":[]}`),
 	}
 	d, err := DiffCatalogs(old, new)
 	if err != nil {
@@ -124,6 +131,7 @@ func TestDiffCatalogs(t *testing.T) {
 		Changed: []ToolChange{
 			{Tool: "desc", Fields: []string{"description", "inputSchema"}},
 			{Tool: "destr", Fields: []string{"annotations"}},
+			{Tool: "meta", Fields: []string{"_meta", "icons"}},
 			{Tool: "ro", Fields: []string{"annotations"}},
 			{Tool: "tighter", Fields: []string{"annotations"}},
 			{Tool: "world", Fields: []string{"annotations"}},
@@ -139,5 +147,45 @@ func TestDiffCatalogs(t *testing.T) {
 	}
 	if same, _ := DiffCatalogs(old, old); !same.Empty() {
 		t.Errorf("DiffCatalogs(old, old) = %+v, want empty", same)
+	}
+}
+
+// A tool name is a stored key and a URL path segment: only the
+// specification's names pass, so none can hold "/", "#", control or bidi
+// characters, be a dot segment, or run to 60 KiB.
+func TestParseTool_RefusesNamesOutsideThePattern(t *testing.T) {
+	long := strings.Repeat("n", 60<<10)
+	for _, name := range []string{long, strings.Repeat("n", 129), "a/b", "../../tools/x#", "rm\u202eexe", "x\u0007", "a b", ".", ".."} {
+		raw, _ := json.Marshal(map[string]any{"name": name, "inputSchema": map[string]any{"type": "object"}})
+		if tool, err := ParseTool(raw); err == nil {
+			t.Errorf("ParseTool accepted the name %q (%d bytes)", cutName(tool.Name), len(tool.Name))
+		}
+	}
+	for _, name := range []string{"a", strings.Repeat("n", 128), "get_file.v2-beta", "..a"} {
+		raw, _ := json.Marshal(map[string]any{"name": name})
+		if _, err := ParseTool(raw); err != nil {
+			t.Errorf("ParseTool(%q) err = %v, want nil", name, err)
+		}
+	}
+}
+
+// The pin's canonical form writes numbers as float64 (RFC 8785), so a
+// definition holding a number float64 cannot carry is refused: otherwise a
+// maximum moved from 2^53+1 to 2^53 would be no change to the pin, while an
+// exact validator (Python's jsonschema, Postgres numeric) reads another
+// schema.
+func TestParseTool_RefusesNumbersAPinCannotTellApart(t *testing.T) {
+	def := func(n string) json.RawMessage {
+		return json.RawMessage(`{"name":"pay","inputSchema":{"type":"object","properties":{"cents":{"type":"integer","maximum":` + n + `}}}}`)
+	}
+	for _, n := range []string{"9007199254740993", "1e400", "-1e400", "1e-400", "0.1000000000000000000000000001", "123456789012345678901234567890"} {
+		if _, err := ParseTool(def(n)); err == nil || !strings.Contains(err.Error(), "exactly") {
+			t.Errorf("ParseTool(maximum %s) err = %v, want refused", n, err)
+		}
+	}
+	for _, n := range []string{"9007199254740992", "0.1", "1.0", "1e2", "-0", "0.0e10", "5e-324", "1.7976931348623157e308", "-12.5"} {
+		if _, err := ParseTool(def(n)); err != nil {
+			t.Errorf("ParseTool(maximum %s) err = %v, want nil", n, err)
+		}
 	}
 }
