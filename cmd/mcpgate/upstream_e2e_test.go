@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/testutil/conformance"
 )
 
 // e2eUpstream is a go-sdk MCP server on loopback whose tools answer with
@@ -25,6 +26,10 @@ type e2eUpstream struct {
 	mu   sync.Mutex
 	auth []string
 	srv  *mcp.Server
+	// seen, when set, holds a call that sent progress until its caller
+	// has received it: progress relayed only after the result would be
+	// of no use, and this proves it is not.
+	seen chan struct{}
 }
 
 // e2eSearchSchema and e2eSearchOutput are the search tool's schemas as the
@@ -62,6 +67,16 @@ func (u *e2eUpstream) setTools(searchDescription string) {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2, Message: "half way"})
+				u.mu.Lock()
+				seen := u.seen
+				u.mu.Unlock()
+				if seen != nil {
+					select {
+					case <-seen:
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				}
 			}
 			return &mcp.CallToolResult{
 				Content:           []mcp.Content{&mcp.TextContent{Text: "2 hits"}, &mcp.ImageContent{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}},
@@ -210,23 +225,35 @@ func TestUpstreamToolsEndToEnd(t *testing.T) {
 	})
 
 	t.Run("progress relayed", func(t *testing.T) {
+		seen := make(chan struct{})
+		up.mu.Lock()
+		up.seen = seen
+		up.mu.Unlock()
+		t.Cleanup(func() { up.mu.Lock(); up.seen = nil; up.mu.Unlock() })
+		var once sync.Once
 		var mu sync.Mutex
-		var got []string
+		var msg string
 		pcs := e.session(t, e2eConnectorURL(r1.url, key), nil, "2025-06-18", &mcp.ClientOptions{
 			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-				mu.Lock()
-				got = append(got, req.Params.Message)
-				mu.Unlock()
+				if req.Params.ProgressToken == "p-1" {
+					once.Do(func() {
+						mu.Lock()
+						msg = req.Params.Message
+						mu.Unlock()
+						close(seen)
+					})
+				}
 			}})
 		res, err := pcs.CallTool(context.Background(), &mcp.CallToolParams{Name: "docs_search", Arguments: map[string]any{"q": "x"},
 			Meta: mcp.Meta{"progressToken": "p-1"}})
 		if err != nil || res.IsError {
 			t.Fatalf("CallTool = %v, %v", res, err)
 		}
+		// The upstream answered only once the caller had its progress.
 		mu.Lock()
 		defer mu.Unlock()
-		if !slices.Contains(got, "half way") {
-			t.Errorf("progress = %v, want the upstream's", got)
+		if msg != "half way" {
+			t.Errorf("progress message = %q, want the upstream's", msg)
 		}
 	})
 
@@ -353,4 +380,69 @@ func TestUpstreamToolsEndToEnd(t *testing.T) {
 			t.Error(leak)
 		}
 	})
+}
+
+// e2eWithoutEnvelope is a result as JSON without _meta and resultType.
+func e2eWithoutEnvelope(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "_meta")
+	delete(m, "resultType")
+	b, _ = json.Marshal(m)
+	return string(b)
+}
+
+// TestUpstreamReferenceRelay: the reference server's tools that answer
+// with each kind of content (text, image, audio, embedded resource, a
+// mix, an error result) answer through the gateway's /mcp exactly as they
+// answer a go-sdk client connected to the server directly, on both
+// protocol generations.
+func TestUpstreamReferenceRelay(t *testing.T) {
+	e := newE2EEnvWith(t, 1, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	r1 := e.replicas[0]
+	owner := e.signup(r1.url, "ref-up@example.com", "")
+	key := owner.createKey(owner.personal, "full", "", nil)
+	tools := []string{"test_simple_text", "test_image_content", "test_audio_content", "test_embedded_resource",
+		"test_multiple_content_types", "test_error_handling"}
+	for _, g := range []struct {
+		name      string
+		stateless bool
+	}{{"sessions", false}, {"stateless", true}} {
+		t.Run(g.name, func(t *testing.T) {
+			url := conformance.StartReference(t, conformance.ReferenceOptions{Stateless: g.stateless})
+			server := map[bool]string{false: "refs", true: "refl"}[g.stateless]
+			e2eAddServer(owner.with(t), owner.personal, server, url, "Bearer ref-"+testutil.RandomHex(8))
+			direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "v1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: url}, nil)
+			if err != nil {
+				t.Fatalf("connect to the reference server: %v", err)
+			}
+			t.Cleanup(func() { _ = direct.Close() })
+			cs := e.session(t, e2eConnectorURL(r1.url, key), nil, "", nil)
+			for _, name := range tools {
+				exposed := server + "_" + name
+				owner.with(t).setTool(owner.personal, exposed, map[string]any{"enabled": true, "approval": "none"})
+				want, err := direct.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+				if err != nil {
+					t.Fatalf("direct %s: %v", name, err)
+				}
+				got := e2eCall(t, cs, exposed, nil)
+				// _meta and resultType differ by design: each side names
+				// itself in _meta on the 2026-07-28 protocol, which the
+				// gateway's client speaks and the direct one may not. The
+				// rest must be the same.
+				wb, gb := e2eWithoutEnvelope(t, want), e2eWithoutEnvelope(t, got)
+				if wb != gb {
+					t.Errorf("%s through the gateway =\n  %s\nwant, as the server answers directly,\n  %s", exposed, gb, wb)
+				}
+			}
+		})
+	}
 }
