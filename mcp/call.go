@@ -89,8 +89,10 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 
 // relayedResult is an upstream's tools/call result as go-sdk sends it on:
 // content of every type the protocol has, isError and _meta decoded, and
-// the structured content kept as the raw JSON it came as. A result the
-// protocol's types cannot hold is a tool error saying so.
+// the structured content kept as the raw JSON it came as. The upstream's
+// own serverInfo in _meta is dropped: the server answering the caller is
+// the gateway, which names itself there (go-sdk keeps one already set).
+// A result the protocol's types cannot hold is a tool error saying so.
 func relayedResult(raw json.RawMessage) *sdk.CallToolResult {
 	var res sdk.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -104,6 +106,10 @@ func relayedResult(raw json.RawMessage) *sdk.CallToolResult {
 	}
 	if res.Content == nil {
 		res.Content = []sdk.Content{}
+	}
+	delete(res.Meta, sdk.MetaKeyServerInfo)
+	if len(res.Meta) == 0 {
+		res.Meta = nil
 	}
 	return &res
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/upstream"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // FixtureOptions choose what a Fixture serves.
@@ -39,11 +41,14 @@ type FixtureOptions struct {
 	// per-person and per-workspace limits (default: the gateway's).
 	UserRate, WorkspaceRate   rate.Limit
 	UserBurst, WorkspaceBurst int
+	// Upstreams relays upstream servers' tools (nil: none can be added).
+	Upstreams *upstream.Pool[service.UpstreamKey]
 }
 
 // Fixture is one workspace with its owner, served over HTTP.
 type Fixture struct {
 	DB        *store.DB
+	Keyring   *vault.Keyring
 	Service   *service.Set
 	Keys      *auth.Keys
 	Gateway   *Gateway
@@ -58,9 +63,9 @@ type Fixture struct {
 func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
 	env := servicetest.New(tb, service.Options{Registry: o.Registry, Audit: o.Audit,
-		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now})
+		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now, Upstreams: o.Upstreams})
 	u, owner := env.NewUser(tb, "owner@example.com")
-	f := &Fixture{DB: env.DB, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
+	f := &Fixture{DB: env.DB, Keyring: env.Keyring, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
 	f.Keys = auth.NewKeys(auth.KeysOptions{Store: env.DB, Trust: env.Service.CacheTrust(), Now: o.Now})
 	if o.Credential != "" {
 		for _, name := range o.Registry.Names() {
