@@ -102,12 +102,12 @@ func newUpstreamTool(r store.ServerToolRoute) (*upstreamTool, error) {
 	}
 	readOnly := a.ReadOnlyHint()
 	destructive := !readOnly && a.DestructiveHint()
+	if title == "" {
+		title = r.Name // describe, the dashboard and approval pages name a call by it
+	}
 	t := &connectors.Tool{Spec: connectors.Spec{Name: r.ExposedName, Title: title, Description: def.Description,
 		Annotations: connectors.Annotations{ReadOnly: readOnly, Destructive: destructive, Idempotent: a.IdempotentHint(),
 			OpenWorld: a.OpenWorldHint()}}}
-	if t.Title == "" {
-		t.Title = r.ExposedName // describe and approval pages name the call by it
-	}
 	declared := map[string]any{}
 	if len(a.Raw) > 0 {
 		_ = json.Unmarshal(a.Raw, &declared)
