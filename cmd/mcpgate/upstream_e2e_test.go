@@ -307,6 +307,28 @@ func TestUpstreamToolsEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("model confirmation", func(t *testing.T) {
+		alice.with(t).setTool(ws, "docs_search", map[string]any{"approval": "model"})
+		defer alice.with(t).setTool(ws, "docs_search", map[string]any{"approval": "none"})
+		tl := e2eFindTool(t, cs, "docs_search")
+		if tl == nil {
+			t.Fatal("docs_search is not listed")
+		}
+		if b, _ := json.Marshal(tl.InputSchema); !strings.Contains(string(b), "confirmation_token") ||
+			!strings.Contains(string(b), "x-upstream-note") || tl.OutputSchema != nil {
+			t.Fatalf("docs_search needing confirmation = %+v, want the upstream's schema plus confirmation_token, no output schema", tl)
+		}
+		out := e2eCallOK(t, cs, "docs_search", map[string]any{"q": "y"})
+		tok, _ := out["confirmation_token"].(string)
+		if out["status"] != "confirmation_required" || tok == "" {
+			t.Fatalf("first call = %v, want confirmation_required", out)
+		}
+		res := e2eCall(t, cs, "docs_search", map[string]any{"q": "y", "confirmation_token": tok})
+		if res.IsError || !jsonEqual(t, res.StructuredContent, `{"hits":["a","b"]}`) {
+			t.Errorf("confirmed call = %v %q, want the upstream's result", res.StructuredContent, testutil.ToolText(res))
+		}
+	})
+
 	t.Run("tenancy", func(t *testing.T) {
 		bob := e.signup(r1.url, "bob-up@example.com", "")
 		bkey := bob.createKey(bob.personal, "full", "", nil)
