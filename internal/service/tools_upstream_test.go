@@ -2,10 +2,16 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/connectors"
@@ -155,6 +161,57 @@ func TestTools_UpstreamToolsFollowTheCatalog(t *testing.T) {
 	for _, ev := range e.Audit.Events() {
 		if strings.Contains(mustServerJSON(t, ev), "ups-secret") {
 			t.Errorf("audit event %s holds the credential", ev.Action)
+		}
+	}
+}
+
+// TestTools_UpstreamCallBounds: a relayed call is bounded by the gateway's
+// call timeout and the answer cap, and each failure is a tool error that
+// says why and is audited under the tool's exposed name; a JSON-RPC error
+// carries the server's message.
+func TestTools_UpstreamCallBounds(t *testing.T) {
+	ctx := context.Background()
+	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: loopbackNetwork, ConnectTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = pool.Close() })
+	env := servicetest.New(t, service.Options{Registry: connectors.NewRegistry(), Upstreams: pool, CallTimeout: time.Second,
+		UpstreamAnswerBytes: 4 << 10})
+	servers := service.NewServers(service.ServersOptions{DB: env.DB, Keyring: env.Keyring, Pool: pool, Network: loopbackNetwork,
+		Invalidate: env.Service.Invalidate})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bounds", Version: "v1"}, nil)
+	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
+	obj := json.RawMessage(`{"type":"object"}`)
+	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: obj, Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-ctx.Done() // until the gateway gives up
+		return nil, ctx.Err()
+	})
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: obj, Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 64<<10)}}}, nil
+	})
+	srv.AddTool(&mcp.Tool{Name: "refuse", InputSchema: obj, Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, errors.New("quota exhausted for ups-secret-0123456789abcdef")
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	_, admin := env.NewUser(t, "admin@example.com")
+	if _, err := servers.AddServer(ctx, admin, mcpgate.ServerInput{Name: "b", URL: hs.URL + "/mcp",
+		Headers: map[string]mcpgate.Secret{"Authorization": upstreamSecret}}); err != nil {
+		t.Fatalf("AddServer() err = %v", err)
+	}
+	for _, c := range []struct{ tool, want string }{
+		{"b_slow", "took too long"},
+		{"b_big", "b could not answer the call"},
+		{"b_refuse", "quota exhausted"},
+	} {
+		_, err := env.Service.Tools.CallTool(ctx, admin, mcpgate.ToolCall{Tool: c.tool, Arguments: []byte(`{}`)})
+		if msg := mcpgate.ErrorMessage(err); err == nil || !strings.Contains(msg, c.want) {
+			t.Errorf("CallTool(%s) err = %v, want %q", c.tool, err, c.want)
+		} else if strings.Contains(msg, "ups-secret") {
+			t.Errorf("CallTool(%s) error holds the credential: %q", c.tool, msg)
+		}
+		if !slices.ContainsFunc(env.Audit.Events(), func(ev mcpgate.AuditEvent) bool {
+			return ev.Action == c.tool && ev.Outcome == mcpgate.OutcomeError && strings.Contains(ev.Message, "server b")
+		}) {
+			t.Errorf("no error audit row for %s", c.tool)
 		}
 	}
 }
