@@ -1,9 +1,11 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 	"time"
 
@@ -197,16 +199,23 @@ func (s *Tools) callUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspac
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	var args map[string]any
-	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+	args, err := decodeArguments(raw)
+	if err != nil {
 		err := mcpgate.Errorf(mcpgate.EInvalid, "the arguments of %s must be a JSON object", t.Name)
 		s.auditUpstream(ctx, a, u, nil, 0, s.now(), mcpgate.OutcomeError, err)
 		s.metrics.ToolCall(upstreamMetric, mcpgate.OutcomeError, 0, 0)
 		return nil, err
 	}
+	// What is sent is what was weighed: the arguments as decoded, written
+	// again. Relaying the caller's text would let a member given twice be
+	// read one way by the approval (the last one) and another by a server
+	// that keeps the first.
+	if raw, err = json.Marshal(args); err != nil {
+		return nil, mcpgate.WrapError(mcpgate.EInvalid, err, "the arguments could not be encoded")
+	}
 	var out json.RawMessage
 	var ask *approvalAsk
-	err := s.locks.Do(ctx, a.UserID, func(ctx context.Context, h *store.Held) error {
+	err = s.locks.Do(ctx, a.UserID, func(ctx context.Context, h *store.Held) error {
 		var err error
 		ask, err = s.weigh(ctx, h, a, t, wp, call, args)
 		if err != nil || ask != nil {
@@ -361,4 +370,22 @@ func hopContext(parent context.Context, timeout time.Duration) (context.Context,
 		cancelTimeout()
 		cancel(nil)
 	}
+}
+
+// decodeArguments reads a call's arguments, a JSON object, keeping numbers
+// as written (an id past 2^53 is not rounded on its way to the server).
+func decodeArguments(raw json.RawMessage) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var args map[string]any
+	if err := dec.Decode(&args); err != nil {
+		return nil, err
+	}
+	if args == nil {
+		return nil, errors.New("arguments are null")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the arguments")
+	}
+	return args, nil
 }

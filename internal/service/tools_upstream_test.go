@@ -190,12 +190,29 @@ func TestTools_UpstreamCallBounds(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "refuse", InputSchema: obj, Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, errors.New("quota exhausted for ups-secret-0123456789abcdef")
 	})
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj, Annotations: ro}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	_, admin := env.NewUser(t, "admin@example.com")
 	if _, err := servers.AddServer(ctx, admin, mcpgate.ServerInput{Name: "b", URL: hs.URL + "/mcp",
 		Headers: map[string]mcpgate.Secret{"Authorization": upstreamSecret}}); err != nil {
 		t.Fatalf("AddServer() err = %v", err)
+	}
+	// The server gets the arguments as the gateway weighed them: a member
+	// given twice once (the last, as the approval binding reads it), and
+	// numbers as written.
+	out, err := env.Service.Tools.CallTool(ctx, admin, mcpgate.ToolCall{Tool: "b_echo",
+		Arguments: []byte(`{"q":"first","q":"last","n":12345678901234567891}`)})
+	var res struct {
+		Content []struct{ Text string } `json:"content"`
+	}
+	if err != nil || json.Unmarshal(out, &res) != nil || len(res.Content) != 1 {
+		t.Fatalf("CallTool(b_echo) = %s, %v", out, err)
+	}
+	if got := res.Content[0].Text; got != `{"n":12345678901234567891,"q":"last"}` {
+		t.Errorf("the server received %s, want the weighed arguments", got)
 	}
 	for _, c := range []struct{ tool, want string }{
 		{"b_slow", "took too long"},
