@@ -180,9 +180,15 @@ func TestTools_UpstreamCallBounds(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "bounds", Version: "v1"}, nil)
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	obj := json.RawMessage(`{"type":"object"}`)
+	release := make(chan struct{})
 	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: obj, Annotations: ro}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		<-ctx.Done() // until the gateway gives up
-		return nil, ctx.Err()
+		// Until the gateway gives up, which the server may or may not be
+		// told of, or the test ends.
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil, errors.New("too late")
 	})
 	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: obj, Annotations: ro}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 64<<10)}}}, nil
@@ -195,6 +201,7 @@ func TestTools_UpstreamCallBounds(t *testing.T) {
 	})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) }) // before hs.Close, which waits for the handler
 	_, admin := env.NewUser(t, "admin@example.com")
 	if _, err := servers.AddServer(ctx, admin, mcpgate.ServerInput{Name: "b", URL: hs.URL + "/mcp",
 		Headers: map[string]mcpgate.Secret{"Authorization": upstreamSecret}}); err != nil {
