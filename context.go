@@ -73,3 +73,24 @@ func WorkspaceFromContext(ctx context.Context) *Workspace {
 	ws, _ := ctx.Value(workspaceKey).(*Workspace)
 	return ws
 }
+
+// Progress is a progress notification of a tool call in flight, for the
+// front door to send its caller under the token the caller gave.
+type Progress struct {
+	Progress, Total float64
+	Message         string
+}
+
+type progressKey struct{}
+
+// NewContextWithProgress returns ctx carrying where a tool call's
+// progress goes: set by a front door whose caller asked for progress.
+func NewContextWithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+// ProgressFromContext returns where a call's progress goes, or nil.
+func ProgressFromContext(ctx context.Context) func(Progress) {
+	fn, _ := ctx.Value(progressKey{}).(func(Progress))
+	return fn
+}

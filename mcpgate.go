@@ -1,6 +1,7 @@
 package mcpgate
 
 import (
+	"encoding/json"
 	"net/mail"
 	"strings"
 	"time"
@@ -146,6 +147,14 @@ type ToolInfo struct {
 	// OffByDefault marks a tool a new workspace has turned off (E2B's
 	// kill): the dashboard guards its switch.
 	OffByDefault bool `json:"-"`
+	// Server names the upstream MCP server a tool belongs to ("" for a
+	// connector's tool); ServerTool is its name there, and Definition the
+	// definition in force exactly as the server gave it, which the MCP
+	// endpoint publishes (with Name as its name). Annotations then hold
+	// the hints as the server declared them: an undeclared one is absent.
+	Server     string          `json:"server,omitempty"`
+	ServerTool string          `json:"server_tool,omitempty"`
+	Definition json.RawMessage `json:"definition,omitempty"`
 }
 
 // Connection is a workspace's stored credential for one connector. The

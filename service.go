@@ -207,7 +207,9 @@ type ToolService interface {
 	// CallTool runs a tool under the workspace's policy and the actor's
 	// scope, and audits it. A tool that needs confirmation runs only when
 	// the call says it was confirmed; otherwise the error is a
-	// *ConfirmationRequiredError. It returns the tool's output as JSON.
+	// *ConfirmationRequiredError. It returns the tool's output as JSON; for
+	// an upstream server's tool (ToolInfo.Server) that is the server's
+	// tools/call result exactly as it came, to be relayed unchanged.
 	CallTool(ctx context.Context, a *Actor, call ToolCall) (json.RawMessage, error)
 }
 

@@ -18,16 +18,36 @@ func (g *Gateway) mcpHandler(t *connectors.Tool) sdk.ToolHandler {
 		if err := g.limitCall(actorFrom(ctx)); err != nil {
 			return toolErrorResult(err), nil
 		}
-		return g.callTool(ctx, req, t.Name)
+		return g.callTool(ctx, req, t.Name, false)
+	}
+}
+
+// upstreamHandler relays calls of an upstream server's tool, published
+// under name.
+func (g *Gateway) upstreamHandler(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		if err := g.limitCall(actorFrom(ctx)); err != nil {
+			return toolErrorResult(err), nil
+		}
+		return g.callTool(ctx, req, name, true)
 	}
 }
 
 // callTool runs one tools/call through the tool service, which decides
 // everything; this adds only the MCP side of a confirmation (a token or an
-// input request) and turns the outcome into a result.
-func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool string) (*sdk.CallToolResult, error) {
+// input request) and turns the outcome into a result: a connector's output
+// as structured content, an upstream tool's result (relay) as it came. A
+// caller that gave a progress token gets the upstream's progress.
+func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool string, relay bool) (*sdk.CallToolResult, error) {
 	ctx, done := g.untilStop(ctx)
 	defer done()
+	if tok := req.Params.GetProgressToken(); tok != nil && relay && req.Session != nil {
+		reqCtx := ctx
+		ctx = mcpgate.NewContextWithProgress(ctx, func(p mcpgate.Progress) {
+			_ = req.Session.NotifyProgress(reqCtx, &sdk.ProgressNotificationParams{ProgressToken: tok,
+				Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
+	}
 	a := actorFrom(ctx)
 	if a == nil {
 		return errorResult("not authenticated"), nil
@@ -61,7 +81,37 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	if err != nil {
 		return toolErrorResult(stoppingError(ctx, err)), nil
 	}
+	if relay {
+		return relayedResult(out), nil
+	}
 	return structuredResult(out), nil
+}
+
+// relayedResult is an upstream's tools/call result as go-sdk sends it on:
+// content of every type the protocol has, isError and _meta decoded, and
+// the structured content kept as the raw JSON it came as. The upstream's
+// own serverInfo in _meta is dropped: the server answering the caller is
+// the gateway, which names itself there (go-sdk keeps one already set).
+// A result the protocol's types cannot hold is a tool error saying so.
+func relayedResult(raw json.RawMessage) *sdk.CallToolResult {
+	var res sdk.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return errorResult("the server's result could not be read as an MCP tool result: " + err.Error())
+	}
+	var sc struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if json.Unmarshal(raw, &sc) == nil && len(sc.StructuredContent) > 0 && string(sc.StructuredContent) != "null" {
+		res.StructuredContent = sc.StructuredContent
+	}
+	if res.Content == nil {
+		res.Content = []sdk.Content{}
+	}
+	delete(res.Meta, sdk.MetaKeyServerInfo)
+	if len(res.Meta) == 0 {
+		res.Meta = nil
+	}
+	return &res
 }
 
 // toolErrorResult is a failed call as a result the model can read, with the

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,10 +64,17 @@ var legacyVersions = func() map[string]bool {
 // SDK path, confirm.go and approval.go), with no guard (a guarded call may
 // follow a stricter tool's approval, and the service then opens an approval
 // request, which must happen once, on the SDK path), and with no Mcp-Param
-// headers to check (x-mcp-header in the schema).
-func (g *Gateway) fastTools(set *mcpgate.ToolSet) map[string]*connectors.Tool {
-	out := map[string]*connectors.Tool{}
+// headers to check (x-mcp-header in the schema). An upstream server's tool
+// qualifies on the same terms (it has no guard); relay lists those.
+func (g *Gateway) fastTools(set *mcpgate.ToolSet) (map[string]*connectors.Tool, map[string]bool) {
+	out, relay := map[string]*connectors.Tool{}, map[string]bool{}
 	for _, info := range set.Tools {
+		if info.Server != "" {
+			if info.Approval == mcpgate.ApprovalNone && !bytes.Contains(info.Definition, []byte("x-mcp-header")) {
+				out[info.Name], relay[info.Name] = nil, true
+			}
+			continue
+		}
 		t, ok := g.opts.Registry.Tool(info.Name)
 		if !ok || info.Approval != mcpgate.ApprovalNone || t.Guard != nil {
 			continue
@@ -76,7 +84,7 @@ func (g *Gateway) fastTools(set *mcpgate.ToolSet) map[string]*connectors.Tool {
 		}
 		out[t.Name] = t
 	}
-	return out
+	return out, relay
 }
 
 // fastCounter counts the requests the fast path answered (tests assert that
@@ -210,9 +218,12 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	}
 	bp := buffers.Get().(*[]byte)
 	b := appendEnvelopeStart((*bp)[:0], req.id)
-	if err != nil {
+	switch {
+	case err != nil:
 		b = appendErrorResult(b, mcpgate.ErrorMessage(err), mcpgate.ErrorRetryAfter(err), version == newProtocol, st.serverInfo)
-	} else {
+	case st.relay[string(req.name)]:
+		b = appendRelayed(b, out, version == newProtocol, st.serverInfo)
+	default:
 		b = appendResult(b, out, version == newProtocol, st.serverInfo)
 	}
 	writeSSE(w, b)
@@ -604,6 +615,60 @@ func appendResult(b []byte, out json.RawMessage, isNew bool, serverInfo []byte) 
 		b = append(b, '}')
 	}
 	return append(b, "}}"...)
+}
+
+// appendRelayed writes an upstream's result as the SDK path answers it
+// (relayedResult). On the protocols before 2026-07-28, when that answer
+// means exactly what the upstream sent, the upstream's own bytes are
+// written (compacted: an SSE data line holds no newline), so its member
+// order and spelling reach the caller; on 2026-07-28 the result also
+// carries the gateway's resultType and serverInfo, as go-sdk adds them.
+func appendRelayed(b []byte, raw json.RawMessage, isNew bool, serverInfo []byte) []byte {
+	res := relayedResult(raw)
+	enc, err := json.Marshal(res)
+	if err != nil {
+		return append(append(b, `{"content":[],"isError":true}`...), '}')
+	}
+	if !isNew {
+		if sameJSON(raw, enc) {
+			var buf bytes.Buffer
+			if json.Compact(&buf, raw) == nil {
+				return append(append(b, buf.Bytes()...), '}')
+			}
+		}
+		return append(append(b, enc...), '}')
+	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(enc, &m)
+	meta := map[string]json.RawMessage{}
+	if len(m["_meta"]) > 0 {
+		_ = json.Unmarshal(m["_meta"], &meta)
+	}
+	meta[sdk.MetaKeyServerInfo] = serverInfo
+	m["_meta"], _ = json.Marshal(meta)
+	m["resultType"] = json.RawMessage(`"complete"`)
+	out, _ := json.Marshal(m)
+	return append(append(b, out...), '}')
+}
+
+// sameJSON reports whether two JSON texts hold the same value (numbers
+// compared as written).
+func sameJSON(a, b []byte) bool {
+	decode := func(data []byte) (any, bool) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, false
+		}
+		return v, dec.Decode(new(any)) == io.EOF
+	}
+	va, ok := decode(a)
+	if !ok {
+		return false
+	}
+	vb, ok := decode(b)
+	return ok && reflect.DeepEqual(va, vb)
 }
 
 // appendErrorResult writes what go-sdk writes for callTool's error result.

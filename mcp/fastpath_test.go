@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"reflect"
 	"regexp"
 	"slices"
@@ -31,6 +32,8 @@ import (
 	"github.com/mcpgate/mcpgate/connectors"
 	"github.com/mcpgate/mcpgate/connectors/e2b"
 	"github.com/mcpgate/mcpgate/internal/e2bsim"
+	"github.com/mcpgate/mcpgate/internal/service"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
 const e2bTestKey = "e2b_0123456789abcdef"
@@ -102,8 +105,16 @@ func newDiffEnv(tb testing.TB, keyRate rate.Limit, keyBurst int) *diffEnv {
 		sim.Inject(f)
 	}
 	reg := connectors.NewRegistry(e2b.New(e2b.Options{BaseURL: up.URL, DashboardURL: up.URL}), newDiffConnector())
+	network := upstream.Network{Private: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: network})
+	tb.Cleanup(func() { _ = pool.Close() })
 	fx := NewFixture(tb, FixtureOptions{Registry: reg, Credential: e2bTestKey, Now: now,
-		CallTimeout: 5 * time.Second, KeyRate: keyRate, KeyBurst: keyBurst})
+		CallTimeout: 5 * time.Second, KeyRate: keyRate, KeyBurst: keyBurst, Upstreams: pool,
+		// The per-person and per-workspace limits would end the corpus's
+		// calls long before its last version; the key limit is the one
+		// TestFastPath_KeyLimit holds both paths to.
+		UserRate: rate.Inf, UserBurst: 1, WorkspaceRate: rate.Inf, WorkspaceBurst: 1})
+	addDiffUpstream(tb, fx, reg, pool, network)
 	full, _ := fx.AddKey(tb, mcpgate.ScopeFull)
 	ro, _ := fx.AddKey(tb, mcpgate.ScopeReadOnly)
 	// One sandbox to read.
@@ -125,6 +136,57 @@ func newDiffEnv(tb testing.TB, keyRate rate.Limit, keyBurst int) *diffEnv {
 	g := fx.Gateway
 	return &diffEnv{fx: fx, fast: g.handler(true), oracle: g.handler(false), full: full, readOnly: ro,
 		sandbox: created.SandboxID, fastServedCount: func() int64 { return g.fastServed.n.Load() }}
+}
+
+// addDiffUpstream adds to the fixture's workspace an upstream server (go-sdk,
+// on loopback) whose tools answer with what a relay must pass on: every
+// kind of content, structured content, _meta (its own serverInfo too,
+// which the gateway replaces), an error result and a JSON-RPC error. The
+// undeclared one needs a person's approval once on, so it stays on the SDK
+// path; the others have none.
+func addDiffUpstream(tb testing.TB, fx *Fixture, reg *connectors.Registry, pool *upstream.Pool[service.UpstreamKey], network upstream.Network) {
+	tb.Helper()
+	srv := sdk.NewServer(&sdk.Implementation{Name: "diff-upstream", Version: "v1"}, nil)
+	yes := true
+	srv.AddTool(&sdk.Tool{Name: "look", Title: "Look", Description: "Looks <&>.",
+		InputSchema:  json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","x-vendor":1}}}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`),
+		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}, Meta: sdk.Meta{"vendor/x": "y"}},
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var in struct{ Q string }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			switch in.Q {
+			case "rpc":
+				return nil, fmt.Errorf("upstream exploded <&>")
+			case "error":
+				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "no such page"}}}, nil
+			}
+			return &sdk.CallToolResult{
+				Content: []sdk.Content{&sdk.TextContent{Text: "é\u2028✓ " + in.Q}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte("png")},
+					&sdk.AudioContent{MIMEType: "audio/wav", Data: []byte("wav")},
+					&sdk.ResourceLink{URI: "https://example.com/a", Name: "a"},
+					&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "test://r", MIMEType: "text/plain", Text: "r"}}},
+				StructuredContent: json.RawMessage(`{"n":1.50,"z":"<b>","a":[]}`),
+				Meta:              sdk.Meta{"vendor/trace": "t", sdk.MetaKeyServerInfo: map[string]any{"name": "not-the-gateway"}},
+			}, nil
+		})
+	srv.AddTool(&sdk.Tool{Name: "wipe", Description: "Undeclared hints.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "wiped"}}}, nil
+		})
+	hs := httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil))
+	tb.Cleanup(hs.Close)
+	servers := service.NewServers(service.ServersOptions{DB: fx.DB, Keyring: fx.Keyring, Registry: reg, Pool: pool, Network: network,
+		Invalidate: fx.Service.Invalidate})
+	ctx := context.Background()
+	if _, err := servers.AddServer(ctx, fx.Owner(), mcpgate.ServerInput{Name: "up", URL: hs.URL + "/mcp",
+		Headers: map[string]mcpgate.Secret{"Authorization": "Bearer diff-upstream-secret"}}); err != nil {
+		tb.Fatalf("AddServer() err = %v", err)
+	}
+	on := true
+	if _, err := servers.SetServerTool(ctx, fx.Owner(), "up", "wipe", mcpgate.ToolUpdate{Enabled: &on}); err != nil {
+		tb.Fatalf("SetServerTool() err = %v", err)
+	}
 }
 
 // answer is one HTTP answer, reduced to what must agree.
@@ -362,6 +424,15 @@ func (e *diffEnv) corpus() []diffCase {
 		{"e2b 401", "e2b_get_sandbox", `{"sandbox_id":"isbx401"}`, e.full, 1},
 		{"e2b bad sandbox id", "e2b_get_sandbox", `{"sandbox_id":"../x"}`, e.full, 1},
 		{"e2b kill read-only key", "e2b_kill_sandbox", sbx, e.readOnly, -1},
+		{"upstream look", "up_look", `{"q":"x"}`, e.full, 1},
+		{"upstream look read-only key", "up_look", `{"q":"x"}`, e.readOnly, 1},
+		{"upstream look no arguments", "up_look", ``, e.full, 1},
+		{"upstream look arguments array", "up_look", `[1]`, e.full, 1},
+		{"upstream error result", "up_look", `{"q":"error"}`, e.full, 1},
+		{"upstream JSON-RPC error", "up_look", `{"q":"rpc"}`, e.full, 1},
+		{"upstream approval_id", "up_look", `{"q":"x","approval_id":"apr_x"}`, e.full, -1},
+		{"upstream needs a person", "up_wipe", `{}`, e.full, -1},
+		{"upstream needs a person, read-only key", "up_wipe", `{}`, e.readOnly, -1},
 	}
 	for _, v := range diffVersions {
 		known := v == "" || legacyVersions[v] || v == newProtocol
@@ -686,5 +757,34 @@ func TestReadBody_Replay(t *testing.T) {
 	_, err = io.ReadAll(replay([]byte("ab"), rest, boom))
 	if err != boom {
 		t.Errorf("replay after an error: err = %v, want %v", err, boom)
+	}
+}
+
+// TestAppendRelayed_UpstreamBytes: on the protocols before 2026-07-28 the
+// fast path writes the upstream's own bytes (compacted) when they mean
+// what the SDK path would send, and the SDK path's encoding otherwise; on
+// 2026-07-28 the gateway's resultType and serverInfo are added, the
+// upstream's serverInfo replaced.
+func TestAppendRelayed_UpstreamBytes(t *testing.T) {
+	const raw = "{\"structuredContent\": {\"n\":1.50,\"z\":\"\\u003cb\\u003e\"},\n \"content\":[{\"text\":\"a\",\"type\":\"text\"}]}"
+	got := string(appendRelayed(nil, json.RawMessage(raw), false, nil))
+	if want := `{"structuredContent":{"n":1.50,"z":"\u003cb\u003e"},"content":[{"text":"a","type":"text"}]}}`; got != want {
+		t.Errorf("legacy relay = %s, want the upstream's bytes compacted %s", got, want)
+	}
+	// A member the SDK's types do not hold: the SDK path drops it, so does
+	// the fast path.
+	got = string(appendRelayed(nil, json.RawMessage(`{"content":[],"x-extra":1}`), false, nil))
+	if strings.Contains(got, "x-extra") {
+		t.Errorf("legacy relay = %s, want what the SDK path sends (no x-extra)", got)
+	}
+	info := []byte(`{"name":"mcpgate","version":"test"}`)
+	got = string(appendRelayed(nil, json.RawMessage(`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"up"},"k":"v"}}`), true, info))
+	var res map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSuffix(got, "}")), &res); err != nil {
+		t.Fatalf("new relay = %s: %v", got, err)
+	}
+	meta, _ := res["_meta"].(map[string]any)
+	if res["resultType"] != "complete" || meta["k"] != "v" || meta[sdk.MetaKeyServerInfo].(map[string]any)["name"] != "mcpgate" {
+		t.Errorf("new relay = %s, want resultType, the upstream's _meta and the gateway's serverInfo", got)
 	}
 }

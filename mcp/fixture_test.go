@@ -21,6 +21,8 @@ import (
 	"github.com/mcpgate/mcpgate/internal/servicetest"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/testutil"
+	"github.com/mcpgate/mcpgate/internal/upstream"
+	"github.com/mcpgate/mcpgate/vault"
 )
 
 // FixtureOptions choose what a Fixture serves.
@@ -41,11 +43,14 @@ type FixtureOptions struct {
 	UserBurst, WorkspaceBurst int
 	// WaitTimer makes the timers of approval waits (default: real ones).
 	WaitTimer service.WaitTimer
+	// Upstreams relays upstream servers' tools (nil: none can be added).
+	Upstreams *upstream.Pool[service.UpstreamKey]
 }
 
 // Fixture is one workspace with its owner, served over HTTP.
 type Fixture struct {
 	DB        *store.DB
+	Keyring   *vault.Keyring
 	Service   *service.Set
 	Keys      *auth.Keys
 	Gateway   *Gateway
@@ -60,9 +65,9 @@ type Fixture struct {
 func NewFixture(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
 	env := servicetest.New(tb, service.Options{Registry: o.Registry, Audit: o.Audit,
-		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now, WaitTimer: o.WaitTimer})
+		PublicURL: "http://gateway.test", CallTimeout: o.CallTimeout, Now: o.Now, WaitTimer: o.WaitTimer, Upstreams: o.Upstreams})
 	u, owner := env.NewUser(tb, "owner@example.com")
-	f := &Fixture{DB: env.DB, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
+	f := &Fixture{DB: env.DB, Keyring: env.Keyring, Service: env.Service, Workspace: owner.WorkspaceID, UserID: u.ID, Audit: env.Audit}
 	f.Keys = auth.NewKeys(auth.KeysOptions{Store: env.DB, Trust: env.Service.CacheTrust(), Now: o.Now})
 	if o.Credential != "" {
 		for _, name := range o.Registry.Names() {

@@ -5,6 +5,8 @@ package mcp
 // differential check of each copy against the SDK's own exported behaviour.
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/testutil"
 )
 
@@ -25,7 +28,9 @@ func TestGoSDKVersion(t *testing.T) {
 	testutil.RequireGoSDK(t, "mcp/fastpath.go against go-sdk: depthExceeded and sdkMaxDepth (internal/json/json.go checkMaxDepth), "+
 		"streamableAccepts and the version-header check (mcp/streamable.go), clientCapabilitiesV2 and the _meta keys of validMeta "+
 		"(mcp/protocol.go, mcp/shared.go decodeMetaValue), newProtocol (mcp/shared.go), the SSE event and headers of writeSSE "+
-		"(mcp/event.go writeEvent, mcp/streamable.go), the call results of appendResult and appendErrorResult, and validID (internal/jsonrpc2)")
+		"(mcp/event.go writeEvent, mcp/streamable.go), the call results of appendResult and appendErrorResult, and validID (internal/jsonrpc2); "+
+		"call.go and server.go against it: relayedResult and appendRelayed (CallToolResult's JSON, annotateServerInfo keeping a "+
+		"serverInfo already in _meta), addToolChecked (AddTool panics on a definition it refuses)")
 }
 
 // TestProtocolVersions_FromSDK: the fast path's protocol generations are
@@ -146,4 +151,59 @@ func FuzzStreamableAccepts(f *testing.F) {
 			t.Errorf("streamableAccepts(%q) takes it: %v, the SDK: %v", values, got, want)
 		}
 	})
+}
+
+// TestAddToolChecked_SDKPanics: go-sdk's AddTool panics on an input schema
+// that is not an object; an upstream's definition must be left out with
+// an error instead, and one it accepts published.
+func TestAddToolChecked_SDKPanics(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "fence"}, nil)
+	h := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		return &sdk.CallToolResult{}, nil
+	}
+	if err := addToolChecked(srv, &sdk.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"string"}`)}, h); err == nil {
+		t.Error("addToolChecked(non-object schema) = nil; does go-sdk no longer refuse it?")
+	}
+	info := mcpgate.ToolInfo{Name: "up_ok", Server: "up", Approval: mcpgate.ApprovalNone,
+		Definition: json.RawMessage(`{"name":"ok","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-vendor":[1]}}},"_meta":{"k":"v"}}`)}
+	tool, err := upstreamSDKTool(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := addToolChecked(srv, tool, h); err != nil {
+		t.Errorf("addToolChecked(object schema) = %v", err)
+	}
+	b, _ := json.Marshal(tool)
+	if !strings.Contains(string(b), `"x-vendor":[1]`) || !strings.Contains(string(b), `"_meta":{"k":"v"}`) || !strings.Contains(string(b), `"name":"up_ok"`) {
+		t.Errorf("published tool = %s, want the upstream's members under the exposed name", b)
+	}
+}
+
+// TestServerInfo_SDKKeepsAResultsOwn: on 2026-07-28 go-sdk names the
+// server in a result's _meta only when the result does not already name
+// one, so an upstream's serverInfo relayed as it came would name the
+// upstream as the server the caller talks to: relayedResult drops it.
+func TestServerInfo_SDKKeepsAResultsOwn(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "gateway", Version: "v1"}, nil)
+	srv.AddTool(&sdk.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{Content: []sdk.Content{}, Meta: sdk.Meta{sdk.MetaKeyServerInfo: map[string]any{"name": "upstream"}}}, nil
+		})
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{Stateless: true})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"_meta":{` + pvMeta + `,` + capsMeta + `}}}`
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Accept", "application/json, text/event-stream")
+	r.Header.Set("Mcp-Protocol-Version", newProtocol)
+	r.Header.Set("Mcp-Method", "tools/call")
+	r.Header.Set("Mcp-Name", "t")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if !strings.Contains(rec.Body.String(), `"name":"upstream"`) {
+		t.Errorf("go-sdk answered %s; does it now replace a result's serverInfo? relayedResult's stripping may go", rec.Body.String())
+	}
+	relayed := relayedResult(json.RawMessage(`{"content":[],"_meta":{"` + sdk.MetaKeyServerInfo + `":{"name":"upstream"},"k":"v"}}`))
+	if _, ok := relayed.Meta[sdk.MetaKeyServerInfo]; ok || relayed.Meta["k"] != "v" {
+		t.Errorf("relayedResult _meta = %v, want the upstream's serverInfo dropped, the rest kept", relayed.Meta)
+	}
 }

@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -43,6 +45,10 @@ func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 		&sdk.ServerOptions{Instructions: instructions, Logger: g.sdkLog})
 	callable := map[string]bool{}
 	for _, info := range set.Tools {
+		if info.Server != "" {
+			g.addUpstreamTool(s, info)
+			continue
+		}
 		t, ok := g.opts.Registry.Tool(info.Name)
 		if !ok {
 			continue
@@ -134,11 +140,99 @@ func (g *Gateway) refuseHidden(set *mcpgate.ToolSet) sdk.Middleware {
 				return next(ctx, method, req)
 			}
 			// The tool service refuses it, audits the refusal and says why.
-			return g.callTool(ctx, call, call.Params.Name)
+			return g.callTool(ctx, call, call.Params.Name, set.All[call.Params.Name].Server != "")
 		}
 	}
 }
 
 func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+// addUpstreamTool publishes an upstream server's tool under its exposed
+// name with its definition as the server gave it: schemas as raw JSON,
+// title, description, icons and _meta as they came, and the annotations
+// as declared (go-sdk writes readOnlyHint and idempotentHint even when
+// false, their default). As for a connector's tool, one that may need a
+// confirmation or an approval gets the gateway's own argument added and
+// no output schema. A definition go-sdk would refuse is left out, logged.
+func (g *Gateway) addUpstreamTool(s *sdk.Server, info mcpgate.ToolInfo) {
+	tool, err := upstreamSDKTool(info)
+	if err == nil {
+		err = addToolChecked(s, tool, g.upstreamHandler(info.Name))
+	}
+	if err != nil {
+		g.log.Warn("upstream tool not published", "server", info.Server, "tool", info.ServerTool, "err", err)
+	}
+}
+
+// addToolChecked is AddTool, which panics on a definition it refuses (an
+// input schema that is not an object, bad header annotations): an
+// upstream's definition must not take the endpoint down.
+func addToolChecked(s *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+// upstreamSDKTool is the published form of an upstream tool.
+func upstreamSDKTool(info mcpgate.ToolInfo) (*sdk.Tool, error) {
+	var def struct {
+		Title        string               `json:"title"`
+		Description  string               `json:"description"`
+		InputSchema  json.RawMessage      `json:"inputSchema"`
+		OutputSchema json.RawMessage      `json:"outputSchema"`
+		Annotations  *sdk.ToolAnnotations `json:"annotations"`
+		Icons        []sdk.Icon           `json:"icons"`
+		Meta         sdk.Meta             `json:"_meta"`
+	}
+	if err := json.Unmarshal(info.Definition, &def); err != nil {
+		return nil, fmt.Errorf("read definition: %w", err)
+	}
+	needsConfirmation := info.Approval == mcpgate.ApprovalModel
+	needsApproval := info.Approval == mcpgate.ApprovalHuman
+	input := def.InputSchema
+	if needsConfirmation || needsApproval {
+		var err error
+		if input, err = withOwnArgs(input, needsConfirmation, needsApproval); err != nil {
+			return nil, err
+		}
+	}
+	t := &sdk.Tool{Name: info.Name, Title: def.Title, Description: def.Description, InputSchema: input,
+		Annotations: def.Annotations, Icons: def.Icons, Meta: def.Meta}
+	if !needsConfirmation && !needsApproval && len(def.OutputSchema) > 0 && string(def.OutputSchema) != "null" {
+		t.OutputSchema = def.OutputSchema
+	}
+	return t, nil
+}
+
+// withOwnArgs adds the gateway's confirmation_token and approval_id to a
+// raw input schema's properties, leaving every other member as it is.
+func withOwnArgs(schema json.RawMessage, confirmation, approval bool) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("the input schema is not an object")
+	}
+	props := map[string]json.RawMessage{}
+	if raw, ok := m["properties"]; ok {
+		if err := json.Unmarshal(raw, &props); err != nil || props == nil {
+			return nil, fmt.Errorf("the input schema's properties are not an object")
+		}
+	}
+	if confirmation {
+		props[confirmationArg] = json.RawMessage(`{"type":"string","description":"The confirmation_token returned by the first call, once the user has agreed. Omit it on the first call."}`)
+	}
+	if approval {
+		props[approvalArg] = json.RawMessage(`{"type":"string","description":"The approval_id returned by the first call, once a person has approved it in the dashboard. Omit it on the first call."}`)
+	}
+	b, err := json.Marshal(props)
+	if err != nil {
+		return nil, err
+	}
+	m["properties"] = b
+	return json.Marshal(m)
 }

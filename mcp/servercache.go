@@ -22,8 +22,11 @@ import (
 // it may run itself and the tools/list answers, computed by the SDK once per
 // protocol version.
 type setState struct {
-	srv        *sdk.Server
-	fast       map[string]*connectors.Tool
+	srv  *sdk.Server
+	fast map[string]*connectors.Tool
+	// relay are the tools of fast whose result is an upstream's, relayed
+	// (their entry in fast is nil).
+	relay      map[string]bool
 	serverInfo []byte // the SDK's _meta serverInfo for this server, as JSON
 	lists      sync.Map
 }
@@ -52,5 +55,6 @@ func (g *Gateway) buildState(set *mcpgate.ToolSet) *setState {
 	srv := g.buildServer(set)
 	title, _ := g.serverText()
 	info, _ := json.Marshal(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version})
-	return &setState{srv: srv, fast: g.fastTools(set), serverInfo: info}
+	fast, relay := g.fastTools(set)
+	return &setState{srv: srv, fast: fast, relay: relay, serverInfo: info}
 }

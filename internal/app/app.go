@@ -193,6 +193,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	wo.PrivateNetworks, wo.Logger, wo.Queue = o.PrivateNetworks, log, deliveries
 	gw.hooks = webhook.New(wo)
 	so.Webhooks = gw.hooks
+	// One pool for the server service's discoveries and the tool
+	// service's calls, so that both honour the same hop policy.
+	network, pool := newUpstreams(o)
+	so.Upstreams = pool
 	gw.Service = service.New(so)
 	set := gw.Service
 	set.SetListening(false) // until the invalidation listener is connected
@@ -202,7 +206,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Keys = auth.NewKeys(auth.KeysOptions{Store: db, Trust: set.CacheTrust(), Logger: log})
 	gw.Tokens = auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: oauth.OwnsResource(o.PublicURL),
 		Trust: set.CacheTrust(), Logger: log})
-	gw.upstreams, gw.Servers = newServers(o, registry, gw.audit, keyring)
+	gw.upstreams = pool
+	gw.Servers = service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit, Logger: o.Logger,
+		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate})
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
@@ -279,19 +285,18 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	return gw, nil
 }
 
-// newServers builds the upstream server service and its pool. The hop
+// newUpstreams builds the hop's policy and the upstream pool. The hop
 // reaches the public internet over https, and the operator's private
 // networks (UPSTREAM_PRIVATE_NETWORKS) besides; "public" is the gateway's
 // one table of special-use ranges, never this host's own addresses. The
 // connect timeout stays under the JSON routes' 15 s, so that a discovery
 // that fails says why instead of being cut off.
-func newServers(o Options, registry *connectors.Registry, auditor service.Auditor, keyring *vault.Keyring) (*upstream.Pool[service.UpstreamKey], *service.Servers) {
+func newUpstreams(o Options) (upstream.Network, *upstream.Pool[service.UpstreamKey]) {
 	network := upstream.Network{Private: o.PrivateNetworks,
 		Public: func(a netip.Addr) bool { return netguard.Public(a) && !netguard.Own(a) }}
 	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: network, Logger: o.Logger,
 		ClientName: "mcpgate", ClientVersion: cmp.Or(o.Version, "dev"), ConnectTimeout: 12 * time.Second})
-	return pool, service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: auditor, Logger: o.Logger,
-		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL})
+	return network, pool
 }
 
 func (gw *Gateway) goBackground(fn func()) {

@@ -44,6 +44,10 @@ type ServersOptions struct {
 	// PublicURL is where people reach the gateway (messages name pages).
 	PublicURL string
 	Now       func() time.Time
+	// Invalidate, when set, is told of every change of a workspace's
+	// servers (kind InvalidatePolicy), so that this replica's tool policy
+	// drops it at once; the store notifies every replica as well.
+	Invalidate func(kind, workspaceID string)
 }
 
 // Servers implements mcpgate.ServerService on the store, the vault and an
@@ -56,6 +60,7 @@ type Servers struct {
 	network   upstream.Network
 	publicURL string
 	gate      discoveryGate
+	onChange  func(kind, workspaceID string)
 }
 
 var _ mcpgate.ServerService = (*Servers)(nil)
@@ -67,7 +72,15 @@ func NewServers(o ServersOptions) *Servers {
 	if reg == nil {
 		reg = connectors.NewRegistry()
 	}
-	return &Servers{core: newCore(opts), keyring: o.Keyring, registry: reg, pool: o.Pool, network: o.Network, publicURL: o.PublicURL}
+	return &Servers{core: newCore(opts), keyring: o.Keyring, registry: reg, pool: o.Pool, network: o.Network, publicURL: o.PublicURL,
+		onChange: o.Invalidate}
+}
+
+// changed tells this replica's caches that a workspace's servers changed.
+func (s *Servers) changed(workspaceID string) {
+	if s.onChange != nil {
+		s.onChange(InvalidatePolicy, workspaceID)
+	}
 }
 
 // Limits on what one server may carry: a credential is a header or two;
@@ -234,6 +247,7 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 	if err != nil {
 		return nil, err
 	}
+	s.changed(a.WorkspaceID)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerAdded, map[string]any{"server": in.Name, "url": auditURL(in.URL),
 		"headers": headerNames(headers), "tools": len(cat.Tools), "enabled_tools": rep.enabled}))
 	return s.Server(ctx, a, in.Name)
@@ -415,6 +429,9 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 		s.assignNames(cur.Name, w.Tools, st.Taken, aliases)
 		return w, nil
 	})
+	if err == nil {
+		s.changed(a.WorkspaceID)
+	}
 	return rep, err
 }
 
@@ -444,6 +461,7 @@ func (s *Servers) RemoveServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if err := s.db.DeleteServer(ctx, a.WorkspaceID, name); err != nil {
 		return err
 	}
+	s.changed(a.WorkspaceID)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerRemoved, map[string]any{"server": name}))
 	return nil
 }
@@ -494,6 +512,7 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 	if err != nil {
 		return nil, err
 	}
+	s.changed(a.WorkspaceID)
 	args := map[string]any{"server": name, "tools": len(cat.Tools)}
 	rep.addTo(args)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscovered, args))
@@ -613,7 +632,19 @@ func applyToolUpdate(t *store.UpstreamTool, upd mcpgate.ToolUpdate) error {
 // changeTool applies fn to one tool of a server under the workspace's
 // server lock.
 func (s *Servers) changeTool(ctx context.Context, a *mcpgate.Actor, server, tool string, fn func(*store.UpstreamTool) error) error {
-	return s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, server, func(st *store.ServerState) (*store.ServerWrite, error) {
+	err := changeServerTool(ctx, s.db, s.keyring, a, server, tool, fn)
+	if err == nil {
+		s.changed(a.WorkspaceID)
+	}
+	return err
+}
+
+// changeServerTool applies fn to one tool of a server under the
+// workspace's server lock: the one way a catalog row changes, whether the
+// server service or the tool service (by the exposed name) is asked.
+func changeServerTool(ctx context.Context, db *store.DB, keyring *vault.Keyring, a *mcpgate.Actor, server, tool string,
+	fn func(*store.UpstreamTool) error) error {
+	return db.ChangeServer(ctx, keyring, a.WorkspaceID, server, func(st *store.ServerState) (*store.ServerWrite, error) {
 		if st.Server == nil {
 			return nil, mcpgate.Errorf(mcpgate.ENotFound, "no upstream server of that name in this workspace")
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgate/mcpgate/internal/password"
 	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/trustcache"
+	"github.com/mcpgate/mcpgate/internal/upstream"
 	"github.com/mcpgate/mcpgate/vault"
 )
 
@@ -100,6 +101,12 @@ type Options struct {
 	OutageGrace time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Upstreams relays calls of the workspaces' upstream servers' tools
+	// (nil: they are listed, but their calls refused); the server service
+	// discovers with the same pool. UpstreamAnswerBytes caps one answer
+	// (0: the pool's default).
+	Upstreams           *upstream.Pool[UpstreamKey]
+	UpstreamAnswerBytes int64
 	// ApprovalKey keys the binding of approvals to their arguments; every
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).

@@ -24,8 +24,14 @@ type workspacePolicy struct {
 	// guardrails are the workspace's limits, loaded and invalidated with
 	// the policy.
 	guardrails mcpgate.Guardrails
-	mu         sync.Mutex
-	sets       map[mcpgate.Scope]*mcpgate.ToolSet
+	// upstream are the servers' published tools by exposed name (their
+	// policy is in policy too), in the servers' and tools' order; servers
+	// the enabled servers, for their calls.
+	upstream      map[string]*upstreamTool
+	upstreamOrder []string
+	servers       map[string]upstreamServer
+	mu            sync.Mutex
+	sets          map[mcpgate.Scope]*mcpgate.ToolSet
 }
 
 // effectivePolicy applies a workspace's stored settings over the tools'
@@ -57,8 +63,12 @@ func (s *Tools) workspace(ctx context.Context, workspaceID string) (*workspacePo
 		if err != nil {
 			return nil, err
 		}
-		return &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
-			sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}, nil
+		wp := &workspacePolicy{id: workspaceID, policy: effectivePolicy(s.opts.Registry.Tools(), stored), guardrails: guardrails,
+			sets: map[mcpgate.Scope]*mcpgate.ToolSet{}}
+		if err := s.loadUpstream(ctx, wp); err != nil {
+			return nil, err
+		}
+		return wp, nil
 	})
 	if err != nil {
 		return nil, &mcpgate.Error{Code: mcpgate.EUnavailable, RetryAfter: 5, Err: fmt.Errorf("load tool policy: %w", err),
@@ -85,6 +95,10 @@ func (s *Tools) Tools(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.ToolInfo
 	var out []mcpgate.ToolInfo
 	for _, t := range s.opts.Registry.Tools() {
 		out = append(out, s.toolInfo(t, wp.policy[t.Name]))
+	}
+	for _, name := range wp.upstreamOrder {
+		u := wp.upstream[name]
+		out = append(out, s.infoOf(wp, u.tool, wp.policy[name]))
 	}
 	return out, nil
 }
@@ -115,6 +129,14 @@ func (s *Tools) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet
 			set.Tools = append(set.Tools, info)
 		}
 	}
+	for _, name := range wp.upstreamOrder {
+		u := wp.upstream[name]
+		info := s.infoOf(wp, u.tool, wp.policy[name])
+		set.All[name] = info
+		if callable(u.tool, wp.policy[name], a.Scope) {
+			set.Tools = append(set.Tools, info)
+		}
+	}
 	wp.sets[a.Scope] = set
 	return set, nil
 }
@@ -126,7 +148,7 @@ func (s *Tools) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u
 	}
 	t, ok := s.opts.Registry.Tool(name)
 	if !ok {
-		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", name)
+		return s.updateUpstreamTool(ctx, a, name, u)
 	}
 	before, err := s.workspace(ctx, a.WorkspaceID)
 	if err != nil {
@@ -162,12 +184,15 @@ func (s *Tools) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u
 // CallTool implements mcpgate.ToolService.
 func (s *Tools) CallTool(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
 	t, ok := s.opts.Registry.Tool(call.Tool)
-	if !ok {
-		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", call.Tool)
-	}
 	wp, err := s.workspace(ctx, a.WorkspaceID)
 	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		if u := wp.upstream[call.Tool]; u != nil {
+			return s.callUpstream(ctx, a, wp, u, call)
+		}
+		return nil, mcpgate.Errorf(mcpgate.ENotFound, "no tool named %q", call.Tool)
 	}
 	p := wp.policy[t.Name]
 	if !callable(t, p, a.Scope) {
@@ -254,7 +279,7 @@ func (s *Tools) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *c
 	switch approval {
 	case mcpgate.ApprovalModel:
 		if !call.Confirmed {
-			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.infoOf(wp, t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
 		}
 	case mcpgate.ApprovalHuman:
 		switch {
@@ -268,7 +293,7 @@ func (s *Tools) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *c
 				return nil, err
 			}
 		case a.IsPerson():
-			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.toolInfo(t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
+			return nil, &mcpgate.ConfirmationRequiredError{Tool: s.infoOf(wp, t, p), Arguments: args, Summary: withReason(describe(t, args), as.Reason)}
 		default:
 			return &approvalAsk{follows: as.Follows, reason: as.Reason}, nil
 		}

@@ -107,9 +107,13 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 			}
 		}
 		if !w.KeepTools {
-			return writeTools(ctx, tx, workspaceID, id, w.ActorID, w.Tools)
+			if err := writeTools(ctx, tx, workspaceID, id, w.ActorID, w.Tools); err != nil {
+				return err
+			}
 		}
-		return nil
+		// The tool policy every replica caches holds the catalog and the
+		// sealed credential: a change drops it everywhere, at commit.
+		return notify(ctx, tx, InvalidatePolicy, workspaceID)
 	})
 	var coded *mcpgate.Error
 	if errors.As(err, &coded) {
@@ -363,18 +367,55 @@ func (db *DB) OpenServerHeaders(ctx context.Context, sealer Sealer, workspaceID,
 	if !isUUID(workspaceID) {
 		return nil, mcpgate.Errorf(mcpgate.ENotFound, "%s", serverNotFound)
 	}
-	var id string
-	var ct []byte
+	var c SealedHeaders
 	err := db.Pool.QueryRow(ctx, `SELECT s.id, h.sealed FROM upstream_servers s
 		LEFT JOIN upstream_server_headers h ON h.id = s.id AND h.workspace_id = $1
-		WHERE s.workspace_id = $1 AND s.name = $2`, workspaceID, name).Scan(&id, &ct)
+		WHERE s.workspace_id = $1 AND s.name = $2`, workspaceID, name).Scan(&c.ServerID, &c.Sealed)
 	if err != nil {
 		return nil, mapError(err, serverNotFound)
 	}
-	if ct == nil {
+	return c.Open(ctx, sealer, workspaceID)
+}
+
+// SealedHeaders is a server's credential as stored, sealed: what a cache
+// may keep (never the plain text).
+type SealedHeaders struct {
+	ServerID string
+	Sealed   []byte // nil: the server takes no credential
+}
+
+// FindSealedServerHeaders returns the sealed credential of every server of
+// a workspace, by server name.
+func (db *DB) FindSealedServerHeaders(ctx context.Context, workspaceID string) (map[string]SealedHeaders, error) {
+	out := map[string]SealedHeaders{}
+	if !isUUID(workspaceID) {
+		return out, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT s.name, s.id, h.sealed FROM upstream_servers s
+		LEFT JOIN upstream_server_headers h ON h.id = s.id AND h.workspace_id = $1
+		WHERE s.workspace_id = $1`, workspaceID)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var c SealedHeaders
+		if err := rows.Scan(&name, &c.ServerID, &c.Sealed); err != nil {
+			return nil, mapError(err, "")
+		}
+		out[name] = c
+	}
+	return out, mapError(rows.Err(), "")
+}
+
+// Open returns the headers in plain text for one exchange (none when the
+// server takes none).
+func (c SealedHeaders) Open(ctx context.Context, sealer Sealer, workspaceID string) (map[string]mcpgate.Secret, error) {
+	if c.Sealed == nil {
 		return nil, nil
 	}
-	pt, err := sealer.OpenContext(ctx, ct, vault.UpstreamHeadersAAD(workspaceID, id))
+	pt, err := sealer.OpenContext(ctx, c.Sealed, vault.UpstreamHeadersAAD(workspaceID, c.ServerID))
 	if err != nil {
 		return nil, fmt.Errorf("open server headers: %w", err)
 	}
@@ -416,7 +457,10 @@ func (db *DB) DeleteServer(ctx context.Context, workspaceID, name string) error 
 		if err == nil && tag.RowsAffected() == 0 {
 			err = pgx.ErrNoRows
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, InvalidatePolicy, workspaceID)
 	})
 	return mapError(err, serverNotFound)
 }
