@@ -120,6 +120,8 @@ type Gateway struct {
 	// their pool of client sessions.
 	Servers   *service.Servers
 	upstreams *upstream.Pool[service.UpstreamKey]
+	// Endpoints serve each server's own MCP endpoint.
+	Endpoints *service.Endpoints
 
 	db      *store.DB
 	log     *slog.Logger
@@ -200,6 +202,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Tokens = auth.NewTokens(auth.TokensOptions{Store: db, OwnsResource: oauth.OwnsResource(o.PublicURL),
 		Trust: set.CacheTrust(), Logger: log})
 	gw.upstreams, gw.Servers = newServers(o, registry, gw.audit, keyring)
+	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools)
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
@@ -227,6 +230,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Ready:          db.Ready,
 		TrustedProxies: o.TrustedProxies,
 		MCP:            httpx.WriteDeadlinePerWrite(gw.MCP.Handler(), StreamWriteTimeout),
+		ServerMCP:      httpx.WriteDeadlinePerWrite(gw.MCP.ServerHandler(gw.Endpoints), StreamWriteTimeout),
 		Metrics:        gw.metrics.Handler(),
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
