@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -188,3 +189,20 @@ func answeredError(err error) *jsonrpc.Error {
 
 // codeRejected is the SDK's own code for a request its transport refused.
 const codeRejected = -32005
+
+// withoutValues is ctx's deadline and cancellation without its values,
+// for opening a session: go-sdk's server keeps the calling client's
+// protocol version in the request's context under the key its client
+// reads when it sends initialize, so a session opened while serving a
+// 2026-07-28 client would tell a 2025-11-25 upstream it speaks 2026-07-28
+// (and be refused). Requests on an open session carry the negotiated
+// version instead (hopTransport); their context keeps its values, since
+// the pool's own causes (idle, too large) travel in them.
+func withoutValues(ctx context.Context) context.Context { return valuelessContext{ctx} }
+
+type valuelessContext struct{ parent context.Context }
+
+func (c valuelessContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+func (c valuelessContext) Done() <-chan struct{}       { return c.parent.Done() }
+func (c valuelessContext) Err() error                  { return c.parent.Err() }
+func (c valuelessContext) Value(any) any               { return nil }

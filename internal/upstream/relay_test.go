@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -98,4 +100,46 @@ func TestRelay_StripsHopMeta(t *testing.T) {
 	if p.Sessions() != 1 {
 		t.Errorf("Sessions() = %d, want 1", p.Sessions())
 	}
+}
+
+// TestRelay_FromSDKHandler relays from inside a go-sdk server's handler
+// serving a 2026-07-28 client, to an upstream with sessions (2025-11-25):
+// the session the relay opens must not take the calling client's protocol
+// version from the handler's context (go-sdk's client reads the key its
+// server sets), which that upstream refuses.
+func TestRelay_FromSDKHandler(t *testing.T) {
+	noLeaks(t)
+	f := &fixture{}
+	ts := f.serve(t)
+	p := newPool(t, Options{})
+	front := mcp.NewServer(&mcp.Implementation{Name: "front"}, nil)
+	front.AddTool(&mcp.Tool{Name: "relay", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			raw, err := p.Relay(ctx, "k", Target{URL: ts.URL}, MethodPromptsList, nil)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(raw)}}}, nil
+		})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return front },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != newProtocolVersion {
+		t.Fatalf("client speaks %s, want %s", v, newProtocolVersion)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "relay", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; res.IsError || !strings.Contains(text, `"greet"`) {
+		t.Errorf("relay from a handler = %s (isError %t), want the upstream's prompts", text, res.IsError)
+	}
+	_ = p.Close()
+	srv.CloseClientConnections()
 }
