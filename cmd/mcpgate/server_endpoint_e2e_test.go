@@ -287,3 +287,50 @@ func cmpOr(s, def string) string {
 	}
 	return s
 }
+
+// TestServerEndpoint_Tools: the server's tools on its own endpoint under
+// their own names, as the workspace's policy and the key's scope allow:
+// the read-only tool on by default for every key, the other once an admin
+// turns it on and only for a full key; a call by the tool's own name runs
+// through the tool service (audited under the exposed name), and a tool
+// turned off is refused with the service's reason.
+func TestServerEndpoint_Tools(t *testing.T) {
+	up := startEndpointUpstream(t)
+	e := newE2EEnvWith(t, 1, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	base := e.replicas[0].url
+	alice := e.signup(base, "alice-tools@example.com", "")
+	ws := alice.personal
+	alice.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers",
+		map[string]any{"name": "docs", "url": up.url, "headers": map[string]string{"Authorization": endpointUpstreamToken}}, http.StatusCreated)
+	if !upstreamToolsServed(t, alice, ws, "docs_lookup") {
+		t.Skip("the tool service does not run upstream tools by their exposed names yet (POST .../tools/docs_lookup/call " +
+			"answers not_found): tools/list and tools/call of the per-server endpoint need it")
+	}
+	full := alice.createKey(ws, "full", "", nil)
+	reader := alice.createKey(ws, "reader", "read_only", nil)
+	fullCS := e.session(t, base+"/mcp/docs", e2eBearer(full.Key), "2025-11-25", nil)
+	readerCS := e.session(t, base+"/c/"+reader.Key+"/mcp/docs", nil, "", nil)
+	if got := e2eToolNames(t, fullCS); !slices.Equal(got, []string{"lookup"}) {
+		t.Errorf("tools of a full key = %v, want the read-only tool on by default", got)
+	}
+	if res := e2eCall(t, readerCS, "lookup", map[string]any{}); res.IsError || res.Content[0].(*mcp.TextContent).Text != "found it" {
+		t.Errorf("lookup by a read-only key = %+v, want the upstream's answer", res)
+	}
+	if res := e2eCall(t, fullCS, "publish", map[string]any{}); !res.IsError {
+		t.Errorf("publish while off = %+v, want the service's refusal", res)
+	}
+	alice.api(http.MethodPut, "/api/v1/workspaces/"+ws+"/servers/docs/tools/publish",
+		map[string]any{"enabled": true, "approval": "none"}, http.StatusOK)
+	if got := e2eToolNames(t, fullCS); !slices.Equal(got, []string{"lookup", "publish"}) {
+		t.Errorf("tools of a full key = %v, want both once publish is on", got)
+	}
+	if got := e2eToolNames(t, readerCS); !slices.Equal(got, []string{"lookup"}) {
+		t.Errorf("tools of a read-only key = %v, want only the read-only tool", got)
+	}
+	if res := e2eCall(t, fullCS, "publish", map[string]any{}); res.IsError || res.Content[0].(*mcp.TextContent).Text != "published" {
+		t.Errorf("publish = %+v, want the upstream's answer", res)
+	}
+	alice.auditUntil(ws, "action=docs_publish", func(items []e2eAuditItem) bool {
+		return slices.ContainsFunc(items, func(it e2eAuditItem) bool { return it.Outcome == "ok" })
+	})
+}
