@@ -39,7 +39,9 @@ type fakeTools struct {
 	set   *mcpgate.ToolSet
 }
 
-func (f *fakeTools) ToolSet(context.Context, *mcpgate.Actor) (*mcpgate.ToolSet, error) { return f.set, nil }
+func (f *fakeTools) ToolSet(context.Context, *mcpgate.Actor) (*mcpgate.ToolSet, error) {
+	return f.set, nil
+}
 
 func (f *fakeTools) CallTool(_ context.Context, _ *mcpgate.Actor, call mcpgate.ToolCall) (json.RawMessage, error) {
 	f.mu.Lock()
