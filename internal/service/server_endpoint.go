@@ -137,7 +137,7 @@ func (e *Endpoints) auditRead(ctx context.Context, a *mcpgate.Actor, server, met
 		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
 		var rpcErr *mcpgate.UpstreamRPCError
 		if errors.As(err, &rpcErr) {
-			ev.Message = rpcErr.Message
+			ev.Message = cutText(rpcErr.Message, 256) // the upstream's words, bounded
 		}
 	}
 	e.servers.record(ctx, ev)
