@@ -72,6 +72,9 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			httpx.WriteError(w, r, g.log, err)
 			return
 		}
+		if err != nil && ctx.Err() != nil {
+			return // the client went away (an SSE GET it gave up on)
+		}
 		if err != nil {
 			g.log.WarnContext(ctx, "read server endpoint", "workspace_id", actor.WorkspaceID, "err", err)
 			writeRPCUnavailable(w, r, unavailableMessage(err))
@@ -246,13 +249,21 @@ func (g *Gateway) endpointCall(ctx context.Context, next sdk.MethodHandler, meth
 	return g.callTool(ctx, call, exposed)
 }
 
-// relay sends one relayed request to the upstream; it counts against the
-// caller's limits as a tool call does, since it reaches the upstream.
+// limitedRelays are the relayed methods that count against the caller's
+// limits as a tool call does: the ones a model makes to get work done (a
+// prompt, a resource, completions). Lists and the log level are free, as
+// tools/list is on /mcp, so that a client that connects often and lists
+// everything each time is not locked out having called nothing.
+var limitedRelays = map[string]bool{"prompts/get": true, "resources/read": true, "completion/complete": true}
+
+// relay sends one relayed request to the upstream.
 func (g *Gateway) relay(ctx context.Context, eps mcpgate.ServerEndpointService, ep *mcpgate.ServerEndpoint, method string,
 	req sdk.Request, legacy bool) (sdk.Result, error) {
 	a := actorFrom(ctx)
-	if err := g.limitCall(a); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: mcpgate.ErrorMessage(err)}
+	if limitedRelays[method] {
+		if err := g.limitCall(a); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: mcpgate.ErrorMessage(err)}
+		}
 	}
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {

@@ -66,11 +66,15 @@ const (
 
 // serverEndpointFixture serves ServerHandler on /mcp/{server} and
 // /c/{key}/mcp/{server} with the fakes.
-func serverEndpointFixture(t *testing.T, eps *fakeEndpoints) (string, *fakeTools) {
+func serverEndpointFixture(t *testing.T, eps *fakeEndpoints, limits ...func(*Options)) (string, *fakeTools) {
 	t.Helper()
 	tools := &fakeTools{set: &mcpgate.ToolSet{All: map[string]mcpgate.ToolInfo{}}}
-	g := New(Options{Tools: tools, Registry: connectors.NewRegistry(), Authenticators: []mcpgate.Authenticator{fakeAuth{}},
-		PublicURL: "http://gateway.test", ConfirmationSecret: []byte("serverendpoint-test-secret-0123456789")})
+	opts := Options{Tools: tools, Registry: connectors.NewRegistry(), Authenticators: []mcpgate.Authenticator{fakeAuth{}},
+		PublicURL: "http://gateway.test", ConfirmationSecret: []byte("serverendpoint-test-secret-0123456789")}
+	for _, f := range limits {
+		f(&opts)
+	}
+	g := New(opts)
 	t.Cleanup(g.Close)
 	mux := http.NewServeMux()
 	h := g.ServerHandler(eps)
@@ -288,5 +292,33 @@ func TestServerHandler_NotFound(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || asked != 1 {
 		t.Errorf("no credential = %d after %d lookups, want 401 and no lookup", resp.StatusCode, asked)
+	}
+}
+
+// TestServerHandler_RelayLimited counts a read of a prompt against the
+// key's limit as a tool call, and a list not at all.
+func TestServerHandler_RelayLimited(t *testing.T) {
+	relays := 0
+	eps := &fakeEndpoints{
+		EndpointFn: func(string) (*mcpgate.ServerEndpoint, error) { return docsEndpoint(), nil },
+		RelayFn: func(string, string, json.RawMessage) (json.RawMessage, error) {
+			relays++
+			return json.RawMessage(`{"messages":[],"prompts":[]}`), nil
+		}}
+	url, _ := serverEndpointFixture(t, eps, func(o *Options) { o.KeyRate, o.KeyBurst = 0.0001, 1 })
+	for range 3 {
+		if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/list", ""); rpcErr != nil {
+			t.Fatalf("prompts/list err = %v, want lists free of the limit", rpcErr)
+		}
+	}
+	if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/get", `{"name":"greet"}`); rpcErr != nil {
+		t.Fatalf("first prompts/get err = %v", rpcErr)
+	}
+	_, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/get", `{"name":"greet"}`)
+	if rpcErr == nil || !strings.Contains(rpcErr.Message, "too many") {
+		t.Errorf("second prompts/get err = %v, want the key's limit", rpcErr)
+	}
+	if relays != 4 {
+		t.Errorf("relayed %d requests, want 4 (the refused one never reaches the upstream)", relays)
 	}
 }

@@ -92,7 +92,7 @@ func (u *endpointUpstream) received() []http.Header {
 // 401 before any server is looked up.
 func TestServerEndpoint_E2E(t *testing.T) {
 	up := startEndpointUpstream(t)
-	e := newE2EEnvWith(t, 1, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
 	base := e.replicas[0].url
 	alice := e.signup(base, "alice-endpoint@example.com", "")
 	ws := alice.personal
@@ -119,6 +119,13 @@ func TestServerEndpoint_E2E(t *testing.T) {
 				checkEndpointSession(t, cs, version)
 			})
 		}
+	}
+
+	// Stateless towards clients: the other replica answers a call of a
+	// client that initialized on the first, with no session to carry over.
+	if got := endpointCall(t, e.replicas[1].url+"/mcp/docs", e2eBearer(full.Key), "prompts/list"); got.status != http.StatusOK ||
+		!strings.Contains(got.body, `"greet"`) {
+		t.Errorf("prompts/list on the other replica = %+v, want the upstream's prompts", got)
 	}
 
 	for _, h := range up.received() {
@@ -238,6 +245,29 @@ func checkEndpointSession(t *testing.T, cs *mcp.ClientSession, version string) {
 			t.Errorf("Ping() err = %v", err)
 		}
 	}
+}
+
+// endpointCall posts one 2025-11-25 request with no session and returns
+// the status and the whole answer.
+func endpointCall(t *testing.T, url string, header http.Header, method string) endpointAnswer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return endpointAnswer{status: resp.StatusCode, body: string(b)}
 }
 
 type endpointAnswer struct {
