@@ -22,6 +22,12 @@ type ServerEndpoint struct {
 	// Tools are the server's tools the caller may call now: turned on, not
 	// quarantined, still listed, and in the caller's tool set.
 	Tools []EndpointTool
+	// Hidden are the server's tools the tool service knows that the
+	// caller may not call now (turned off, or beyond the key's scope), by
+	// their own names, to the names the service knows them by: a call of
+	// one goes to the service, which refuses it saying why and audits the
+	// refusal, as on /mcp.
+	Hidden map[string]string
 }
 
 // EndpointTool is one tool of a server's own endpoint: the name the server

@@ -112,11 +112,13 @@ func (g *Gateway) serverStepUp(w http.ResponseWriter, r *http.Request, a *mcpgat
 	return g.stepUp(w, r, a, asked)
 }
 
-// endpointExposed returns the exposed name of one of the endpoint's tools.
+// endpointExposed returns the exposed name of one of the endpoint's tools,
+// listed or hidden from the caller.
 func endpointExposed(ep *mcpgate.ServerEndpoint, name string) (string, bool) {
 	i := slices.IndexFunc(ep.Tools, func(t mcpgate.EndpointTool) bool { return t.Name == name })
 	if i < 0 {
-		return "", false
+		exposed, ok := ep.Hidden[name]
+		return exposed, ok
 	}
 	return ep.Tools[i].ExposedName, true
 }
@@ -232,8 +234,9 @@ func endpointToolDef(t mcpgate.EndpointTool) json.RawMessage {
 }
 
 // endpointCall runs a tools/call by the tool's own name through the call
-// path of /mcp, under the name the tool service knows. A name the endpoint
-// does not list is go-sdk's unknown tool.
+// path of /mcp, under the name the tool service knows: a tool hidden from
+// the caller too, which the service refuses with its reason. A name the
+// server does not have is go-sdk's unknown tool.
 func (g *Gateway) endpointCall(ctx context.Context, next sdk.MethodHandler, method string, req sdk.Request, ep *mcpgate.ServerEndpoint) (sdk.Result, error) {
 	call, ok := req.(*sdk.CallToolRequest)
 	if !ok || call.Params == nil {

@@ -92,7 +92,8 @@ func docsEndpoint() *mcpgate.ServerEndpoint {
 		Tools: []mcpgate.EndpointTool{
 			{Name: "lookup", ExposedName: "docs_lookup", Approval: mcpgate.ApprovalNone, Definition: json.RawMessage(lookupDef)},
 			{Name: "publish", ExposedName: "docs_publish", Approval: mcpgate.ApprovalHuman, Definition: json.RawMessage(publishDef)},
-		}}
+		},
+		Hidden: map[string]string{"purge": "docs_purge"}}
 }
 
 // rpc posts one JSON-RPC request at a protocol version and returns the
@@ -196,6 +197,16 @@ func TestServerHandler_Tools(t *testing.T) {
 	if len(calls) != 1 || calls[0].Tool != "docs_lookup" || string(calls[0].Arguments) != `{"q":"x"}` {
 		t.Errorf("tool service calls = %+v, want docs_lookup with the arguments", calls)
 	}
+	// A tool hidden from the caller goes to the service too, which
+	// refuses it (here the fake runs it: the routing is what is observed).
+	if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "tools/call", `{"name":"purge","arguments":{}}`); rpcErr != nil {
+		t.Fatalf("tools/call purge err = %v", rpcErr)
+	}
+	tools.mu.Lock()
+	if n := len(tools.calls); n != 2 || tools.calls[1].Tool != "docs_purge" {
+		t.Errorf("tool service calls = %+v, want purge under docs_purge", tools.calls)
+	}
+	tools.mu.Unlock()
 	if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "tools/call", `{"name":"docs_lookup","arguments":{}}`); rpcErr == nil {
 		t.Error("tools/call docs_lookup on the server's endpoint err = nil, want unknown tool (its name there is lookup)")
 	}

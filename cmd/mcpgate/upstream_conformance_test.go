@@ -39,6 +39,14 @@ var sessionScenarios = map[string]map[string]string{
 	"2025-11-25": {"server-sse-multiple-streams": "several streams of one session: the endpoint is stateless towards clients"},
 }
 
+// notRelayedYet are scenarios that need what neither the tool service nor
+// the endpoint relays in this stage; they must fail, exactly these, once
+// the tool service runs upstream tools (before that they are among
+// awaitingUpstreamTools).
+var notRelayedYet = map[string]map[string]string{
+	"2025-11-25": {"tools-call-with-logging": "the upstream's log notifications during a call are not relayed to the caller"},
+}
+
 // awaitingUpstreamTools are the scenarios that call one of the reference
 // server's tools: they pass through the endpoint only once the tool
 // service runs a server's tools by their exposed names. Until then (the
@@ -104,6 +112,10 @@ func TestUpstreamConformance(t *testing.T) {
 					awaiting[name] = true
 				}
 				t.Logf("the tool service does not run upstream tools yet: %d scenarios that call a tool must fail", len(awaiting))
+			} else {
+				for name := range notRelayedYet[g.spec] {
+					awaiting[name] = true
+				}
 			}
 			var failed []string
 			required := 0
@@ -120,9 +132,13 @@ func TestUpstreamConformance(t *testing.T) {
 				}
 				switch {
 				case awaiting[name] && r.Status == conformance.Passed:
-					t.Errorf("%s passes although the tool service does not run upstream tools: the awaiting list is stale", name)
+					t.Errorf("%s passes although it is listed as not passing yet: the list is stale", name)
 				case awaiting[name]:
-					t.Logf("awaiting upstream tools in the tool service: %s (%s)", name, redactKey(r.Message, key.Key))
+					why := "awaiting upstream tools in the tool service"
+					if toolsServed {
+						why = notRelayedYet[g.spec][name]
+					}
+					t.Logf("not passing yet, as listed: %s (%s): %s", name, why, redactKey(r.Message, key.Key))
 				case r.Status != conformance.Passed:
 					failed = append(failed, name)
 					t.Errorf("%s passes directly but not through the gateway (%s): %s", name, r.Status, redactKey(r.Message, key.Key))

@@ -75,7 +75,16 @@ func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name s
 		// The tool set decides (policy and scope); the catalog's own
 		// state is checked too, so that a tool set that lags a discovery
 		// never lists a quarantined definition.
-		if r.Server != name || !r.Enabled || r.Quarantined || !r.Listed || r.ExposedName == "" || !callable[r.ExposedName] {
+		if r.Server != name || r.Quarantined || !r.Listed || r.ExposedName == "" {
+			continue
+		}
+		if !r.Enabled || !callable[r.ExposedName] {
+			if _, known := set.All[r.ExposedName]; known {
+				if out.Hidden == nil {
+					out.Hidden = map[string]string{}
+				}
+				out.Hidden[r.Name] = r.ExposedName
+			}
 			continue
 		}
 		out.Tools = append(out.Tools, mcpgate.EndpointTool{Name: r.Name, ExposedName: r.ExposedName,

@@ -30,7 +30,9 @@ func (f everyToolCallable) ToolSet(_ context.Context, a *mcpgate.Actor) (*mcpgat
 
 // TestEndpoints_ToolsAndTenancy: a server's endpoint lists its tools by
 // their own names with the exposed names they are called by, only those
-// that are on, not quarantined and in the caller's tool set; another
+// that are on, not quarantined and in the caller's tool set (those the set
+// knows but the caller may not call are kept apart, for the service to
+// refuse); another
 // workspace's server, a missing and a disabled one are the same not_found.
 func TestEndpoints_ToolsAndTenancy(t *testing.T) {
 	ctx := context.Background()
@@ -67,6 +69,12 @@ func TestEndpoints_ToolsAndTenancy(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"read=files_read/model"}) || ep.Server != "files" || len(ep.Init) == 0 {
 		t.Errorf("ServerEndpoint() = %v (server %q, init %d bytes), want read under files_read with the set's approval", got, ep.Server, len(ep.Init))
+	}
+	// bare is off but known to the tool service: a call of it goes there
+	// and is refused with the reason; write, unknown to the set, and
+	// delete, quarantined, are no tools of the endpoint at all.
+	if len(ep.Hidden) != 1 || ep.Hidden["bare"] != "files_bare" {
+		t.Errorf("ServerEndpoint().Hidden = %v, want bare under files_bare", ep.Hidden)
 	}
 
 	_, missing := eps.ServerEndpoint(ctx, a, "nope")
