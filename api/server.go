@@ -55,9 +55,12 @@ type Options struct {
 	Ready func(ctx context.Context) error
 	// MCP serves /mcp and the connector URL; Metrics serves /metrics; Web
 	// serves every other path (the dashboard).
-	MCP     http.Handler
-	Metrics http.Handler
-	Web     http.Handler
+	MCP http.Handler
+	// ServerMCP serves each upstream server's own endpoint, /mcp/{server}
+	// and /c/{key}/mcp/{server}; nil: not mounted.
+	ServerMCP http.Handler
+	Metrics   http.Handler
+	Web       http.Handler
 	// TrustedProxies are the proxies whose forwarding headers give the
 	// client address (TRUSTED_PROXIES); nil trusts none.
 	TrustedProxies *httpx.Proxies
@@ -112,6 +115,10 @@ func (s *Server) Handler() http.Handler {
 		// referrer): MCP answers are JSON or SSE, never pages.
 		r.With(securityHeaders).Handle("/mcp", s.opts.MCP)
 		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp", s.opts.MCP)
+	}
+	if s.opts.ServerMCP != nil {
+		r.With(securityHeaders).Handle("/mcp/{server}", s.opts.ServerMCP)
+		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp/{server}", s.opts.ServerMCP)
 	}
 	if s.opts.OAuth != nil {
 		// The authorization server sets its own security headers (the

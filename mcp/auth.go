@@ -94,38 +94,8 @@ func (g *Gateway) handler(fast bool) http.Handler {
 		Logger:                     g.sdkLog,
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !g.checkOrigin(w, r) {
-			return
-		}
-		addr := httpx.ClientAddress(r)
-		now := g.now()
-		actor, reason, err := g.authenticate(r)
-		if err != nil {
-			g.log.ErrorContext(r.Context(), "authenticate MCP credential", "err", err)
-			writeRPCUnavailable(w, r, errAuthUnavailable.Message)
-			return
-		}
-		if actor == nil {
-			// The limit applies to failures only: behind a proxy every
-			// client shares one address, and someone else's bad keys must
-			// not lock out valid ones.
-			if limited, wait := g.authFails.Exhausted(addr, now); limited {
-				g.metrics.RateLimited()
-				httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
-					"too many requests with invalid keys; wait and try again"), wait))
-				return
-			}
-			g.authFails.Allow(addr, now)
-			g.metrics.AuthFailure(reason)
-			g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
-			w.Header().Set("WWW-Authenticate", g.challenge(r, reason))
-			if other := g.loopbackAlias(r); other != "" {
-				httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EUnauthorized,
-					"this gateway's address is %s: connect to %s/mcp (a sign-in at %s cannot match it)",
-					g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), other))
-				return
-			}
-			httpx.WriteError(w, r, g.log, errUnauthorized)
+		actor, ok := g.admit(w, r)
+		if !ok {
 			return
 		}
 		body, ok := g.checkBody(w, r)
@@ -152,6 +122,47 @@ func (g *Gateway) handler(fast bool) http.Handler {
 		}
 		streamable.ServeHTTP(w, r.WithContext(withServer(withRequestContext(r.Context()), srv)))
 	})
+}
+
+// admit runs what every MCP endpoint does before it reads a request: the
+// origin check, the credential and the limit on failed ones. It answers
+// the request itself and reports false when it may not go on.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request) (*mcpgate.Actor, bool) {
+	if !g.checkOrigin(w, r) {
+		return nil, false
+	}
+	addr := httpx.ClientAddress(r)
+	now := g.now()
+	actor, reason, err := g.authenticate(r)
+	if err != nil {
+		g.log.ErrorContext(r.Context(), "authenticate MCP credential", "err", err)
+		writeRPCUnavailable(w, r, errAuthUnavailable.Message)
+		return nil, false
+	}
+	if actor == nil {
+		// The limit applies to failures only: behind a proxy every
+		// client shares one address, and someone else's bad keys must
+		// not lock out valid ones.
+		if limited, wait := g.authFails.Exhausted(addr, now); limited {
+			g.metrics.RateLimited()
+			httpx.WriteError(w, r, g.log, retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
+				"too many requests with invalid keys; wait and try again"), wait))
+			return nil, false
+		}
+		g.authFails.Allow(addr, now)
+		g.metrics.AuthFailure(reason)
+		g.log.InfoContext(r.Context(), "MCP credential refused", "reason", reason)
+		w.Header().Set("WWW-Authenticate", g.challenge(r, reason))
+		if other := g.loopbackAlias(r); other != "" {
+			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EUnauthorized,
+				"this gateway's address is %s: connect to %s/mcp (a sign-in at %s cannot match it)",
+				g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), other))
+			return nil, false
+		}
+		httpx.WriteError(w, r, g.log, errUnauthorized)
+		return nil, false
+	}
+	return actor, true
 }
 
 // challenge is the WWW-Authenticate of a 401. With OAuth configured it

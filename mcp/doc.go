@@ -19,6 +19,13 @@
 // real result in the same call once a person approved it. Server
 // instructions and prompts come from the connectors.
 //
+// Each upstream server of a workspace has an endpoint of its own
+// (ServerHandler: /mcp/<server>, /c/<key>/mcp/<server>), admitted as /mcp
+// is, that serves that server alone under its own names: its tools through
+// the tool service under their exposed names, and its prompts, resources,
+// templates, completions and log level relayed through the server endpoint
+// service, results passed through unchanged (serverendpoint.go).
+//
 // Two HTTP answers are its own. A read-only OAuth grant calling a tool that
 // changes things gets 403 insufficient_scope naming the scope it needs (MCP
 // step-up), and a 401 on a connector URL, or under a loopback name other

@@ -120,6 +120,8 @@ type Gateway struct {
 	// their pool of client sessions.
 	Servers   *service.Servers
 	upstreams *upstream.Pool[service.UpstreamKey]
+	// Endpoints serve each server's own MCP endpoint.
+	Endpoints *service.Endpoints
 
 	db      *store.DB
 	log     *slog.Logger
@@ -209,6 +211,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.upstreams = pool
 	gw.Servers = service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit, Logger: o.Logger,
 		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate})
+	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools)
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
@@ -236,6 +239,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Ready:          db.Ready,
 		TrustedProxies: o.TrustedProxies,
 		MCP:            httpx.WriteDeadlinePerWrite(gw.MCP.Handler(), StreamWriteTimeout),
+		ServerMCP:      httpx.WriteDeadlinePerWrite(gw.MCP.ServerHandler(gw.Endpoints), StreamWriteTimeout),
 		Metrics:        gw.metrics.Handler(),
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),

@@ -21,7 +21,10 @@
 // named fields (a tool call that needs an approval asks Approvals, an
 // approval step tells Notifications), never through one object holding all
 // of them. Under them all is the core (store, audit log, log, clock,
-// password costs), which Admin and Deliveries are built on alone.
+// password costs), which Admin and Deliveries are built on alone. Servers
+// (the workspaces' upstream MCP servers, mcpgate.ServerService) and
+// Endpoints (each server's own MCP endpoint, mcpgate.ServerEndpointService,
+// on Servers and the tool service) are built by the wiring beside the Set.
 //
 // What it caches (tool policies, sealed credentials) is dropped
 // across replicas by Invalidate, which the wiring feeds from the store's

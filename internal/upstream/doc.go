@@ -1,7 +1,8 @@
 // Package upstream is the gateway's client side towards remote MCP servers
 // (streamable HTTP) that a workspace adds as connectors.
 // The upstream server service (internal/service) discovers servers with
-// it; relaying calls from the gateway's MCP endpoint comes in a later stage.
+// it, and a server's own MCP endpoint relays its prompts, resources,
+// completions and log level with Relay.
 //
 // What it provides, and why it is built the way it is:
 //

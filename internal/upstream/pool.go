@@ -128,6 +128,7 @@ func (s *session) closeWithin(ctx context.Context) {
 
 // connect opens a session to target, under ctx (bounded by the caller).
 func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) {
+	ctx = withoutValues(ctx)
 	r := newRedactor(target)
 	u, err := p.opts.Network.CheckURL(target.URL)
 	if err != nil {

@@ -181,7 +181,10 @@ func (h *hopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	out.Header.Set("User-Agent", "mcpgate")
-	if v := h.state.version(); v != "" && out.Header.Get("Mcp-Protocol-Version") == "" {
+	// The negotiated version wins over the SDK's: lacking the session's
+	// own (hidden from it, see rawConn), the SDK takes the version from the
+	// request's context, where go-sdk's server put the calling client's.
+	if v := h.state.version(); v != "" {
 		out.Header.Set("Mcp-Protocol-Version", v)
 	}
 	for name, v := range h.headers {
