@@ -48,10 +48,16 @@ func hangRow(t *testing.T, gwDSN, directDSN string, hang, release func()) {
 	f := newFixture(t, gwDSN, startSim(t))
 	gw := f.gw
 	unseen := f.tn.createKey("never used before the hang")
+	// Settle first: a reconnect of the invalidation listener drops every
+	// cache (notifications may have been missed while it was away), and on
+	// a loaded machine the listener of a gateway just started may still be
+	// getting there. A warm-up before it can be thrown away, or never stored
+	// if the drop lands during its load; the hang then finds nothing cached
+	// to stand in. settle returns once the listener handles notifications.
+	settle(t, gw.URL, testutil.MustConnect(t, directDSN))
 	if r := f.rc.call(e2b.ToolListSandboxes, "warm"); !r.ok() {
 		t.Fatalf("baseline call = %v", r)
 	}
-	settle(t, gw.URL, testutil.MustConnect(t, directDSN))
 	known, stranger := f.rc, newRPCClient(t, gw.URL, unseen.Key)
 	known.hc.Timeout, stranger.hc.Timeout = hangBound, hangBound
 
