@@ -174,7 +174,9 @@ func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerC
 	if up.Completions != nil {
 		caps.Completions = &sdk.CompletionCapabilities{}
 	}
+	//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 	if up.Logging != nil {
+		//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 		caps.Logging = &sdk.LoggingCapabilities{}
 	}
 	return impl, caps, init.Instructions

@@ -238,6 +238,7 @@ func checkEndpointSession(t *testing.T, cs *mcp.ClientSession, version string) {
 		t.Errorf("Complete() = %+v, %v", comp, err)
 	}
 	if version != "" { // 2026-07-28 has neither setLevel nor ping
+		//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 			t.Errorf("SetLoggingLevel() err = %v", err)
 		}

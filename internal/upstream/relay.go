@@ -115,10 +115,12 @@ var relaySenders = map[string]relaySender{
 	MethodResourcesRead:         sendAs((*mcp.ClientSession).ReadResource),
 	MethodResourceTemplatesList: sendAs((*mcp.ClientSession).ListResourceTemplates),
 	MethodCompletionComplete:    sendAs((*mcp.ClientSession).Complete),
+	//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 	MethodLoggingSetLevel: sendAs(func(cs *mcp.ClientSession, ctx context.Context, p *mcp.SetLoggingLevelParams) (any, error) {
 		if newProtocol(cs) {
 			return struct{}{}, nil
 		}
+		//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 		return nil, cs.SetLoggingLevel(ctx, p)
 	}),
 }

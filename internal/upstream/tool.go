@@ -77,7 +77,7 @@ var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // "." and "..", which a URL resolves as path segments.
 func ValidateToolName(name string) error {
 	if !toolNamePattern.MatchString(name) || name == "." || name == ".." {
-		return fmt.Errorf("the tool name %q is not 1-128 characters of A-Z, a-z, 0-9, _, - and .", cutName(name))
+		return fmt.Errorf("the tool name %q must be 1-128 characters of letters, digits, '_', '-' or '.'", cutName(name))
 	}
 	return nil
 }
