@@ -255,6 +255,7 @@ func (l *logStream) log(m mcpgate.LogMessage) {
 	if !logAtLeastInfo(m.Level) {
 		return
 	}
+	//lint:ignore SA1019 the upstream's logging is relayed while the protocol still has it
 	params, err := json.Marshal(&sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger, Data: json.RawMessage(m.Data)})
 	if err != nil {
 		return

@@ -164,6 +164,7 @@ func addDiffUpstream(tb testing.TB, fx *Fixture, reg *connectors.Registry, pool 
 				// Below info (not sent to a stateless client), at info with
 				// an object and the credential echoed, and above with a
 				// logger; each path must send the same.
+				//lint:ignore SA1019 a server that logs, as the relay must pass on
 				for _, m := range []*sdk.LoggingMessageParams{{Level: "debug", Data: "hidden"},
 					{Level: "info", Data: json.RawMessage(`{"n":1.50,"z":"<b>","auth":"Bearer diff-upstream-secret"}`)},
 					{Level: "warning", Logger: "db", Data: "slow <&>"}} {

@@ -215,13 +215,4 @@ func turnAllToolsOn(t *testing.T, u *e2eUser, ws, server string) {
 	}
 }
 
-func keys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func redactKey(s, key string) string { return strings.ReplaceAll(s, key, "[key]") }

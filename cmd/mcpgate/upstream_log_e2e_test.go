@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 a server that logs and a client that reads its log messages
+
 package main
 
 import (
@@ -32,7 +34,6 @@ func TestUpstreamLogsRelayed(t *testing.T) {
 	srv.AddTool(&mcp.Tool{Name: "chatty", Description: "logs while it works", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			//lint:ignore SA1019 a server that logs, as the relay must pass on
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "worker",
 				Data: json.RawMessage(`{"step":1,"ratio":1.50,"auth":"` + secret + `"}`)})
 			mu.Lock()
@@ -43,9 +44,7 @@ func TestUpstreamLogsRelayed(t *testing.T) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			//lint:ignore SA1019 as above
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "below the level"})
-			//lint:ignore SA1019 as above
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Data: "done <&>"})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
 		})

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the upstream's logging is relayed while the protocol still has it (deprecated from 2026-07-28)
+
 package upstream
 
 import (
