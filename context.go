@@ -81,16 +81,35 @@ type Progress struct {
 	Message         string
 }
 
-type progressKey struct{}
-
-// NewContextWithProgress returns ctx carrying where a tool call's
-// progress goes: set by a front door whose caller asked for progress.
-func NewContextWithProgress(ctx context.Context, fn func(Progress)) context.Context {
-	return context.WithValue(ctx, progressKey{}, fn)
+// LogMessage is a log message (notifications/message) a server sent
+// during a tool call, for the front door to send its caller on the call's
+// stream. Data is the message's data as the server sent it (raw JSON).
+type LogMessage struct {
+	Level  string
+	Logger string
+	Data   []byte
 }
 
-// ProgressFromContext returns where a call's progress goes, or nil.
-func ProgressFromContext(ctx context.Context) func(Progress) {
-	fn, _ := ctx.Value(progressKey{}).(func(Progress))
-	return fn
+// Relay is where what a tool call's server sends during the call goes, for
+// the front door to pass on to its caller: progress (nil unless the caller
+// gave a progress token) and log messages (nil when the front door cannot
+// send them).
+type Relay struct {
+	Progress func(Progress)
+	Log      func(LogMessage)
+}
+
+type relayKey struct{}
+
+// NewContextWithRelay returns ctx carrying where a tool call's progress and
+// log messages go: set by the front door that serves the call.
+func NewContextWithRelay(ctx context.Context, r Relay) context.Context {
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+// RelayFromContext returns where a call's progress and log messages go; its
+// members are nil where there is nowhere.
+func RelayFromContext(ctx context.Context) Relay {
+	r, _ := ctx.Value(relayKey{}).(Relay)
+	return r
 }

@@ -41,12 +41,8 @@ func (g *Gateway) upstreamHandler(name string) sdk.ToolHandler {
 func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool string, relay bool) (*sdk.CallToolResult, error) {
 	ctx, done := g.untilStop(ctx)
 	defer done()
-	if tok := req.Params.GetProgressToken(); tok != nil && relay && req.Session != nil {
-		reqCtx := ctx
-		ctx = mcpgate.NewContextWithProgress(ctx, func(p mcpgate.Progress) {
-			_ = req.Session.NotifyProgress(reqCtx, &sdk.ProgressNotificationParams{ProgressToken: tok,
-				Progress: p.Progress, Total: p.Total, Message: p.Message})
-		})
+	if relay && req.Session != nil {
+		ctx = mcpgate.NewContextWithRelay(ctx, callRelay(ctx, req))
 	}
 	a := actorFrom(ctx)
 	if a == nil {
@@ -85,6 +81,29 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		return relayedResult(out), nil
 	}
 	return structuredResult(out), nil
+}
+
+// callRelay sends what the upstream sends during a call on the call's
+// stream: its progress under the caller's token, when the caller gave one,
+// and its log messages, which go-sdk filters by the level the caller
+// asked for (the session's on the protocols before 2026-07-28, which for
+// a stateless session is go-sdk's default, info; the request's _meta
+// level on 2026-07-28, none meaning no messages). The data is the
+// upstream's JSON, unchanged.
+func callRelay(ctx context.Context, req *sdk.CallToolRequest) mcpgate.Relay {
+	var r mcpgate.Relay
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		r.Progress = func(p mcpgate.Progress) {
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok,
+				Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	r.Log = func(m mcpgate.LogMessage) {
+		//lint:ignore SA1019 the upstream's logging is relayed while the protocol still has it
+		_ = req.Session.Log(ctx, &sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger,
+			Data: json.RawMessage(m.Data)})
+	}
+	return r
 }
 
 // relayedResult is an upstream's tools/call result as go-sdk sends it on:

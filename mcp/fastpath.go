@@ -199,6 +199,13 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	}
 	ctx, done := g.untilStop(ctx)
 	defer done()
+	var logs *logStream
+	if st.relay[string(req.name)] && version != newProtocol {
+		// On 2026-07-28 the fast path takes no request with a log level in
+		// its _meta, and go-sdk sends no log message without one.
+		logs = &logStream{w: w}
+		ctx = mcpgate.NewContextWithRelay(ctx, mcpgate.Relay{Log: logs.log})
+	}
 	var out json.RawMessage
 	if err = g.limitCall(a); err == nil {
 		out, err = g.opts.Tools.CallTool(ctx, a, mcpgate.ToolCall{Tool: string(req.name), Arguments: req.args})
@@ -226,11 +233,64 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	default:
 		b = appendResult(b, out, version == newProtocol, st.serverInfo)
 	}
-	writeSSE(w, b)
+	logs.finish(w, b)
 	*bp = b[:0]
 	buffers.Put(bp)
 	g.fastServed.n.Add(1)
 	return true
+}
+
+// logStream sends an upstream's log messages on a fast call's stream as
+// they come, before its result, as go-sdk's stateless session does for a
+// call on the protocols before 2026-07-28: every message at info or above
+// (the level go-sdk gives a stateless session, which cannot keep one the
+// client set), in go-sdk's envelope.
+type logStream struct {
+	mu   sync.Mutex
+	w    http.ResponseWriter
+	done bool // the result went out: nothing more may
+}
+
+func (l *logStream) log(m mcpgate.LogMessage) {
+	if !logAtLeastInfo(m.Level) {
+		return
+	}
+	//lint:ignore SA1019 the upstream's logging is relayed while the protocol still has it
+	params, err := json.Marshal(&sdk.LoggingMessageParams{Level: sdk.LoggingLevel(m.Level), Logger: m.Logger, Data: json.RawMessage(m.Data)})
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return
+	}
+	b := append([]byte(`event: message`+"\n"+`data: {"jsonrpc":"2.0","method":"notifications/message","params":`), params...)
+	writeSSE(l.w, append(b, '}'))
+	_ = http.NewResponseController(l.w).Flush()
+}
+
+// finish writes the result (l may be nil) and ends the stream.
+func (l *logStream) finish(w http.ResponseWriter, b []byte) {
+	if l == nil {
+		writeSSE(w, b)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	writeSSE(w, b)
+}
+
+// logAtLeastInfo is go-sdk's comparison of a message's level with info:
+// by the syslog order of the protocol's levels, a level it does not know
+// counting as debug.
+func logAtLeastInfo(level string) bool {
+	switch level {
+	case "info", "notice", "warning", "error", "critical", "alert", "emergency":
+		return true
+	}
+	return false
 }
 
 // fastList answers tools/list from the SDK's own answer for the set and

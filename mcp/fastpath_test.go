@@ -152,7 +152,7 @@ func addDiffUpstream(tb testing.TB, fx *Fixture, reg *connectors.Registry, pool 
 		InputSchema:  json.RawMessage(`{"type":"object","properties":{"q":{"type":"string","x-vendor":1}}}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number"}}}`),
 		Annotations:  &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &yes}, Meta: sdk.Meta{"vendor/x": "y"}},
-		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			var in struct{ Q string }
 			_ = json.Unmarshal(req.Params.Arguments, &in)
 			switch in.Q {
@@ -160,6 +160,17 @@ func addDiffUpstream(tb testing.TB, fx *Fixture, reg *connectors.Registry, pool 
 				return nil, fmt.Errorf("upstream exploded <&>")
 			case "error":
 				return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "no such page"}}}, nil
+			case "log":
+				// Below info (not sent to a stateless client), at info with
+				// an object and the credential echoed, and above with a
+				// logger; each path must send the same.
+				//lint:ignore SA1019 a server that logs, as the relay must pass on
+				for _, m := range []*sdk.LoggingMessageParams{{Level: "debug", Data: "hidden"},
+					{Level: "info", Data: json.RawMessage(`{"n":1.50,"z":"<b>","auth":"Bearer diff-upstream-secret"}`)},
+					{Level: "warning", Logger: "db", Data: "slow <&>"}} {
+					//lint:ignore SA1019 a server that logs, as the relay must pass on
+					_ = req.Session.Log(ctx, m)
+				}
 			}
 			return &sdk.CallToolResult{
 				Content: []sdk.Content{&sdk.TextContent{Text: "é\u2028✓ " + in.Q}, &sdk.ImageContent{MIMEType: "image/png", Data: []byte("png")},
@@ -429,6 +440,7 @@ func (e *diffEnv) corpus() []diffCase {
 		{"upstream look no arguments", "up_look", ``, e.full, 1},
 		{"upstream look arguments array", "up_look", `[1]`, e.full, 1},
 		{"upstream error result", "up_look", `{"q":"error"}`, e.full, 1},
+		{"upstream logs", "up_look", `{"q":"log"}`, e.full, 1},
 		{"upstream JSON-RPC error", "up_look", `{"q":"rpc"}`, e.full, 1},
 		{"upstream approval_id", "up_look", `{"q":"x","approval_id":"apr_x"}`, e.full, -1},
 		{"upstream needs a person", "up_wipe", `{}`, e.full, -1},
@@ -786,5 +798,42 @@ func TestAppendRelayed_UpstreamBytes(t *testing.T) {
 	meta, _ := res["_meta"].(map[string]any)
 	if res["resultType"] != "complete" || meta["k"] != "v" || meta[sdk.MetaKeyServerInfo].(map[string]any)["name"] != "mcpgate" {
 		t.Errorf("new relay = %s, want resultType, the upstream's _meta and the gateway's serverInfo", got)
+	}
+}
+
+// TestFastPath_RelaysUpstreamLogs: an upstream's log messages during a
+// call reach a stateless legacy caller on the call's stream, before the
+// result, alike on both paths: info and above (go-sdk's level for a
+// stateless session), the data as the upstream sent it, the upstream's
+// credential replaced.
+func TestFastPath_RelaysUpstreamLogs(t *testing.T) {
+	e := newDiffEnv(t, rate.Inf, 1)
+	h := map[string]string{"Authorization": "Bearer " + e.full, "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-11-25"}
+	c := diffCase{name: "logs", headers: h, body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up_look","arguments":{"q":"log"}}}`}
+	want := []string{ // in reduce's order
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"slow <&>","level":"warning","logger":"db"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":{"auth":"[redacted]","n":1.5,"z":"<b>"},"level":"info"}}`,
+	}
+	var wantLogs []any
+	for _, w := range want {
+		var v any
+		_ = json.Unmarshal([]byte(w), &v)
+		wantLogs = append(wantLogs, v)
+	}
+	for name, hd := range map[string]http.Handler{"fast": e.fast, "sdk": e.oracle} {
+		a := e.do(hd, c)
+		var logs []any
+		results := 0
+		for _, m := range a.Messages {
+			if obj, _ := m.(map[string]any); obj["method"] == "notifications/message" {
+				logs = append(logs, m)
+			} else if obj["result"] != nil {
+				results++
+			}
+		}
+		if !reflect.DeepEqual(logs, wantLogs) || results != 1 {
+			t.Errorf("%s: log messages %v and %d results, want %v and the result", name, logs, results, wantLogs)
+		}
 	}
 }

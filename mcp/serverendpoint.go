@@ -15,7 +15,10 @@ package mcp
 //     confirmation and approval, audit);
 //   - prompts, resources, templates, completions and logging/setLevel:
 //     relayed to the upstream through the server endpoint service, the
-//     result passed through unchanged.
+//     result passed through unchanged;
+//   - the upstream's log messages during a tool call: sent on the call's
+//     stream as on /mcp (callRelay), filtered by go-sdk's level for the
+//     stateless session.
 //
 // initialize (and 2026-07-28's server/discover) is go-sdk's, with the
 // upstream's serverInfo and instructions and its capabilities less what

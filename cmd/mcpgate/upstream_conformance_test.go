@@ -42,10 +42,9 @@ var sessionScenarios = map[string]map[string]string{
 // notRelayedYet are scenarios that need what neither the tool service nor
 // the endpoint relays in this stage; they must fail, exactly these, once
 // the tool service runs upstream tools (before that they are among
-// awaitingUpstreamTools).
-var notRelayedYet = map[string]map[string]string{
-	"2025-11-25": {"tools-call-with-logging": "the upstream's log notifications during a call are not relayed to the caller"},
-}
+// awaitingUpstreamTools). None now: the upstream's log messages during a
+// call (tools-call-with-logging) are relayed and must pass.
+var notRelayedYet = map[string]map[string]string{}
 
 // awaitingUpstreamTools are the scenarios that call one of the reference
 // server's tools: they pass through the endpoint only once the tool

@@ -270,9 +270,15 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	callCtx, cancel := hopContext(ctx, timeout)
 	req := upstream.CallRequest{Tool: u.name, Arguments: raw, Limits: upstream.Limits{CallTimeout: timeout,
 		MaxAnswerBytes: s.opts.UpstreamAnswerBytes}}
-	if fn := mcpgate.ProgressFromContext(ctx); fn != nil {
+	relay := mcpgate.RelayFromContext(ctx)
+	if fn := relay.Progress; fn != nil {
 		req.OnProgress = func(p upstream.Progress) {
 			fn(mcpgate.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	if fn := relay.Log; fn != nil {
+		req.OnLog = func(m upstream.LogMessage) {
+			fn(mcpgate.LogMessage{Level: m.Level, Logger: m.Logger, Data: m.Data})
 		}
 	}
 	upstreamStart := time.Now()

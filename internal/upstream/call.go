@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the upstream's logging is relayed while the protocol still has it (deprecated from 2026-07-28)
+
 package upstream
 
 import (
@@ -22,6 +24,9 @@ type CallRequest struct {
 	Meta map[string]any
 	// OnProgress receives the upstream's progress notifications.
 	OnProgress func(Progress)
+	// OnLog receives the log messages the upstream sends during the call
+	// (every level: the caller filters).
+	OnLog func(LogMessage)
 	// SafeToRepeat lets the call be sent again once, on a new session,
 	// when the upstream answered that the session had expired.
 	SafeToRepeat bool
@@ -41,7 +46,7 @@ type CallResult struct {
 var hopMetaKeys = []string{"progressToken", mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo,
 	mcp.MetaKeyClientCapabilities, "io.modelcontextprotocol/logLevel", mcp.MetaKeySubscriptionID}
 
-func relayMeta(caller map[string]any, token string) map[string]any {
+func relayMeta(caller map[string]any, token string, logLevel mcp.LoggingLevel) map[string]any {
 	m := make(map[string]any, len(caller)+1)
 	for k, v := range caller {
 		m[k] = v
@@ -50,6 +55,9 @@ func relayMeta(caller map[string]any, token string) map[string]any {
 		delete(m, k)
 	}
 	m["progressToken"] = token
+	if logLevel != "" {
+		m["io.modelcontextprotocol/logLevel"] = logLevel
+	}
 	return m
 }
 
@@ -98,17 +106,24 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	token := newToken()
-	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress}
+	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress, log: req.OnLog, redact: s.redact}
 	st.idle = time.AfterFunc(lim.IdleTimeout, func() { cancel(errIdle) })
 	defer st.idle.Stop()
 	p.progress.Store(token, st)
 	defer p.progress.Delete(token)
+	s.state.addCall(st)
+	defer s.state.removeCall(st)
 	defer st.finished.Store(true)
+	// A 2026-07-28 server logs by the level in each request's _meta.
+	var level mcp.LoggingLevel
+	if req.OnLog != nil && newProtocol(s.cs) && s.logs() {
+		level = logAll
+	}
 	args := req.Arguments
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	params := &mcp.CallToolParams{Name: req.Tool, Arguments: args, Meta: relayMeta(req.Meta, token)}
+	params := &mcp.CallToolParams{Name: req.Tool, Arguments: args, Meta: relayMeta(req.Meta, token, level)}
 	return s.request(callCtx, "tools/call", lim, func(ctx context.Context) error {
 		_, err := s.cs.CallTool(ctx, params)
 		return err

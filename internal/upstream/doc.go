@@ -29,7 +29,13 @@
 //     idle timeout restarts on each progress notification, and an absolute
 //     one ends the call. The gateway sends its own progress token and
 //     relays progress to the caller, so tokens of different callers never
-//     meet on one upstream session.
+//     meet on one upstream session. Log messages sent during a call go to
+//     the call's OnLog with their data raw (credential values replaced);
+//     the gateway asks a server that declares logging for every level
+//     (setLevel debug when a session before 2026-07-28 opens, the _meta
+//     level on 2026-07-28) and the caller filters. A log message names no
+//     request, so it is the call's only while it is the one call in flight
+//     on its session, and dropped otherwise.
 //   - Sessions: reused per caller-chosen key (and per URL and credential:
 //     a rotated credential opens a new one), closed after SessionIdle,
 //     opened again when the upstream answers 404 for a forgotten session

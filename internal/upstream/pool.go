@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the upstream's logging is relayed while the protocol still has it (deprecated from 2026-07-28)
+
 package upstream
 
 import (
@@ -171,7 +173,40 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	if init == nil {
 		init, _, _ = vals.slot.answer("server/discover")
 	}
-	return &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state}, nil
+	s := &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state}
+	s.openLog(ctx, p.limits)
+	return s, nil
+}
+
+// logAll is the level the gateway asks an upstream for: every message.
+// The filter is the calling client's, applied where the message is sent
+// on (go-sdk's server drops what is below the level the client set, and
+// a stateless session that set none gets info and above); asking the
+// upstream for less would hide from a client what its own level allows.
+const logAll mcp.LoggingLevel = "debug"
+
+// methodLogMessage is the log message notification.
+const methodLogMessage = "notifications/message"
+
+// openLog asks a session before 2026-07-28 whose server declares logging
+// for every log message: such a server sends none until a level is set
+// (go-sdk's does so). A 2026-07-28 session has no session level; each
+// call asks in its _meta (relayMeta). A server that refuses is left as it
+// is: its tools work without logs.
+func (s *session) openLog(ctx context.Context, lim Limits) {
+	init := s.cs.InitializeResult()
+	if init == nil || init.Capabilities == nil || init.Capabilities.Logging == nil || newProtocol(s.cs) {
+		return
+	}
+	_, _ = s.request(ctx, MethodLoggingSetLevel, lim, func(ctx context.Context) error {
+		return s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: logAll})
+	})
+}
+
+// logs reports whether the session's server declares logging.
+func (s *session) logs() bool {
+	init := s.cs.InitializeResult()
+	return init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil
 }
 
 // supportedVersions are the protocol versions go-sdk speaks, newest first:
@@ -254,7 +289,39 @@ type callState struct {
 	idle     *time.Timer
 	idleFor  time.Duration
 	relay    func(Progress)
+	log      func(LogMessage)
+	redact   redactor
 	finished atomic.Bool
+}
+
+// LogMessage is a log message (notifications/message) the server sent
+// during a call, for the caller to relay: Data is its data as it came,
+// with credential values replaced as in every other text of the server's.
+type LogMessage struct {
+	Level  string
+	Logger string
+	Data   json.RawMessage
+}
+
+// logged relays one log message of the call; a message that is not one
+// (no level, or params that are not an object) is dropped.
+func (c *callState) logged(params json.RawMessage) {
+	if c.log == nil || c.finished.Load() {
+		return
+	}
+	var m struct {
+		Level  string          `json:"level"`
+		Logger string          `json:"logger"`
+		Data   json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(params, &m) != nil || m.Level == "" {
+		return
+	}
+	data := json.RawMessage(c.redact.text(string(m.Data)))
+	if !json.Valid(data) {
+		data = json.RawMessage(`"[redacted]"`)
+	}
+	c.log(LogMessage{Level: m.Level, Logger: c.redact.text(m.Logger), Data: data})
 }
 
 // Progress is a progress notification of a call, for the caller to relay

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the upstream's logging is relayed while the protocol still has it (deprecated from 2026-07-28)
+
 package upstream
 
 import (
@@ -47,8 +49,9 @@ var RelayMethods = []string{MethodPromptsList, MethodPromptsGet, MethodResources
 // marked cacheable, for as long as it said) is the cached result as the
 // SDK decoded it. logging/setLevel on a 2026-07-28 session, which has no
 // session log level (the level travels in each request's _meta), answers
-// an empty result: the gateway relays no log notifications in this stage,
-// so there is no level of the caller's to keep.
+// an empty result: the gateway asks such a server for every level in each
+// call's _meta, and the caller's own level filters where a message is sent
+// on, so there is no level of the caller's to keep.
 func (p *Pool[K]) Relay(ctx context.Context, key K, target Target, method string, params json.RawMessage) (json.RawMessage, error) {
 	send, ok := relaySenders[method]
 	if !ok {
@@ -115,12 +118,10 @@ var relaySenders = map[string]relaySender{
 	MethodResourcesRead:         sendAs((*mcp.ClientSession).ReadResource),
 	MethodResourceTemplatesList: sendAs((*mcp.ClientSession).ListResourceTemplates),
 	MethodCompletionComplete:    sendAs((*mcp.ClientSession).Complete),
-	//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 	MethodLoggingSetLevel: sendAs(func(cs *mcp.ClientSession, ctx context.Context, p *mcp.SetLoggingLevelParams) (any, error) {
 		if newProtocol(cs) {
 			return struct{}{}, nil
 		}
-		//lint:ignore SA1019 logging is relayed for the 2025 protocols, where it is not deprecated
 		return nil, cs.SetLoggingLevel(ctx, p)
 	}),
 }

@@ -237,6 +237,42 @@ type sessionState struct {
 	negotiated string
 	// closing bounds the session's closing DELETE, when its closer set one.
 	closing context.Context
+	// calls are the tool calls in flight on the session, for its log
+	// messages (see soleCall).
+	calls map[*callState]struct{}
+}
+
+func (s *sessionState) addCall(c *callState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[*callState]struct{}{}
+	}
+	s.calls[c] = struct{}{}
+}
+
+func (s *sessionState) removeCall(c *callState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.calls, c)
+}
+
+// soleCall is the call a log message of the session belongs to: the one
+// tool call in flight on it, or nil. A log message names no request (the
+// SDK's client merges the streams of all requests into one), so with two
+// calls in flight it could be either's and is dropped rather than shown to
+// the wrong caller; with none it belongs to no call. Sessions are per
+// person, so the calls that share one are the same person's anyway.
+func (s *sessionState) soleCall() *callState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) != 1 {
+		return nil
+	}
+	for c := range s.calls {
+		return c
+	}
+	return nil
 }
 
 func (s *sessionState) setCloseContext(ctx context.Context) {
@@ -358,6 +394,14 @@ func (c *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); err == nil && ok && !req.IsCall() && req.Method == methodLogMessage {
+		// Read here, not in the SDK's logging handler: that one gets the
+		// params decoded, and the message's data must pass as it came.
+		if call := c.state.soleCall(); call != nil {
+			call.logged(req.Params)
+		}
+		return msg, nil
+	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok {
 		return msg, err
