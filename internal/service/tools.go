@@ -169,16 +169,22 @@ func (s *Tools) UpdateTool(ctx context.Context, a *mcpgate.Actor, name string, u
 		return nil, err
 	}
 	s.invalidate(InvalidatePolicy, a.WorkspaceID)
-	action := mcpgate.ActionToolUpdated
-	switch {
-	case !prev.Enabled && p.Enabled:
-		action = mcpgate.ActionToolEnabled
-	case prev.Enabled && !p.Enabled:
-		action = mcpgate.ActionToolDisabled
-	}
-	s.record(ctx, mcpgate.NewAdminEvent(a, action, map[string]any{"tool": name, "enabled": p.Enabled, "approval": string(p.Approval)}))
+	s.record(ctx, mcpgate.NewAdminEvent(a, toolUpdateAction(prev.Enabled, p.Enabled), map[string]any{"tool": name, "enabled": p.Enabled, "approval": string(p.Approval)}))
 	info := s.toolInfo(t, p)
 	return &info, nil
+}
+
+// toolUpdateAction is the audit action of a tool's policy change: enabled or
+// disabled when the switch moved, updated otherwise (connectors' and
+// upstream servers' tools alike).
+func toolUpdateAction(wasEnabled, enabled bool) mcpgate.AdminAction {
+	switch {
+	case !wasEnabled && enabled:
+		return mcpgate.ActionToolEnabled
+	case wasEnabled && !enabled:
+		return mcpgate.ActionToolDisabled
+	}
+	return mcpgate.ActionToolUpdated
 }
 
 // CallTool implements mcpgate.ToolService.

@@ -163,13 +163,7 @@ func (s *Tools) updateUpstreamTool(ctx context.Context, a *mcpgate.Actor, name s
 		return nil, err
 	}
 	s.invalidate(InvalidatePolicy, a.WorkspaceID)
-	action := mcpgate.ActionToolUpdated
-	switch {
-	case !before.Enabled && after.Enabled:
-		action = mcpgate.ActionToolEnabled
-	case before.Enabled && !after.Enabled:
-		action = mcpgate.ActionToolDisabled
-	}
+	action := toolUpdateAction(before.Enabled, after.Enabled)
 	args := map[string]any{"tool": name, "server": route.Server, "server_tool": route.Name, "enabled": after.Enabled,
 		"approval": string(after.Approval)}
 	if after.Pin != "" && after.Pin != before.Pin {
