@@ -230,9 +230,21 @@ func isLoopbackName(host string) bool {
 // and a tool the workspace has turned off or does not have is for the
 // service to refuse: neither is answered here.
 func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte) bool {
-	if a.GrantID == "" || a.Scope != mcpgate.ScopeReadOnly || g.opts.Challenge == "" || g.opts.Tools == nil {
+	if !g.mayStepUp(a) {
 		return false
 	}
+	name, ok := calledTool(body)
+	return ok && g.stepUpTool(w, r, a, name)
+}
+
+// mayStepUp reports whether a call of a may need a scope challenge: only a
+// read-only OAuth grant's, on a gateway that has a challenge to send.
+func (g *Gateway) mayStepUp(a *mcpgate.Actor) bool {
+	return a.GrantID != "" && a.Scope == mcpgate.ScopeReadOnly && g.opts.Challenge != "" && g.opts.Tools != nil
+}
+
+// calledTool returns the tool a tools/call message names.
+func calledTool(body []byte) (string, bool) {
 	var call struct {
 		Method string `json:"method"`
 		Params struct {
@@ -240,25 +252,31 @@ func (g *Gateway) stepUp(w http.ResponseWriter, r *http.Request, a *mcpgate.Acto
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &call) != nil || call.Method != "tools/call" {
-		return false
+		return "", false
 	}
+	return call.Params.Name, true
+}
+
+// stepUpTool is stepUp for a call of the tool the tool service knows as
+// name; it reports whether it answered.
+func (g *Gateway) stepUpTool(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, name string) bool {
 	set, err := g.opts.Tools.ToolSet(r.Context(), a)
 	if err != nil {
 		return false
 	}
-	info, ok := set.All[call.Params.Name]
+	info, ok := set.All[name]
 	if !ok || !info.Enabled || info.ReadOnly {
 		return false
 	}
 	// The 401 challenge names the resource metadata and the scope of full
 	// access, which is the one needed here.
 	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(g.opts.Challenge, "Bearer ")+
-		`, error_description="`+call.Params.Name+` needs `+mcpgate.OAuthScopeTools+`"`)
-	g.log.InfoContext(r.Context(), "MCP call needs more scope", "tool", call.Params.Name, "grant_id", a.GrantID)
+		`, error_description="`+name+` needs `+mcpgate.OAuthScopeTools+`"`)
+	g.log.InfoContext(r.Context(), "MCP call needs more scope", "tool", name, "grant_id", a.GrantID)
 	httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EForbidden,
 		"This app's access to the workspace is read-only (the grant was given as read-only), and %s changes things "+
 			"rather than reading them. The app can ask you again for full access (scope %s): sign in again from the app "+
-			"and choose Full.", call.Params.Name, mcpgate.OAuthScopeTools))
+			"and choose Full.", name, mcpgate.OAuthScopeTools))
 	return true
 }
 

@@ -95,24 +95,15 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 // serverStepUp is stepUp for a call by the tool's own name: it is asked
 // about the name the tool service knows.
 func (g *Gateway) serverStepUp(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, ep *mcpgate.ServerEndpoint, body []byte) bool {
-	if a.GrantID == "" || a.Scope != mcpgate.ScopeReadOnly {
+	if !g.mayStepUp(a) {
 		return false
 	}
-	var call struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &call) != nil || call.Method != "tools/call" {
-		return false
-	}
-	exposed, ok := endpointExposed(ep, call.Params.Name)
+	name, ok := calledTool(body)
 	if !ok {
 		return false
 	}
-	asked, _ := json.Marshal(map[string]any{"method": "tools/call", "params": map[string]string{"name": exposed}})
-	return g.stepUp(w, r, a, asked)
+	exposed, ok := endpointExposed(ep, name)
+	return ok && g.stepUpTool(w, r, a, exposed)
 }
 
 // endpointExposed returns the exposed name of one of the endpoint's tools,
