@@ -180,7 +180,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	deliveries := service.NewDeliveries(so)
 	if o.Mail != nil {
 		mo := *o.Mail
-		mo.Logger, mo.Done = log, deliveries.MailDone
+		// Approval mails wait in the database (the outbox) until sent;
+		// the links' mails, which carry a credential, only in memory.
+		mo.Logger, mo.Done, mo.Outbox = log, deliveries.MailDone, deliveries.MailOutbox()
 		if gw.mailer, err = mail.New(mo); err != nil {
 			cancel()
 			return nil, err

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/mcpgate/mcpgate"
+	"github.com/mcpgate/mcpgate/internal/outbox"
 	"github.com/mcpgate/mcpgate/internal/retryqueue"
 )
 
@@ -227,6 +228,23 @@ type Options struct {
 	Timeout time.Duration
 	// Done is told the outcome of every message; the services audit it.
 	Done func(Result)
+	// Outbox, when set, holds the messages given to SendDurable in the
+	// database until their last attempt (approval mails: a person waits
+	// on them); nil sends those from memory like the others.
+	Outbox Outbox
+	// Poll is how often the outbox is looked at besides at start and on
+	// Wake (default 30 s; negative: never in the background, for tests,
+	// which call RunDue).
+	Poll time.Duration
+}
+
+// Outbox is where durable messages wait between attempts: rows every
+// replica shares (see internal/outbox). It never holds a message that
+// carries a credential: SendDurable's callers send none.
+type Outbox interface {
+	outbox.Queue[*Message]
+	// Add stores msg, due at once.
+	Add(ctx context.Context, msg *Message) error
 }
 
 // Mailer sends messages from a queue in the background, so that no request
@@ -235,6 +253,8 @@ type Mailer struct {
 	opts  Options
 	from  *mail.Address
 	queue *retryqueue.Queue[*Message]
+	// durable sends what waits in the Outbox (nil without one).
+	durable *outbox.Runner[*Message]
 }
 
 // ErrQueueFull is Send's answer when too many messages are waiting.
@@ -260,8 +280,66 @@ func New(opts Options) (*Mailer, error) {
 	}
 	m := &Mailer{opts: opts, from: from}
 	m.queue = retryqueue.New(retryqueue.Options{Attempts: opts.Attempts, Backoff: opts.Backoff}, m.try)
+	if opts.Outbox != nil {
+		m.durable = outbox.New(outbox.Options[*Message]{Name: "mail", Queue: opts.Outbox,
+			Attempt: func(ctx context.Context, c outbox.Claim[*Message]) (int, error) {
+				err := m.sendOnce(ctx, c.Item)
+				return replyCode(err), err
+			},
+			Permanent: permanentReply, Attempts: opts.Attempts, Backoff: opts.Backoff, Poll: opts.Poll,
+			Lease: opts.Timeout + 30*time.Second, Logger: opts.Logger,
+			Done: func(c outbox.Claim[*Message], o outbox.Outcome) {
+				if opts.Done != nil {
+					opts.Done(Result{Kind: c.Item.Kind, Ref: c.Item.Ref, To: c.Item.To, Attempts: o.Attempts, Err: o.Err})
+				}
+			}})
+	}
 	return m, nil
 }
+
+// SendDurable queues a message in the Outbox, where it outlives a stop or
+// a crash, and wakes the sender; without an Outbox it is Send. msg must
+// carry no credential (the row is plain text in the database).
+func (m *Mailer) SendDurable(ctx context.Context, msg *Message) error {
+	if m.durable == nil {
+		return m.Send(msg)
+	}
+	if err := m.opts.Outbox.Add(ctx, msg); err != nil {
+		return err
+	}
+	m.durable.Wake()
+	return nil
+}
+
+// Wake tells the mailer that a durable message was queued (by any
+// replica's SendDurable it is woken itself; the others poll).
+func (m *Mailer) Wake() {
+	if m.durable != nil {
+		m.durable.Wake()
+	}
+}
+
+// RunDue sends the durable messages due now, once each (tests; the
+// background loop does the same).
+func (m *Mailer) RunDue(ctx context.Context) (int, error) {
+	if m.durable == nil {
+		return 0, nil
+	}
+	return m.durable.RunDue(ctx)
+}
+
+// replyCode is the SMTP reply code of a failed attempt, 0 without one.
+func replyCode(err error) int {
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return 0
+}
+
+// permanentReply: a 5xx reply (no such mailbox, message refused) will be
+// the same on the next attempt; a 4xx says try later.
+func permanentReply(code int) bool { return code >= 500 && code < 600 }
 
 // Send queues a message. It does not wait for the server.
 func (m *Mailer) Send(msg *Message) error {
@@ -274,14 +352,20 @@ func (m *Mailer) Send(msg *Message) error {
 	return nil
 }
 
-// Close stops the mailer once what is queued has been tried, or when ctx
-// ends.
-func (m *Mailer) Close(ctx context.Context) { m.queue.Close(ctx) }
+// Close stops the mailer once what is queued in memory has been tried, or
+// when ctx ends; a durable message being sent then is cut short and stays
+// in the Outbox for the next start (or another replica).
+func (m *Mailer) Close(ctx context.Context) {
+	if m.durable != nil {
+		m.durable.Close(ctx)
+	}
+	m.queue.Close(ctx)
+}
 
 // try sends msg once for the queue, which retries it until it is sent or
 // out of attempts.
 func (m *Mailer) try(msg *Message, n int, last bool) bool {
-	err := m.sendOnce(msg)
+	err := m.sendOnce(context.Background(), msg)
 	switch {
 	case err == nil:
 		m.opts.Logger.Info("mail sent", "kind", msg.Kind, "attempts", n)
@@ -297,7 +381,9 @@ func (m *Mailer) try(msg *Message, n int, last bool) bool {
 	return true
 }
 
-func (m *Mailer) sendOnce(msg *Message) error {
+// sendOnce makes one SMTP transaction; ctx ending cuts it short (the
+// connection is closed), as Close's deadline does.
+func (m *Mailer) sendOnce(ctx context.Context, msg *Message) error {
 	to, err := mail.ParseAddress(msg.To)
 	if err != nil {
 		return fmt.Errorf("recipient is not an address: %w", err)
@@ -318,14 +404,15 @@ func (m *Mailer) sendOnce(msg *Message) error {
 	d := net.Dialer{Timeout: m.opts.Timeout}
 	var conn net.Conn
 	if srv.ImplicitTLS {
-		conn, err = tls.DialWithDialer(&d, "tcp", srv.Host, tlsConf)
+		conn, err = (&tls.Dialer{NetDialer: &d, Config: tlsConf}).DialContext(ctx, "tcp", srv.Host)
 	} else {
-		conn, err = d.Dial("tcp", srv.Host)
+		conn, err = d.DialContext(ctx, "tcp", srv.Host)
 	}
 	if err != nil {
 		return fmt.Errorf("connect to mail server: %w", err)
 	}
 	defer conn.Close()
+	defer context.AfterFunc(ctx, func() { _ = conn.Close() })()
 	_ = conn.SetDeadline(time.Now().Add(m.opts.Timeout))
 	c, err := smtp.NewClient(conn, host)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/mail"
+	"github.com/mcpgate/mcpgate/internal/outbox"
+	"github.com/mcpgate/mcpgate/internal/store"
 	"github.com/mcpgate/mcpgate/internal/webhook"
 	"github.com/mcpgate/mcpgate/vault"
 )
@@ -148,4 +150,37 @@ func (s *Deliveries) Record(ctx context.Context, owner string, r webhook.Result,
 	}
 	s.record(context.WithoutCancel(ctx), ev)
 	return true, nil
+}
+
+// MailOutbox is the mailer's Outbox over the database (wire it as
+// mail.Options.Outbox): approval mails wait there until their last attempt.
+func (s *Deliveries) MailOutbox() mail.Outbox { return mailOutbox{s} }
+
+type mailOutbox struct{ s *Deliveries }
+
+func (o mailOutbox) Add(ctx context.Context, m *mail.Message) error {
+	_, err := o.s.db.QueueMail(ctx, store.OutboxMail{Kind: string(m.Kind), Ref: m.Ref, To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML})
+	return err
+}
+
+func (o mailOutbox) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]outbox.Claim[*mail.Message], error) {
+	rows, err := o.s.db.ClaimMails(ctx, owner, now, lease, limit)
+	cs := make([]outbox.Claim[*mail.Message], len(rows))
+	for i, r := range rows {
+		cs[i] = outbox.Claim[*mail.Message]{ID: r.ID, Attempt: r.Attempt,
+			Item: &mail.Message{Kind: mail.Kind(r.Kind), Ref: r.Ref, To: r.To, Subject: r.Subject, Text: r.Text, HTML: r.HTML}}
+	}
+	return cs, err
+}
+
+func (o mailOutbox) Record(ctx context.Context, owner string, c outbox.Claim[*mail.Message], out outbox.Outcome, next time.Time) (bool, error) {
+	var last string
+	if out.Err != nil {
+		last = out.Err.Error()
+	}
+	return o.s.db.RecordMail(ctx, owner, c.ID, out.Final, last, next)
+}
+
+func (o mailOutbox) Release(ctx context.Context, owner, id string, now time.Time) error {
+	return o.s.db.ReleaseMail(ctx, owner, id, now)
 }

@@ -61,6 +61,6 @@
 // Outside the module it imports pquerna/otp; it never imports api, web or
 // mcp.
 //
-// Imports from this module: connectors, internal/mail, internal/password,
+// Imports from this module: connectors, internal/mail, internal/outbox, internal/password,
 // internal/store, internal/trustcache, internal/upstream, internal/webhook, mcpgate, vault.
 package service

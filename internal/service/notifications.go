@@ -181,7 +181,10 @@ func (s *Notifications) mailApprovers(ctx context.Context, ap *mcpgate.ApprovalR
 				Expires: ap.ExpiresAt.UTC().Format("2006-01-02 15:04 UTC"), CanDecide: can}})
 		if err == nil {
 			msg.Ref = approvalMailRef(ap.WorkspaceID, ap.ID, p.UserID)
-			err = s.opts.Mailer.Send(msg)
+			// The approval mail waits in the outbox (a stop or a crash
+			// loses none); it holds no credential: the link leads to a
+			// page behind sign-in.
+			err = s.opts.Mailer.SendDurable(ctx, msg)
 		}
 		if err != nil {
 			s.log.ErrorContext(ctx, "approval mail not queued", "approval", ap.ID, "err", err)

@@ -15,6 +15,9 @@ import (
 // server, so that a request's timing says nothing about the address.
 type Mailer interface {
 	Send(*mail.Message) error
+	// SendDurable queues a message that carries no credential where it
+	// outlives a stop (the outbox), for mails a person waits on.
+	SendDurable(context.Context, *mail.Message) error
 }
 
 // resetTTL is how long a password-reset link works.

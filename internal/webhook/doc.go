@@ -11,5 +11,5 @@
 // X-Mcpgate-Delivery. It knows nothing of approvals or the store: the
 // services render the body, store it and record each attempt's outcome.
 //
-// Imports from this module: internal/netguard, mcpgate.
+// Imports from this module: internal/netguard, internal/outbox, mcpgate.
 package webhook

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,11 +14,11 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/netguard"
+	"github.com/mcpgate/mcpgate/internal/outbox"
 )
 
 // The headers of a delivery: a public contract, since receivers check the
@@ -118,24 +117,13 @@ type Options struct {
 	Resolver *net.Resolver
 }
 
-// Sender delivers from the Queue in the background.
+// Sender delivers from the Queue in the background, on an outbox runner
+// (the claim loop the durable mails share).
 type Sender struct {
 	opts   Options
 	public *http.Client // for https URLs: public addresses and the private networks
 	inner  *http.Client // for http URLs: the private networks only
-	owner  string       // this sender's name on its claims
-
-	wake chan struct{}
-	// hard ends the attempts under way when Close's deadline passes.
-	hard     context.Context
-	hardStop context.CancelFunc
-	stopLoop context.CancelFunc
-	loopDone chan struct{}
-
-	mu       sync.Mutex
-	closed   bool
-	inflight sync.WaitGroup
-	retries  []time.Time // when the retries this sender scheduled are due
+	run    *outbox.Runner[Delivery]
 }
 
 // errNoRedirects stops the client at a redirect: a redirect could lead
@@ -143,7 +131,7 @@ type Sender struct {
 var errNoRedirects = errors.New("redirects are not followed")
 
 // ErrClosed is RunDue's answer after Close.
-var ErrClosed = errors.New("webhook sender closed")
+var ErrClosed = outbox.ErrClosed
 
 // New returns a running sender, which looks for due deliveries at once;
 // Close stops it.
@@ -154,47 +142,51 @@ func New(opts Options) *Sender {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	if opts.Attempts <= 0 {
-		opts.Attempts = 5
-	}
-	if opts.Backoff <= 0 {
-		opts.Backoff = 2 * time.Second
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 4
-	}
 	if opts.Poll == 0 {
 		opts.Poll = 30 * time.Second
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = opts.Timeout + 30*time.Second
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.Resolver == nil {
 		opts.Resolver = net.DefaultResolver
 	}
-	s := &Sender{opts: opts, owner: newOwner(), wake: make(chan struct{}, 1), loopDone: make(chan struct{})}
+	s := &Sender{opts: opts}
 	s.public = s.client(s.allowed(true))
 	s.inner = s.client(s.allowed(false))
-	s.hard, s.hardStop = context.WithCancel(context.Background())
-	loop, stop := context.WithCancel(context.Background())
-	s.stopLoop = stop
-	if opts.Queue != nil && opts.Poll > 0 {
-		go s.loop(loop)
-	} else {
-		close(s.loopDone)
+	poll := opts.Poll
+	if opts.Queue == nil {
+		poll = -1 // a sender without a queue only checks URLs
 	}
+	s.run = outbox.New(outbox.Options[Delivery]{Name: "webhook", Queue: queue{opts.Queue},
+		Attempt:   func(ctx context.Context, c outbox.Claim[Delivery]) (int, error) { return s.post(ctx, c.Item) },
+		Permanent: permanent, Attempts: opts.Attempts, Backoff: opts.Backoff, Workers: opts.Workers,
+		Poll: poll, Lease: opts.Lease, Now: opts.Now, Logger: opts.Logger})
 	return s
 }
 
-// newOwner names a sender on its claims: random, so that a restarted
-// process never mistakes its predecessor's claims for its own.
-func newOwner() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+// queue is the Queue as the outbox runner asks for it.
+type queue struct{ q Queue }
+
+func (q queue) Claim(ctx context.Context, owner string, now time.Time, lease time.Duration, limit int) ([]outbox.Claim[Delivery], error) {
+	if q.q == nil {
+		return nil, nil
+	}
+	ds, err := q.q.Claim(ctx, owner, now, lease, limit)
+	cs := make([]outbox.Claim[Delivery], len(ds))
+	for i, d := range ds {
+		cs[i] = outbox.Claim[Delivery]{ID: d.ID, Attempt: d.Attempt, Item: d}
+	}
+	return cs, err
+}
+
+func (q queue) Record(ctx context.Context, owner string, c outbox.Claim[Delivery], o outbox.Outcome, next time.Time) (bool, error) {
+	return q.q.Record(ctx, owner, Result{ID: c.ID, Ref: c.Item.Ref, Event: c.Item.Event, Attempts: o.Attempts,
+		Status: o.Status, Err: o.Err, Final: o.Final}, next)
+}
+
+func (q queue) Release(ctx context.Context, owner, id string, now time.Time) error {
+	return q.q.Release(ctx, owner, id, now)
 }
 
 // allowed is the address rule: a private network named by the operator,
@@ -250,82 +242,14 @@ func (s *Sender) CheckURL(ctx context.Context, raw string) error {
 
 // Wake tells the sender that a delivery was queued: it claims it at once
 // rather than at the next poll. It never waits.
-func (s *Sender) Wake() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (s *Sender) Wake() { s.run.Wake() }
 
 // Close stops looking for deliveries and waits for the attempts under way
 // until ctx ends; those still running then are cut short and released, due
 // at once for the next sender, which sends them again (the receiver may see
 // such a delivery twice: it dedupes by X-Mcpgate-Delivery). What waits for a
 // later attempt stays in the Queue.
-func (s *Sender) Close(ctx context.Context) {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.stopLoop()
-	// The loop may be in an attempt: it is waited for with the others,
-	// under the same deadline (closed is set, so nothing new starts).
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); <-s.loopDone; close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.hardStop()
-		<-done // the cut attempts release their claims, each within a few seconds
-	}
-	s.hardStop()
-}
-
-// loop runs the due deliveries at start, on Wake, when a retry it
-// scheduled is due and every Poll.
-func (s *Sender) loop(ctx context.Context) {
-	defer close(s.loopDone)
-	for {
-		for {
-			n, err := s.RunDue(ctx)
-			if err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-				s.opts.Logger.Warn("webhook deliveries not claimed", "err", err)
-			}
-			if err != nil || n < s.opts.Workers {
-				break
-			}
-		}
-		t := time.NewTimer(s.nextWait())
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-s.wake:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-}
-
-// nextWait is how long the loop sleeps: until the soonest retry this
-// sender scheduled, at most Poll. Retries already due are forgotten (the
-// run that follows claims them, or another sender did).
-func (s *Sender) nextWait() time.Duration {
-	now := s.opts.Now()
-	wait := s.opts.Poll
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	kept := s.retries[:0]
-	for _, at := range s.retries {
-		if !at.After(now) {
-			wait = 0
-			continue
-		}
-		kept = append(kept, at)
-		wait = min(wait, at.Sub(now))
-	}
-	s.retries = kept
-	return wait
-}
+func (s *Sender) Close(ctx context.Context) { s.run.Close(ctx) }
 
 // RunDue claims the deliveries due now (up to Workers), tries each once,
 // records the outcomes and returns how many it tried. The background loop
@@ -334,77 +258,10 @@ func (s *Sender) RunDue(ctx context.Context) (int, error) {
 	if s.opts.Queue == nil {
 		return 0, nil
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return 0, ErrClosed
-	}
-	s.inflight.Add(1)
-	s.mu.Unlock()
-	defer s.inflight.Done()
-	// A claim still waiting on the database when Close's deadline passes
-	// gives up: Close waits for nothing unbounded.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(s.hard, cancel)()
-	ds, err := s.opts.Queue.Claim(ctx, s.owner, s.opts.Now(), s.opts.Lease, s.opts.Workers)
-	if err != nil {
-		return 0, fmt.Errorf("claim webhook deliveries: %w", err)
-	}
-	var wg sync.WaitGroup
-	for _, d := range ds {
-		wg.Add(1)
-		go func() { defer wg.Done(); s.try(d) }()
-	}
-	wg.Wait()
-	return len(ds), nil
+	return s.run.RunDue(ctx)
 }
 
-// try posts d once and records the outcome: delivered (2xx), refused for
-// good (a 4xx other than 408 and 429: retrying will not help) or out of
-// attempts is final; otherwise the next attempt is due after Backoff,
-// doubled for each attempt made. An attempt cut short by Close is released.
-func (s *Sender) try(d Delivery) {
-	status, err := s.post(s.hard, d)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if s.hard.Err() != nil {
-		if rerr := s.opts.Queue.Release(ctx, s.owner, d.ID, s.opts.Now()); rerr != nil {
-			s.opts.Logger.Warn("webhook delivery not released; its claim will expire", "delivery", d.ID, "err", rerr)
-		}
-		return
-	}
-	final := err == nil || d.Attempt >= s.opts.Attempts || permanent(status)
-	r := Result{ID: d.ID, Ref: d.Ref, Event: d.Event, Attempts: d.Attempt, Status: status, Err: err, Final: final}
-	var next time.Time
-	if !final {
-		next = s.opts.Now().Add(s.opts.Backoff << (d.Attempt - 1))
-	}
-	held, rerr := s.opts.Queue.Record(ctx, s.owner, r, next)
-	switch {
-	case rerr != nil:
-		// The claim expires and another attempt follows: at least once.
-		s.opts.Logger.Error("webhook attempt not recorded", "event", d.Event, "delivery", d.ID, "attempt", d.Attempt, "err", rerr)
-	case !held:
-		s.opts.Logger.Warn("webhook claim expired during the attempt; another sender took it over", "delivery", d.ID)
-	case !final:
-		s.opts.Logger.Warn("webhook not delivered; retrying", "event", d.Event, "delivery", d.ID, "attempt", d.Attempt, "status", status)
-		s.mu.Lock()
-		s.retries = append(s.retries, next)
-		s.mu.Unlock()
-	default:
-		s.report(r)
-	}
-}
-
-func (s *Sender) report(r Result) {
-	if r.Final && r.Err != nil {
-		s.opts.Logger.Error("webhook not delivered", "event", r.Event, "delivery", r.ID, "attempts", r.Attempts, "status", r.Status, "err", r.Err)
-	} else if r.Final {
-		s.opts.Logger.Info("webhook delivered", "event", r.Event, "delivery", r.ID, "attempts", r.Attempts)
-	}
-}
-
+// permanent: a 4xx other than 408 and 429 says retrying will not help.
 func permanent(status int) bool {
 	return status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
