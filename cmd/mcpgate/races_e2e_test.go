@@ -90,6 +90,11 @@ func TestRacesEndToEnd(t *testing.T) {
 	t.Run("ten creates against max_running 3", func(t *testing.T) {
 		alice.with(t).api(http.MethodPut, "/api/v1/workspaces/"+ws+"/guardrails",
 			map[string]any{"max_timeout_seconds": 0, "max_running": 3, "allowed_templates": []string{}}, http.StatusOK)
+		// Both replicas hold the limit before the creates: the one that
+		// did not take the PUT serves its cached guardrails (none) until
+		// the change's notification arrives, which a loaded machine can
+		// delay past the first calls.
+		e.waitApplied(t)
 		isCreate := func(method, path string) bool {
 			return method == http.MethodPost && (path == "/sandboxes" || path == "/v2/sandboxes")
 		}
