@@ -204,6 +204,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.Service = service.New(so)
 	set := gw.Service
 	set.SetListening(false) // until the invalidation listener is connected
+	gw.metrics.CountApprovalWaits(set.ApprovalWaits)
 	// The MCP endpoint's authenticators follow the services' trust, so that
 	// keys and tokens have the revocation and outage guarantees of every
 	// other cache.

@@ -156,6 +156,17 @@ func New(opts Options) *Registry {
 	return m
 }
 
+// CountApprovalWaits publishes n, the calls this replica holds open for a
+// person's decision (service.Set.ApprovalWaits), as mcpgate_approval_waits.
+// It is a method, called once by the wiring, because the services that
+// count the waits are built after the metrics they are given; nothing reads
+// n before this call. A second call panics (a duplicate series).
+func (m *Registry) CountApprovalWaits(n func() int) {
+	m.reg.MustRegister(gauge("mcpgate_approval_waits",
+		"Calls this replica holds open for a person's approval decision (approval_wait_seconds).",
+		func() float64 { return float64(n()) }))
+}
+
 // AuditSpool are the audit spool's counts.
 type AuditSpool struct {
 	// Events wait in the spool to be written to the database.

@@ -50,6 +50,8 @@ func TestRegistry_Scrape(t *testing.T) {
 	defer pool.Close()
 	queue := 7
 	m := metrics.New(metrics.Options{Version: "v1.2.3", AuditQueue: func() int { return queue }, DBStats: pool.Stat})
+	waits := 3
+	m.CountApprovalWaits(func() int { return waits })
 
 	m.ToolCall("e2b_list_sandboxes", mcpgate.OutcomeOK, 300*time.Microsecond, 20*time.Millisecond)
 	m.ToolCall("e2b_list_sandboxes", mcpgate.OutcomeOK, 200*time.Microsecond, 10*time.Millisecond)
@@ -78,6 +80,7 @@ func TestRegistry_Scrape(t *testing.T) {
 		`mcpgate_auth_failures_total{reason="unknown"} 0`,
 		`mcpgate_rate_limited_total 2`,
 		`mcpgate_audit_queue_depth 7`,
+		`mcpgate_approval_waits 3`,
 		`mcpgate_build_info{goversion="go`,
 		`version="v1.2.3"} 1`,
 		`mcpgate_db_pool_acquired_connections 0`,
@@ -99,9 +102,9 @@ func TestRegistry_Scrape(t *testing.T) {
 		!strings.Contains(out, `mcpgate_tool_call_upstream_seconds_count{tool="e2b_kill_sandbox"} 0`) {
 		t.Errorf("a denied call was observed as upstream time")
 	}
-	queue = 0
-	if out := scrape(t, m.Handler()); !strings.Contains(out, "mcpgate_audit_queue_depth 0\n") {
-		t.Errorf("audit queue depth is not read at scrape time")
+	queue, waits = 0, 0
+	if out := scrape(t, m.Handler()); !strings.Contains(out, "mcpgate_audit_queue_depth 0\n") || !strings.Contains(out, "mcpgate_approval_waits 0\n") {
+		t.Errorf("audit queue depth or approval waits not read at scrape time")
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", out)
