@@ -38,6 +38,7 @@ func (t ttlTrust) Fresh(fetched time.Time) bool { return t.now().Sub(fetched) < 
 func (ttlTrust) Stale(time.Time) bool           { return false }
 func (ttlTrust) Failed()                        {}
 func (ttlTrust) SkipReload(time.Time) bool      { return false }
+func (ttlTrust) Revalidate(time.Time) bool      { return false }
 
 // trustOr returns t, or the default trust on the clock now.
 func trustOr(t trustcache.Trust, now func() time.Time) trustcache.Trust {

@@ -93,3 +93,4 @@ func (notListening) Fresh(time.Time) bool      { return false }
 func (notListening) Stale(time.Time) bool      { return true }
 func (notListening) Failed()                   {}
 func (notListening) SkipReload(time.Time) bool { return false }
+func (notListening) Revalidate(time.Time) bool { return false }

@@ -41,6 +41,18 @@ func (t *cacheTrust) Fresh(fetched time.Time) bool {
 	return t.listening.Load() && t.now().Sub(fetched) < t.ttl
 }
 
+// Revalidate reports whether an entry past its TTL may be answered while
+// one reload runs: while the listener is connected, within a second TTL.
+// The TTL is only a safety net then (a change arrives as a notification,
+// which drops the entry), so answering it a reload's time longer changes
+// nothing a notification would have told; and a busy key's callers never
+// wait on its reload, which on a slow network stalled every call at each
+// TTL (issue #25). With the listener down nothing is fresh and nothing is
+// revalidated in the background: every use reloads, and waits for it.
+func (t *cacheTrust) Revalidate(fetched time.Time) bool {
+	return t.listening.Load() && t.now().Sub(fetched) < 2*t.ttl
+}
+
 // Stale reports whether an entry fetched then may stand in for a reload that
 // could not reach the database.
 func (t *cacheTrust) Stale(fetched time.Time) bool {

@@ -14,6 +14,10 @@ type Trust interface {
 	// Fresh reports whether an entry fetched then may be used without a
 	// reload.
 	Fresh(fetched time.Time) bool
+	// Revalidate reports whether an entry fetched then, no longer fresh,
+	// may still be answered while one reload runs in the background (the
+	// next caller gets what it read).
+	Revalidate(fetched time.Time) bool
 	// Stale reports whether an entry fetched then may stand in for a reload
 	// that could not reach the database.
 	Stale(fetched time.Time) bool
@@ -33,6 +37,9 @@ type Options struct {
 	// BeforeStore, when set (tests), runs between a load and storing what
 	// it read: the window in which an invalidation must win.
 	BeforeStore func()
+	// Joined, when set (tests), runs when a caller waits for a load
+	// another caller started.
+	Joined func()
 }
 
 // Cache maps string keys to entries of type V.
@@ -41,6 +48,19 @@ type Cache[V any] struct {
 	// gen counts invalidations; a load that overlapped one is not kept.
 	gen     atomic.Uint64
 	entries sync.Map // key -> *entry[V]
+	// flights are the loads under way, one per key: callers that find a
+	// key due while it loads wait for that load instead of each loading,
+	// so a reload of a busy key costs one query, not one per call (with a
+	// slow database, one per call took the whole pool).
+	flights sync.Map // key -> *flight[V]
+}
+
+// flight is one load under way and, once done is closed, what it read.
+type flight[V any] struct {
+	done chan struct{}
+	gen  uint64 // the invalidations counted when it started
+	val  V
+	err  error
 }
 
 type entry[V any] struct {
@@ -58,7 +78,10 @@ func New[V any](opts Options) *Cache[V] {
 
 // Get returns key's entry: the cached one while the Trust allows, or what
 // load reads. An ENotFound from load is returned as it is; any other error
-// lets a cached entry that is still stale stand in.
+// lets a cached entry that is still stale stand in. Callers of one key
+// share one load; a caller whose ctx ends stops waiting for it, and the
+// load goes on for the others (it runs on ctx's values without its
+// cancellation: the store bounds each query itself).
 func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Context) (V, error)) (V, error) {
 	cached, _ := c.entries.Load(key)
 	old, _ := cached.(*entry[V])
@@ -66,30 +89,74 @@ func (c *Cache[V]) Get(ctx context.Context, key string, load func(context.Contex
 	if old != nil && (trust.Fresh(old.fetched) || trust.SkipReload(old.fetched)) {
 		return old.val, nil
 	}
-	gen := c.gen.Load()
-	fetched := c.opts.Now()
-	v, err := load(ctx)
+	if old != nil && trust.Revalidate(old.fetched) {
+		c.start(ctx, key, load) // the next caller gets what it reads
+		return old.val, nil
+	}
+	f := c.start(ctx, key, load)
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		var zero V
+		return zero, ctx.Err()
+	}
 	switch {
-	case mcpgate.ErrorCode(err) == mcpgate.ENotFound:
-		return v, err
-	case err != nil:
-		trust.Failed()
+	case mcpgate.ErrorCode(f.err) == mcpgate.ENotFound:
+		return f.val, f.err
+	case f.err != nil:
 		if old != nil && trust.Stale(old.fetched) {
 			return old.val, nil // the database is away: what was known before stands in
 		}
-		return v, err
+		return f.val, f.err
 	}
-	e := &entry[V]{val: v, fetched: fetched}
-	if c.opts.BeforeStore != nil {
-		c.opts.BeforeStore()
+	return f.val, nil
+}
+
+// start returns key's load under way, starting one if there is none.
+func (c *Cache[V]) start(ctx context.Context, key string, load func(context.Context) (V, error)) *flight[V] {
+	gen := c.gen.Load()
+	f := &flight[V]{done: make(chan struct{}), gen: gen}
+	for {
+		running, loaded := c.flights.LoadOrStore(key, f)
+		if !loaded {
+			break
+		}
+		r := running.(*flight[V])
+		if r.gen == gen {
+			if c.opts.Joined != nil {
+				c.opts.Joined()
+			}
+			return r
+		}
+		// A load that started before an invalidation may read what the
+		// change replaced: a caller after it never takes that answer.
+		if c.flights.CompareAndSwap(key, r, f) {
+			break
+		}
 	}
-	// Store, then check: an invalidation between the load and the store
-	// takes the entry back out, so no change is missed.
-	c.entries.Store(key, e)
-	if c.gen.Load() != gen {
-		c.entries.CompareAndDelete(key, e)
-	}
-	return v, nil
+	fetched := c.opts.Now()
+	go func() {
+		defer close(f.done)
+		defer c.flights.CompareAndDelete(key, f)
+		f.val, f.err = load(context.WithoutCancel(ctx))
+		if f.err != nil {
+			if mcpgate.ErrorCode(f.err) != mcpgate.ENotFound {
+				c.opts.Trust.Failed()
+			}
+			return
+		}
+		e := &entry[V]{val: f.val, fetched: fetched}
+		if c.opts.BeforeStore != nil {
+			c.opts.BeforeStore()
+		}
+		// Store, then check: an invalidation between the load and the
+		// store takes the entry back out, so no change is missed.
+		c.entries.Store(key, e)
+		if c.gen.Load() != gen {
+			c.entries.CompareAndDelete(key, e)
+		}
+	}()
+	return f
 }
 
 // Delete drops key's entry.
