@@ -84,7 +84,9 @@ func TestDatabaseSlow_200msPerPacket(t *testing.T) {
 	if len(took) == 0 {
 		t.Fatal("no calls made")
 	}
-	pct := func(p float64) time.Duration { return took[min(len(took)-1, int(float64(len(took))*p))].Round(time.Millisecond) }
+	pct := func(p float64) time.Duration {
+		return took[min(len(took)-1, int(float64(len(took))*p))].Round(time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if maxConns > 0 && peak >= maxConns {
