@@ -119,6 +119,8 @@ type Gateway struct {
 	workspaceLimits *limiter.Buckets
 	origins         map[string]bool
 	authFails       *limiter.Buckets
+	// relayLists limits the lists a server's endpoint relays (serverendpoint.go).
+	relayLists *limiter.Buckets
 	refused         refusals // rate-limited calls, audited in aggregate (limits.go)
 	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
 	sdkLog *slog.Logger
@@ -157,7 +159,8 @@ func New(opts Options) *Gateway {
 		workspaceLimits: limiter.New(limiter.Options{Rate: opts.WorkspaceRate, Burst: opts.WorkspaceBurst, Replicas: opts.Replicas}),
 		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
 		// 20 bad credentials, then one a second per address.
-		authFails: limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
+		authFails:  limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
+		relayLists: limiter.New(limiter.Options{Rate: relayListRate, Burst: relayListBurst, Replicas: opts.Replicas}),
 		stop:      make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
@@ -184,7 +187,7 @@ func (g *Gateway) loop() {
 		case <-g.stop:
 			return
 		case <-t.C:
-			for _, b := range []*limiter.Buckets{g.limiters, g.userLimits, g.workspaceLimits, g.authFails} {
+			for _, b := range []*limiter.Buckets{g.limiters, g.userLimits, g.workspaceLimits, g.authFails, g.relayLists} {
 				b.Sweep(g.now())
 			}
 		}
