@@ -121,7 +121,7 @@ type Gateway struct {
 	authFails       *limiter.Buckets
 	// relayLists limits the lists a server's endpoint relays (serverendpoint.go).
 	relayLists *limiter.Buckets
-	refused         refusals // rate-limited calls, audited in aggregate (limits.go)
+	refused    refusals // rate-limited calls, audited in aggregate (limits.go)
 	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
 	sdkLog *slog.Logger
 	// metas are _meta values the fast path has found valid (metaOK).
@@ -161,7 +161,7 @@ func New(opts Options) *Gateway {
 		// 20 bad credentials, then one a second per address.
 		authFails:  limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
 		relayLists: limiter.New(limiter.Options{Rate: relayListRate, Burst: relayListBurst, Replicas: opts.Replicas}),
-		stop:      make(chan struct{}), done: make(chan struct{})}
+		stop:       make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g
