@@ -63,6 +63,15 @@ type Options struct {
 	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
 	// authorization server's, naming its resource metadata).
 	Challenge string
+	// ServerChallenge, when set with Challenge, is the WWW-Authenticate of
+	// a 401 from a server's own endpoint, /mcp/<server> (naming that
+	// endpoint's resource metadata).
+	ServerChallenge func(server string) string
+	// TokenFor, when set, says whether an OAuth access token whose grant
+	// names resource may be used at the endpoint at path (/mcp or
+	// /mcp/<server>): the audience rule (oauth.TokenFor). A token it
+	// refuses is answered as any refused credential is.
+	TokenFor  func(resource, path string) bool
 	Tokens    TokenSpender
 	Audit     Auditor
 	Metrics   Metrics

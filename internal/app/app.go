@@ -224,6 +224,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		// Access tokens first: the key authenticator refuses any bearer
 		// that is not a key, and an access token is not one.
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
+		ServerChallenge: gw.OAuth.ServerChallenge, TokenFor: oauth.TokenFor(o.PublicURL),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, UserRate: o.UserRate, UserBurst: o.UserBurst,

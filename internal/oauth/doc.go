@@ -52,5 +52,5 @@
 // Nothing imports it but the wiring (internal/app).
 //
 // Imports from this module: internal/auth, internal/httpx, internal/limiter, internal/netguard, internal/store,
-// mcpgate.
+// internal/upstream, mcpgate.
 package oauth
