@@ -48,7 +48,10 @@ type Actor struct {
 	// AI client holding an OAuth access token.
 	GrantID    string
 	ClientName string
-	Source     Source
+	// Resource is the resource indicator (RFC 8707) the OAuth grant names:
+	// the MCP endpoint the token is for (mcp.Options.TokenFor).
+	Resource string
+	Source   Source
 }
 
 // CredentialID names the credential an AI client presented: its MCP key's

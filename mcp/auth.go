@@ -63,11 +63,36 @@ func (g *Gateway) authenticate(r *http.Request) (*mcpgate.Actor, string, error) 
 		if err != nil {
 			return nil, "", err
 		}
+		if actor != nil && actor.GrantID != "" && g.opts.TokenFor != nil && !g.opts.TokenFor(actor.Resource, endpointPath(r)) {
+			return nil, reasonAudience, nil // a token for another of the gateway's endpoints
+		}
 		if actor != nil {
 			return actor, "", nil
 		}
 	}
 	return nil, reasonMissing, nil
+}
+
+// reasonAudience is internal/auth's reason for a token of another
+// resource: a token for another endpoint of this gateway is refused alike.
+const reasonAudience = "oauth_audience"
+
+// endpointPath is the path of the MCP endpoint a request is for, as a
+// resource: /mcp/<server> on a server's own endpoint, /mcp otherwise.
+func endpointPath(r *http.Request) string {
+	if server := r.PathValue("server"); server != "" {
+		return "/mcp/" + server
+	}
+	return "/mcp"
+}
+
+// oauthChallenge is the OAuth challenge of the endpoint a request is
+// for: a server's endpoint names its own resource metadata.
+func (g *Gateway) oauthChallenge(r *http.Request) string {
+	if server := r.PathValue("server"); server != "" && g.opts.ServerChallenge != nil {
+		return g.opts.ServerChallenge(server)
+	}
+	return g.opts.Challenge
 }
 
 func retryAfter(err *mcpgate.Error, wait time.Duration) *mcpgate.Error {
@@ -155,8 +180,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request) (*mcpgate.Actor,
 		w.Header().Set("WWW-Authenticate", g.challenge(r, reason))
 		if other := g.loopbackAlias(r); other != "" {
 			httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EUnauthorized,
-				"this gateway's address is %s: connect to %s/mcp (a sign-in at %s cannot match it)",
-				g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), other))
+				"this gateway's address is %s: connect to %s%s (a sign-in at %s cannot match it)",
+				g.opts.PublicURL, strings.TrimRight(g.opts.PublicURL, "/"), endpointPath(r), other))
 			return nil, false
 		}
 		httpx.WriteError(w, r, g.log, errUnauthorized)
@@ -173,18 +198,19 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request) (*mcpgate.Actor,
 // hint, since a sign-in could not succeed there: a connector URL (its key
 // is in the path; it is not an OAuth resource), and the PUBLIC_URL's
 // loopback host under another name (localhost for 127.0.0.1), whose
-// metadata would name a resource the client does not think it reached.
+// metadata would name a resource the client does not think it reached. A
+// server's own endpoint names its own metadata (oauthChallenge).
 func (g *Gateway) challenge(r *http.Request, reason string) string {
 	plain := `Bearer realm="mcpgate", error="invalid_token"`
 	switch {
 	case g.opts.Challenge == "" || r.PathValue("key") != "" || mcpgate.ConnectorURLKey(r.URL.Path) != "":
 		return plain
 	case g.loopbackAlias(r) != "":
-		return plain + `, error_description="connect to ` + strings.TrimRight(g.opts.PublicURL, "/") + `/mcp"`
+		return plain + `, error_description="connect to ` + strings.TrimRight(g.opts.PublicURL, "/") + endpointPath(r) + `"`
 	case reason == reasonMissing:
-		return g.opts.Challenge
+		return g.oauthChallenge(r)
 	}
-	return g.opts.Challenge + `, error="invalid_token"`
+	return g.oauthChallenge(r) + `, error="invalid_token"`
 }
 
 // loopbackAlias returns the request's host when it is a loopback name other
@@ -270,7 +296,7 @@ func (g *Gateway) stepUpTool(w http.ResponseWriter, r *http.Request, a *mcpgate.
 	}
 	// The 401 challenge names the resource metadata and the scope of full
 	// access, which is the one needed here.
-	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(g.opts.Challenge, "Bearer ")+
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", `+strings.TrimPrefix(g.oauthChallenge(r), "Bearer ")+
 		`, error_description="`+name+` needs `+mcpgate.OAuthScopeTools+`"`)
 	g.log.InfoContext(r.Context(), "MCP call needs more scope", "tool", name, "grant_id", a.GrantID)
 	httpx.WriteError(w, r, g.log, mcpgate.Errorf(mcpgate.EForbidden,

@@ -63,6 +63,15 @@ type Options struct {
 	// Challenge, when set, is the WWW-Authenticate of a 401 (the OAuth
 	// authorization server's, naming its resource metadata).
 	Challenge string
+	// ServerChallenge, when set with Challenge, is the WWW-Authenticate of
+	// a 401 from a server's own endpoint, /mcp/<server> (naming that
+	// endpoint's resource metadata).
+	ServerChallenge func(server string) string
+	// TokenFor, when set, says whether an OAuth access token whose grant
+	// names resource may be used at the endpoint at path (/mcp or
+	// /mcp/<server>): the audience rule (oauth.TokenFor). A token it
+	// refuses is answered as any refused credential is.
+	TokenFor  func(resource, path string) bool
 	Tokens    TokenSpender
 	Audit     Auditor
 	Metrics   Metrics
@@ -119,7 +128,9 @@ type Gateway struct {
 	workspaceLimits *limiter.Buckets
 	origins         map[string]bool
 	authFails       *limiter.Buckets
-	refused         refusals // rate-limited calls, audited in aggregate (limits.go)
+	// relayLists limits the lists a server's endpoint relays (serverendpoint.go).
+	relayLists *limiter.Buckets
+	refused    refusals // rate-limited calls, audited in aggregate (limits.go)
 	// sdkLog is the logger go-sdk gets: the gateway's, at warn and above.
 	sdkLog *slog.Logger
 	// metas are _meta values the fast path has found valid (metaOK).
@@ -157,8 +168,9 @@ func New(opts Options) *Gateway {
 		workspaceLimits: limiter.New(limiter.Options{Rate: opts.WorkspaceRate, Burst: opts.WorkspaceBurst, Replicas: opts.Replicas}),
 		origins:         allowedOrigins(opts.PublicURL, opts.AllowedOrigins),
 		// 20 bad credentials, then one a second per address.
-		authFails: limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
-		stop:      make(chan struct{}), done: make(chan struct{})}
+		authFails:  limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
+		relayLists: limiter.New(limiter.Options{Rate: relayListRate, Burst: relayListBurst, Replicas: opts.Replicas}),
+		stop:       make(chan struct{}), done: make(chan struct{})}
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g
@@ -184,7 +196,7 @@ func (g *Gateway) loop() {
 		case <-g.stop:
 			return
 		case <-t.C:
-			for _, b := range []*limiter.Buckets{g.limiters, g.userLimits, g.workspaceLimits, g.authFails} {
+			for _, b := range []*limiter.Buckets{g.limiters, g.userLimits, g.workspaceLimits, g.authFails, g.relayLists} {
 				b.Sweep(g.now())
 			}
 		}

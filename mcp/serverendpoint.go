@@ -250,19 +250,59 @@ func (g *Gateway) endpointCall(ctx context.Context, next sdk.MethodHandler, meth
 
 // limitedRelays are the relayed methods that count against the caller's
 // limits as a tool call does: the ones a model makes to get work done (a
-// prompt, a resource, completions). Lists and the log level are free, as
-// tools/list is on /mcp, so that a client that connects often and lists
-// everything each time is not locked out having called nothing.
+// prompt, a resource, completions). The others, the lists and the log
+// level, count against a bucket of their own (limitRelayList), not the
+// call limits, so that a client that connects often and lists everything
+// each time is not locked out of its calls having called nothing.
 var limitedRelays = map[string]bool{"prompts/get": true, "resources/read": true, "completion/complete": true}
+
+// The lists a server's endpoint relays (prompts/list, resources/list,
+// resources/templates/list, and logging/setLevel with them) are bounded
+// per credential and server: a burst of relayListBurst, then
+// relayListRate a second. A client lists three things at each connect, so
+// twenty connects in a row pass and then one every three seconds, forever
+// (far above what any client does); a client hammering the lists makes the
+// gateway send at most that to the upstream with the workspace's
+// credential. Per server, so that one server's lists never use up
+// another's.
+//
+// Why a bucket and not the discovery's stored copies (upstream_servers
+// keeps the prompts, resources and templates of the last discovery): those
+// are the dashboard's view as of the last discovery, capped to a page, and
+// a server's resources change between discoveries (files, tickets, rows);
+// served from the copy, a client would not see a resource the server has,
+// or would be sent one it no longer has, until an admin rediscovers. The
+// relay keeps the endpoint the server's own, and the bucket bounds it.
+const (
+	relayListRate  = 1
+	relayListBurst = 60
+)
+
+// limitRelayList takes a list's token from the credential's bucket for
+// the server.
+func (g *Gateway) limitRelayList(a *mcpgate.Actor, server string) error {
+	if a == nil {
+		return nil
+	}
+	now := g.now()
+	if ok, wait := g.relayLists.Allow(a.CredentialID()+"\x00"+server, now); !ok {
+		g.metrics.RateLimited()
+		return retryAfter(mcpgate.Errorf(mcpgate.ETooMany,
+			"this key is listing this server's prompts and resources too often; slow down"), wait)
+	}
+	return nil
+}
 
 // relay sends one relayed request to the upstream.
 func (g *Gateway) relay(ctx context.Context, eps mcpgate.ServerEndpointService, ep *mcpgate.ServerEndpoint, method string,
 	req sdk.Request, legacy bool) (sdk.Result, error) {
 	a := actorFrom(ctx)
-	if limitedRelays[method] {
-		if err := g.limitCall(a); err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: mcpgate.ErrorMessage(err)}
-		}
+	limit := g.limitCall
+	if !limitedRelays[method] {
+		limit = func(a *mcpgate.Actor) error { return g.limitRelayList(a, ep.Server) }
+	}
+	if err := limit(a); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: mcpgate.ErrorMessage(err)}
 	}
 	params, err := json.Marshal(req.GetParams())
 	if err != nil {

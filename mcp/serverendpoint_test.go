@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -307,7 +308,7 @@ func TestServerHandler_NotFound(t *testing.T) {
 }
 
 // TestServerHandler_RelayLimited counts a read of a prompt against the
-// key's limit as a tool call, and a list not at all.
+// key's limit as a tool call, and a list not against it.
 func TestServerHandler_RelayLimited(t *testing.T) {
 	relays := 0
 	eps := &fakeEndpoints{
@@ -319,7 +320,7 @@ func TestServerHandler_RelayLimited(t *testing.T) {
 	url, _ := serverEndpointFixture(t, eps, func(o *Options) { o.KeyRate, o.KeyBurst = 0.0001, 1 })
 	for range 3 {
 		if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/list", ""); rpcErr != nil {
-			t.Fatalf("prompts/list err = %v, want lists free of the limit", rpcErr)
+			t.Fatalf("prompts/list err = %v, want lists free of the call limit", rpcErr)
 		}
 	}
 	if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/get", `{"name":"greet"}`); rpcErr != nil {
@@ -331,5 +332,85 @@ func TestServerHandler_RelayLimited(t *testing.T) {
 	}
 	if relays != 4 {
 		t.Errorf("relayed %d requests, want 4 (the refused one never reaches the upstream)", relays)
+	}
+}
+
+// TestServerHandler_RelayListBound: the lists a server's endpoint relays
+// are bounded per credential and server: a client listing everything at
+// each connect, even every three seconds for hours, is never refused, and
+// its calls never wait on its lists; a client hammering the lists gets
+// the burst through to the upstream and then a refusal with the wait, so
+// what reaches the upstream is bounded by the bucket. Another server's
+// lists have a bucket of their own.
+func TestServerHandler_RelayListBound(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_700_000_000, 0)
+	relayed := map[string]int{}
+	eps := &fakeEndpoints{
+		EndpointFn: func(server string) (*mcpgate.ServerEndpoint, error) {
+			ep := docsEndpoint()
+			ep.Server = server
+			return ep, nil
+		},
+		RelayFn: func(server, _ string, _ json.RawMessage) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			relayed[server]++
+			return json.RawMessage(`{"prompts":[],"resources":[],"resourceTemplates":[]}`), nil
+		}}
+	url, tools := serverEndpointFixture(t, eps, func(o *Options) {
+		o.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	})
+	tools.set = &mcpgate.ToolSet{All: map[string]mcpgate.ToolInfo{"docs_lookup": {Name: "docs_lookup", Enabled: true}},
+		Tools: []mcpgate.ToolInfo{{Name: "docs_lookup", Enabled: true}}}
+	lists := []string{"prompts/list", "resources/list", "resources/templates/list"}
+	// An ordinary client: connects, lists everything, every 3 seconds
+	// (after a first burst of connects in a row), for 100 connects.
+	for i := range 100 {
+		if i >= relayListBurst/len(lists) {
+			mu.Lock()
+			now = now.Add(3 * time.Second)
+			mu.Unlock()
+		}
+		for _, m := range lists {
+			if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", m, ""); rpcErr != nil {
+				t.Fatalf("connect %d: %s err = %v, want an ordinary client never refused", i, m, rpcErr)
+			}
+		}
+	}
+	// A client hammering: the bucket is empty now, so at most what refills
+	// gets through, and the refusal says how long to wait.
+	before := relayed["docs"]
+	refused := 0
+	for range 20 {
+		_, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "resources/list", "")
+		if rpcErr != nil {
+			if !strings.Contains(rpcErr.Message, "too often") {
+				t.Fatalf("refusal = %v, want the list limit", rpcErr)
+			}
+			refused++
+		}
+	}
+	if got := relayed["docs"] - before; got > 1 || refused < 19 {
+		t.Errorf("hammering: %d lists reached the upstream and %d were refused, want at most the one token left", got, refused)
+	}
+	// Its calls are not held to its lists, and another server's lists have
+	// their own bucket.
+	if _, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "tools/call", `{"name":"lookup","arguments":{}}`); rpcErr != nil {
+		t.Errorf("tools/call after the lists ran out: %v, want it served", rpcErr)
+	}
+	if _, rpcErr, _ := rpc(t, url+"/mcp/wiki", "2025-11-25", "prompts/list", ""); rpcErr != nil {
+		t.Errorf("another server's prompts/list: %v, want its own bucket", rpcErr)
+	}
+	// With time, the bucket refills at its rate, no faster.
+	mu.Lock()
+	now = now.Add(5 * time.Second)
+	mu.Unlock()
+	before = relayed["docs"]
+	for range 10 {
+		rpc(t, url+"/mcp/docs", "2025-11-25", "prompts/list", "")
+	}
+	if got := relayed["docs"] - before; got != 5 {
+		t.Errorf("5 seconds later: %d lists reached the upstream, want %d (the rate)", got, 5*relayListRate)
 	}
 }

@@ -76,6 +76,8 @@ func newOAuthEnv(t *testing.T) *oauthEnv {
 			"DATABASE_URL": o.dsn, "ENCRYPTION_KEY": o.encKey, "JWT_SECRET": o.jwtSecret,
 			"LISTEN_ADDR": "127.0.0.1:0", "PUBLIC_URL": o.front,
 			"E2B_API_URL": o.simURL, "E2B_DASHBOARD_API_URL": o.simURL, "LOG_FORMAT": "json", "LOG_LEVEL": "debug",
+			// Upstream servers on loopback (oauth_server_endpoint_e2e_test.go).
+			"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8",
 		}
 		in := mustServe(t, env)
 		o.replicas = append(o.replicas, &e2eReplica{log: in.logs, watch: in.watch, url: in.base, stop: func() { _ = in.stop(t) }})

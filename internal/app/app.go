@@ -214,7 +214,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	gw.upstreams = pool
 	gw.Servers = service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit, Logger: o.Logger,
 		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate})
-	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools)
+	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools, set.CacheTrust())
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
 		Demo: func(connector string) bool { return demos[connector].On() }})
@@ -227,6 +227,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		// Access tokens first: the key authenticator refuses any bearer
 		// that is not a key, and an access token is not one.
 		Authenticators: []mcpgate.Authenticator{gw.Tokens, gw.Keys}, Challenge: gw.OAuth.Challenge(),
+		ServerChallenge: gw.OAuth.ServerChallenge, TokenFor: oauth.TokenFor(o.PublicURL),
 		Audit: gw.audit, Metrics: gw.metrics, Logger: log, PublicURL: o.PublicURL, Version: version,
 		ConfirmationSecret: deriveKey(o.JWTSecret.Reveal(), "mcpgate confirmation tokens"),
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, UserRate: o.UserRate, UserBurst: o.UserBurst,
@@ -275,6 +276,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			set.Invalidate(inv.Kind, inv.WorkspaceID)
+			gw.Endpoints.Invalidate(inv.Kind, inv.WorkspaceID)
 		}, func(on bool) { listenerUp.Store(on); set.SetListening(on) })
 	})
 	gw.goBackground(func() { members.Run(ctx) })

@@ -113,7 +113,7 @@ func (a *Tokens) check(ctx context.Context, tok string) (*mcpgate.Actor, error) 
 		return nil, refused("audience")
 	}
 	return &mcpgate.Actor{UserID: g.UserID, Email: g.UserEmail, WorkspaceID: g.WorkspaceID, Scope: g.Scope,
-		GrantID: g.ID, ClientName: g.ClientName, Source: mcpgate.SourceMCP}, nil
+		GrantID: g.ID, ClientName: g.ClientName, Resource: g.Resource, Source: mcpgate.SourceMCP}, nil
 }
 
 // Invalidate drops cached tokens of a workspace (every workspace for ""):

@@ -101,7 +101,7 @@ func (s *Server) parseAuthRequest(r *http.Request, get func(string) string) (*au
 	ar.resource = s.resource
 	if res := get("resource"); res != "" {
 		if ar.resource = s.resourceOf(res); ar.resource == "" {
-			return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.resource}
+			return ar, nil, &oauthError{Code: "invalid_target", Description: "this server issues tokens only for " + s.ownResources()}
 		}
 	}
 	scopes := strings.Fields(get("scope"))

@@ -1,5 +1,6 @@
 // Package oauth is the gateway's OAuth 2.1 authorization server for its own
-// MCP endpoint (the MCP authorization spec of 2025-11-25 and 2026-07-28):
+// MCP endpoints, /mcp and each upstream server's /mcp/<server> (the MCP
+// authorization spec of 2025-11-25 and 2026-07-28):
 // protected-resource metadata (RFC 9728) and the 401 challenge that points
 // to it, authorization-server metadata (RFC 8414), clients by Dynamic Client
 // Registration (RFC 7591) and by client ID metadata documents, the
@@ -9,7 +10,8 @@
 // RFC 8707 bound into every token) and revocation (RFC 7009). The tokens it
 // issues are verified on the MCP endpoint by internal/auth's Tokens, which
 // takes this server's resource check (OwnsResource) and is told at once of
-// a revocation made here (Options.Tokens).
+// a revocation made here (Options.Tokens); the endpoints serve a token only
+// where its grant's resource says (TokenFor).
 //
 // # Why our own server and not a library
 //
@@ -19,7 +21,7 @@
 // session types and HMAC-signed tokens; zitadel/oidc's op is an OpenID
 // Provider whose Storage interface expects signing keys, ID tokens, JWT
 // profiles and a login UI of its own. This gateway needs a narrow subset
-// that neither puts at the centre: public clients only, one resource, a
+// that neither puts at the centre: public clients only, a few resources, a
 // consent that picks a workspace and an access level, opaque tokens that
 // are SHA-256 hashes in Postgres like MCP keys (so one revocation path and
 // one LISTEN/NOTIFY cache invalidation cover keys and grants), client ID
@@ -52,5 +54,5 @@
 // Nothing imports it but the wiring (internal/app).
 //
 // Imports from this module: internal/auth, internal/httpx, internal/limiter, internal/netguard, internal/store,
-// mcpgate.
+// internal/upstream, mcpgate.
 package oauth

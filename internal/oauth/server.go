@@ -76,7 +76,8 @@ type Options struct {
 	Consent    ConsentRenderer
 	Audit      Auditor
 	Logger     *slog.Logger
-	// PublicURL is the issuer; <PublicURL>/mcp is the one resource.
+	// PublicURL is the issuer; <PublicURL>/mcp and each server's endpoint
+	// <PublicURL>/mcp/<server> are the resources.
 	PublicURL string
 	// RegisterRate and RegisterBurst limit registrations per client address
 	// (default 20 an hour, burst 20).
@@ -165,8 +166,17 @@ func (s *Server) ResourceMetadataURL() string {
 // Challenge is the WWW-Authenticate value of a 401 from the MCP endpoint:
 // it points OAuth clients to the resource metadata (RFC 9728 §5.1) and
 // names the scope to ask for.
-func (s *Server) Challenge() string {
-	return `Bearer resource_metadata="` + s.ResourceMetadataURL() + `", scope="` + mcpgate.OAuthScopeTools + `"`
+func (s *Server) Challenge() string { return challengeOf(s.ResourceMetadataURL()) }
+
+// ServerChallenge is Challenge for a server's own endpoint,
+// /mcp/<server>: it points to that endpoint's metadata, whose resource is
+// the endpoint, so that the client asks for a token for it.
+func (s *Server) ServerChallenge(server string) string {
+	return challengeOf(s.ResourceMetadataURL() + "/" + server)
+}
+
+func challengeOf(metadataURL string) string {
+	return `Bearer resource_metadata="` + metadataURL + `", scope="` + mcpgate.OAuthScopeTools + `"`
 }
 
 // Handler serves the metadata documents and the /oauth/ endpoints. The
@@ -176,6 +186,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource", s.resourceMetadata(s.issuer))
 	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", s.resourceMetadata(s.resource))
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp/{server}", s.serverResourceMetadata)
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", s.handleServerMetadata)
 	mux.HandleFunc("POST /oauth/register", s.handleRegister)
 	mux.HandleFunc("GET /oauth/authorize", s.handleAuthorize)
@@ -208,17 +219,33 @@ func (s *Server) Handler() http.Handler {
 // the two, and one that reads the path-less document asks for tokens for
 // the path-less identifier, which resourceOf takes as this gateway's.
 func (s *Server) resourceMetadata(resource string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) { s.writeResourceMetadata(w, resource) }
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.writeResourceMetadata(w, resource, "mcpgate MCP endpoint")
+	}
 }
 
-func (s *Server) writeResourceMetadata(w http.ResponseWriter, resource string) {
+// serverResourceMetadata serves the metadata of a server's own endpoint,
+// /mcp/<server>: the same document for every well-formed name, read from
+// nothing, so that it tells no one whether a workspace has a server of
+// that name (the endpoint itself answers that, to the workspace's own
+// credentials only); a name no server can have is not found.
+func (s *Server) serverResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	resource := serverResource(canonicalURL(s.resource+"/"+r.PathValue("server")), s.resource)
+	if resource == "" {
+		http.NotFound(w, r)
+		return
+	}
+	s.writeResourceMetadata(w, resource, "mcpgate MCP endpoint of the upstream server "+r.PathValue("server"))
+}
+
+func (s *Server) writeResourceMetadata(w http.ResponseWriter, resource, name string) {
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	writeJSON(w, http.StatusOK, map[string]any{
 		"resource":                 resource,
 		"authorization_servers":    []string{s.issuer},
 		"scopes_supported":         []string{mcpgate.OAuthScopeTools, mcpgate.OAuthScopeRead},
 		"bearer_methods_supported": []string{"header"},
-		"resource_name":            "mcpgate MCP endpoint",
+		"resource_name":            name,
 	})
 }
 

@@ -68,7 +68,7 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 	// and, below, the one the code or grant is for; left out, it is theirs.
 	requested := r.PostForm.Get("resource")
 	if requested != "" && s.resourceOf(requested) == "" {
-		s.writeOAuthError(w, r, errInvalidTarget(s.resource))
+		s.writeOAuthError(w, r, errInvalidTarget(s.ownResources()))
 		return
 	}
 	bound := func(grantResource string) error {

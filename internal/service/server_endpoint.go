@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/store"
+	"github.com/mcpgate/mcpgate/internal/trustcache"
 	"github.com/mcpgate/mcpgate/internal/upstream"
 )
 
@@ -24,44 +25,118 @@ import (
 // (action "<server>:<method>", the prompt's name and arguments or the
 // resource's URI, redacted); lists and completions are not, as the
 // workspace endpoint's tools/list is not.
+//
+// What a request reads of its server (the row, the tool catalog and the
+// credential, sealed) is cached per workspace and server, under the trust
+// of the services' other caches: dropped when the workspace's servers
+// change (kind InvalidatePolicy, which every change of a server or its
+// catalog notifies at commit: at once on the replica that made it, on the
+// others when the notification arrives), used without a reload only for the
+// TTL and only while the invalidation listener is connected, standing in
+// through a database outage for the grace. A server not found is never
+// cached, and the credential is opened for each relay, never kept open.
 type Endpoints struct {
 	servers *Servers
 	tools   mcpgate.ToolService
+	cache   *trustcache.Cache[*endpointEntry] // workspace + "\x00" + server name
+}
+
+// endpointEntry is what the endpoint reads of one server of a workspace.
+type endpointEntry struct {
+	workspace string
+	row       *store.UpstreamServer
+	routes    []store.ServerToolRoute
+	headers   store.SealedHeaders
 }
 
 var _ mcpgate.ServerEndpointService = (*Endpoints)(nil)
 
-// NewEndpoints returns the servers' endpoint service.
-func NewEndpoints(servers *Servers, tools mcpgate.ToolService) *Endpoints {
-	return &Endpoints{servers: servers, tools: tools}
+// NewEndpoints returns the servers' endpoint service; trust is the
+// services' cache trust (Set.CacheTrust), nil for the TTL and grace of
+// the defaults with the listener taken as connected (tests). This
+// replica's own changes of servers drop the cache at once (the servers'
+// change hook is chained), ahead of their notification.
+func NewEndpoints(servers *Servers, tools mcpgate.ToolService, trust trustcache.Trust) *Endpoints {
+	if trust == nil {
+		t := &cacheTrust{ttl: 30 * time.Second, grace: DefaultOutageGrace, now: servers.now}
+		t.listening.Store(true)
+		trust = t
+	}
+	e := &Endpoints{servers: servers, tools: tools, cache: trustcache.New[*endpointEntry](trustcache.Options{Trust: trust, Now: servers.now})}
+	next := servers.onChange
+	servers.onChange = func(kind, workspaceID string) {
+		e.Invalidate(kind, workspaceID)
+		if next != nil {
+			next(kind, workspaceID)
+		}
+	}
+	return e
+}
+
+// Invalidate drops cached servers: a workspace's on a change of its
+// servers (InvalidatePolicy), every workspace's for "" (notifications may
+// have been missed) or a kind it does not know. Keys, grants and
+// credentials of connectors never change a server.
+func (e *Endpoints) Invalidate(kind, workspaceID string) {
+	switch kind {
+	case InvalidateKeys, InvalidateConn, store.InvalidateGrants:
+		return
+	case InvalidatePolicy:
+	default:
+		workspaceID = ""
+	}
+	e.cache.Invalidate(func(en *endpointEntry) bool { return workspaceID == "" || en.workspace == workspaceID })
 }
 
 // errNoEndpoint is the one answer for a server the caller cannot reach:
 // none of that name, turned off, or another workspace's.
 var errNoEndpoint = mcpgate.Errorf(mcpgate.ENotFound, "this workspace has no upstream server of that name turned on")
 
-// server returns the workspace's enabled server of the name.
-func (e *Endpoints) server(ctx context.Context, a *mcpgate.Actor, name string) (*store.UpstreamServer, error) {
+// server returns the workspace's enabled server of the name, from the
+// cache or read.
+func (e *Endpoints) server(ctx context.Context, a *mcpgate.Actor, name string) (*endpointEntry, error) {
 	if a == nil {
 		return nil, mcpgate.Errorf(mcpgate.EUnauthorized, "not authenticated")
 	}
-	row, err := e.servers.db.FindServer(ctx, a.WorkspaceID, name)
-	if mcpgate.ErrorCode(err) == mcpgate.ENotFound || (err == nil && !row.Enabled) {
+	ws := a.WorkspaceID
+	en, err := e.cache.Get(ctx, ws+"\x00"+name, func(ctx context.Context) (*endpointEntry, error) {
+		return e.load(ctx, ws, name)
+	})
+	if mcpgate.ErrorCode(err) == mcpgate.ENotFound || (err == nil && !en.row.Enabled) {
 		return nil, errNoEndpoint
 	}
-	return row, err
+	return en, err
+}
+
+// load reads one server of a workspace: its row, its catalog and its
+// credential, sealed.
+func (e *Endpoints) load(ctx context.Context, workspaceID, name string) (*endpointEntry, error) {
+	row, err := e.servers.db.FindServer(ctx, workspaceID, name)
+	if err != nil {
+		return nil, err
+	}
+	en := &endpointEntry{workspace: workspaceID, row: row}
+	if !row.Enabled {
+		return en, nil // nothing else of it is served
+	}
+	if en.routes, err = e.servers.db.FindServerTools(ctx, workspaceID, name); err != nil {
+		return nil, err
+	}
+	sealed, err := e.servers.db.FindSealedServerHeaders(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	en.headers = sealed[name]
+	return en, nil
 }
 
 // ServerEndpoint implements mcpgate.ServerEndpointService.
 func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name string) (*mcpgate.ServerEndpoint, error) {
-	row, err := e.server(ctx, a, name)
+	en, err := e.server(ctx, a, name)
 	if err != nil {
 		return nil, err
 	}
-	routes, err := e.servers.db.FindServerTools(ctx, a.WorkspaceID, name)
-	if err != nil {
-		return nil, err
-	}
+	row, routes := en.row, en.routes
 	set, err := e.tools.ToolSet(ctx, a)
 	if err != nil {
 		return nil, err
@@ -101,17 +176,26 @@ var auditedReads = map[string]bool{upstream.MethodPromptsGet: true, upstream.Met
 // only headers sent are the workspace's sealed credential, opened for this
 // one exchange.
 func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, method string, params json.RawMessage) (json.RawMessage, error) {
-	row, err := e.server(ctx, a, name)
+	en, err := e.server(ctx, a, name)
 	if err != nil {
 		return nil, err
 	}
-	headers, err := e.servers.db.OpenServerHeaders(ctx, e.servers.keyring, a.WorkspaceID, name)
+	headers, err := en.headers.Open(ctx, e.servers.keyring, a.WorkspaceID)
 	if err != nil {
-		return nil, err
+		// A ciphertext the keyring no longer opens (resealed under a new
+		// key since it was read) is read again once, as the credential
+		// cache does.
+		e.cache.Delete(a.WorkspaceID + "\x00" + name)
+		if en, err = e.server(ctx, a, name); err != nil {
+			return nil, err
+		}
+		if headers, err = en.headers.Open(ctx, e.servers.keyring, a.WorkspaceID); err != nil {
+			return nil, err
+		}
 	}
 	start := e.servers.now()
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID}
-	raw, err := e.servers.pool.Relay(ctx, key, upstream.Target{URL: row.URL, Headers: headers}, method, params)
+	raw, err := e.servers.pool.Relay(ctx, key, upstream.Target{URL: en.row.URL, Headers: headers}, method, params)
 	var rpcErr *upstream.RPCError
 	if errors.As(err, &rpcErr) {
 		err = &mcpgate.UpstreamRPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}

@@ -58,7 +58,7 @@ func TestEndpoints_ToolsAndTenancy(t *testing.T) {
 	// The tool set knows read and delete and bare, not write: write is
 	// left out although it is on (the set decides scope and policy), bare
 	// although the set has it (it is off), delete as quarantined.
-	eps := service.NewEndpoints(e.svc, everyToolCallable{names: []string{"files_read", "files_delete", "files_bare"}})
+	eps := service.NewEndpoints(e.svc, everyToolCallable{names: []string{"files_read", "files_delete", "files_bare"}}, nil)
 	ep, err := eps.ServerEndpoint(ctx, a, "files")
 	if err != nil {
 		t.Fatal(err)

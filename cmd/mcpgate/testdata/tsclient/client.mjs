@@ -6,9 +6,10 @@
 //   node client.mjs validate          stdin: a JSON array of registration
 //                                     answers; stdout: one verdict each from
 //                                     the SDK's OAuthClientInformationFullSchema
-//   node client.mjs flow MCP_URL REDIRECT_URL
+//   node client.mjs flow MCP_URL REDIRECT_URL [TOOL]
 //                                     sign in with the SDK's default client
-//                                     metadata (no client_uri), call a tool,
+//                                     metadata (no client_uri), call a tool
+//                                     (TOOL, e2b_list_sandboxes by default),
 //                                     refresh, and wait to be cut off
 import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -67,12 +68,12 @@ class Provider {
   }
 }
 
-async function callTool(client) {
-  const res = await client.callTool({ name: 'e2b_list_sandboxes', arguments: {} });
-  return { isError: !!res.isError, structured: res.structuredContent ?? null };
+async function callTool(client, tool) {
+  const res = await client.callTool({ name: tool, arguments: {} });
+  return { isError: !!res.isError, structured: res.structuredContent ?? null, text: res.content?.[0]?.text ?? null };
 }
 
-async function flow(mcpURL, redirectURL) {
+async function flow(mcpURL, redirectURL, tool = 'e2b_list_sandboxes') {
   const provider = new Provider(redirectURL);
   const transport = () => new StreamableHTTPClientTransport(new URL(mcpURL), { authProvider: provider });
   const client = new Client({ name: 'mcpgate-ts-e2e', version: '0.0.0' });
@@ -89,18 +90,18 @@ async function flow(mcpURL, redirectURL) {
   say({ step: 'signed-in', client_id: info.client_id, scope: provider.tokens().scope });
 
   await client.connect(transport());
-  say({ step: 'called', ...(await callTool(client)) });
+  say({ step: 'called', ...(await callTool(client, tool)) });
 
   // A refresh, as the SDK does on a 401 with a refresh token in hand.
   const before = provider.tokens().access_token;
   const result = await auth(provider, { serverUrl: new URL(mcpURL) });
   say({ step: 'refreshed', result, rotated: provider.tokens().access_token !== before });
-  say({ step: 'called', ...(await callTool(client)) });
+  say({ step: 'called', ...(await callTool(client, tool)) });
 
   await next(); // the test revokes the grant in the dashboard
   const redirectsBefore = provider.redirects;
   try {
-    const r = await callTool(client);
+    const r = await callTool(client, tool);
     say({ step: 'cut-off', served: true, ...r });
   } catch (e) {
     say({ step: 'cut-off', served: false, unauthorized: e instanceof UnauthorizedError,
@@ -112,7 +113,7 @@ async function flow(mcpURL, redirectURL) {
 const [mode, ...args] = process.argv.slice(2);
 try {
   if (mode === 'validate') await validate();
-  else if (mode === 'flow') await flow(args[0], args[1]);
+  else if (mode === 'flow') await flow(args[0], args[1], args[2]);
   else throw new Error('mode must be validate or flow');
   process.exit(0);
 } catch (e) {
