@@ -1,0 +1,127 @@
+package upstreamauth
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcpgate/mcpgate/internal/upstream"
+)
+
+var loopback = upstream.Network{Private: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
+func TestAuthServerMetadataURLs_SpecOrder(t *testing.T) {
+	got, _ := AuthServerMetadataURLs("https://as.example/tenant1")
+	want := []string{"https://as.example/.well-known/oauth-authorization-server/tenant1",
+		"https://as.example/.well-known/openid-configuration/tenant1", "https://as.example/tenant1/.well-known/openid-configuration"}
+	if !slices.Equal(got, want) {
+		t.Errorf("with a path = %v, want %v", got, want)
+	}
+	got, _ = AuthServerMetadataURLs("https://as.example/")
+	want = []string{"https://as.example/.well-known/oauth-authorization-server", "https://as.example/.well-known/openid-configuration"}
+	if !slices.Equal(got, want) {
+		t.Errorf("without a path = %v, want %v", got, want)
+	}
+}
+
+// fixture is a protected resource whose behaviour each test sets.
+type fixture struct {
+	srv     *httptest.Server
+	status  int
+	prm     map[string]any
+	meta    map[string]any
+	oidc    bool // the metadata is served only at OpenID Connect discovery
+	tried   []string
+	bigMeta bool
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{status: 401}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.tried = append(f.tried, r.URL.Path)
+		js := func(v any) {
+			w.Header().Set("Content-Type", "application/json")
+			if f.bigMeta {
+				_, _ = w.Write([]byte(`{"pad":"` + strings.Repeat("x", DefaultMaxBytes) + `"}`))
+				return
+			}
+			_ = json.NewEncoder(w).Encode(v)
+		}
+		switch {
+		case r.URL.Path == "/mcp":
+			if f.status == 401 {
+				w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+f.srv.URL+`/prm"`)
+			}
+			w.WriteHeader(f.status)
+		case r.URL.Path == "/prm":
+			js(f.prm)
+		case r.URL.Path == "/.well-known/openid-configuration" && f.oidc,
+			r.URL.Path == "/.well-known/oauth-authorization-server" && !f.oidc:
+			js(f.meta)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	f.prm = map[string]any{"resource": f.srv.URL + "/mcp", "authorization_servers": []string{f.srv.URL}, "scopes_supported": []string{"a", "b"}}
+	f.meta = map[string]any{"issuer": f.srv.URL, "authorization_endpoint": f.srv.URL + "/authorize", "token_endpoint": f.srv.URL + "/token",
+		"code_challenge_methods_supported": []string{"S256"}}
+	return f
+}
+
+func TestDiscover(t *testing.T) {
+	c := &Client{Network: loopback}
+	ctx := context.Background()
+	f := newFixture(t)
+	d, err := c.Discover(ctx, f.srv.URL+"/mcp")
+	if err != nil || d.Issuer != f.srv.URL || d.Resource != f.srv.URL+"/mcp" || d.Scopes != "a b" || d.Metadata.TokenEndpoint == "" {
+		t.Fatalf("Discover() = %+v, %v", d, err)
+	}
+	f.oidc, f.tried = true, nil
+	if _, err := c.Discover(ctx, f.srv.URL+"/mcp"); err != nil {
+		t.Errorf("Discover() with OpenID Connect discovery only err = %v", err)
+	}
+	if i, j := slices.Index(f.tried, "/.well-known/oauth-authorization-server"), slices.Index(f.tried, "/.well-known/openid-configuration"); i < 0 || j < i {
+		t.Errorf("metadata URIs tried %v, want RFC 8414 before OpenID Connect", f.tried)
+	}
+	f.oidc = false
+
+	for name, breakIt := range map[string]func(*fixture){
+		"no 401":              func(f *fixture) { f.status = 200 },
+		"another resource":    func(f *fixture) { f.prm["resource"] = "https://other.example/mcp" },
+		"another issuer":      func(f *fixture) { f.meta["issuer"] = "https://other.example" },
+		"no PKCE S256":        func(f *fixture) { f.meta["code_challenge_methods_supported"] = []string{"plain"} },
+		"script endpoint":     func(f *fixture) { f.meta["authorization_endpoint"] = "javascript:alert(1)" },
+		"an oversized answer": func(f *fixture) { f.bigMeta = true },
+	} {
+		f := newFixture(t)
+		breakIt(f)
+		if _, err := c.Discover(ctx, f.srv.URL+"/mcp"); err == nil {
+			t.Errorf("Discover() with %s succeeded", name)
+		}
+	}
+	// The hop's policy: loopback is not reachable without it.
+	strict := &Client{Network: upstream.Network{}}
+	if _, err := strict.Discover(ctx, f.srv.URL+"/mcp"); err == nil {
+		t.Error("Discover() reached a loopback server outside the policy")
+	}
+}
+
+func TestRegister_CIMDOnlyAtHTTPS(t *testing.T) {
+	c := &Client{Network: loopback, ClientName: "gw"}
+	meta := &oauthex.AuthServerMeta{ClientIDMetadataDocumentSupported: true}
+	reg, err := c.Register(context.Background(), meta, "https://gw.example/oauth/upstream-client.json", "https://gw.example/cb")
+	if err != nil || reg.Kind != "cimd" || reg.ClientID != "https://gw.example/oauth/upstream-client.json" {
+		t.Errorf("Register() = %+v, %v, want the document's URL as client id", reg, err)
+	}
+	if _, err := c.Register(context.Background(), meta, "http://gw.example/oauth/upstream-client.json", "http://gw.example/cb"); err == nil {
+		t.Error("Register() at an http PUBLIC_URL with no registration endpoint succeeded")
+	}
+}
