@@ -157,6 +157,9 @@ type ServerUpdate struct {
 	Headers map[string]Secret `json:"headers"`
 	Aliases map[string]string `json:"aliases"`
 	Enabled *bool             `json:"enabled"`
+	// PerPerson switches an OAuth server between one grant for the
+	// workspace and each member's own; the grants of the other kind go.
+	PerPerson *bool `json:"per_person"`
 }
 
 // ServerService manages a workspace's upstream servers. Everyone in the

@@ -282,13 +282,13 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
 	}
+	if srv, err := s.updateOAuth(ctx, a, name, upd); srv != nil || err != nil {
+		return srv, err
+	}
 	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases or enabled")
 	}
 	if err := checkAliases(upd.Aliases); err != nil {
-		return nil, err
-	}
-	if err := s.refuseOAuthUpdate(ctx, a, name, upd); err != nil {
 		return nil, err
 	}
 	cur, err := s.db.FindServer(ctx, a.WorkspaceID, name)

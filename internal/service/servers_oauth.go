@@ -360,18 +360,40 @@ func (s *Servers) addOAuthServer(ctx context.Context, a *mcpgate.Actor, in mcpga
 	return s.Server(ctx, a, in.Name)
 }
 
-// refuseOAuthUpdate refuses the changes an OAuth server cannot take: its
-// grant was given for its URL, and it has no headers.
-func (s *Servers) refuseOAuthUpdate(ctx context.Context, a *mcpgate.Actor, name string, upd mcpgate.ServerUpdate) error {
-	if upd.URL == nil && upd.Headers == nil {
-		return nil
+// updateOAuth applies what of upd is an OAuth server's (per_person) and
+// refuses what such a server cannot take (its grant was given for its
+// URL, and it has no headers). A server is returned when nothing else of
+// upd is left for UpdateServer.
+func (s *Servers) updateOAuth(ctx context.Context, a *mcpgate.Actor, name string, upd mcpgate.ServerUpdate) (*mcpgate.Server, error) {
+	if upd.URL == nil && upd.Headers == nil && upd.PerPerson == nil {
+		return nil, nil
 	}
 	o, err := s.db.FindServerOAuth(ctx, a.WorkspaceID, name)
-	if err != nil || o == nil {
-		return err
+	switch {
+	case err != nil:
+		return nil, err
+	case o == nil && upd.PerPerson != nil:
+		if _, err := s.db.FindServer(ctx, a.WorkspaceID, name); err != nil {
+			return nil, err
+		}
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "per_person is for servers whose credential is oauth")
+	case o == nil:
+		return nil, nil
+	case upd.URL != nil || upd.Headers != nil:
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the server %s signs in with OAuth: its URL and credential cannot be changed "+
+			"(remove it and add it again)", name)
 	}
-	return mcpgate.Errorf(mcpgate.EInvalid, "the server %s signs in with OAuth: its URL and credential cannot be changed "+
-		"(remove it and add it again)", name)
+	if *upd.PerPerson != o.PerPerson {
+		if err := s.db.SetServerOAuthPerPerson(ctx, a.WorkspaceID, o.ServerID, *upd.PerPerson); err != nil {
+			return nil, err
+		}
+		s.changed(a.WorkspaceID)
+		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerUpdated, map[string]any{"server": name, "per_person": *upd.PerPerson}))
+	}
+	if upd.Aliases != nil || upd.Enabled != nil {
+		return nil, nil // the rest is UpdateServer's
+	}
+	return s.Server(ctx, a, name)
 }
 
 // fillCredential sets the views' credential kind and, for OAuth servers,

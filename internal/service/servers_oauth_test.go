@@ -410,3 +410,86 @@ func TestServerOAuth_StateBinding(t *testing.T) {
 		t.Error("an expired state was taken")
 	}
 }
+
+// A server where each member connects their own account: a call uses the
+// caller's grant only, never the workspace's or another member's.
+func TestServerOAuth_PerPerson(t *testing.T) {
+	env := servicetest.New(t, service.Options{})
+	as := newFakeAS(t)
+	r := newOAuthReplica(t, env, nil)
+	ctx := context.Background()
+	alice, a := env.NewUser(t, "alice@example.com")
+	carolU, _ := env.NewUser(t, "carol@example.com")
+	if _, err := env.DB.Pool.Exec(ctx, `INSERT INTO members (workspace_id, user_id, role) VALUES ($1, $2, 'member')`,
+		a.WorkspaceID, carolU.ID); err != nil {
+		t.Fatal(err)
+	}
+	carol, _, err := env.Service.Workspaces.Enter(ctx, carolU, a.WorkspaceID, mcpgate.SourceDashboard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addFakeServer(t, r, a, as, false)
+	connectFake(t, r, as, alice, a, "sess-a") // the workspace's grant
+	workspaceBearer, err := bearerOf(ctx, r, carol, as)
+	if err != nil {
+		t.Fatalf("a member uses the workspace's grant: err = %v", err)
+	}
+	// A member may not connect the workspace's grant.
+	if _, err := r.svc.Connect(ctx, carol, "up", "sess-c"); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Errorf("a member's Connect of the workspace grant err = %v, want forbidden", err)
+	}
+
+	on := true
+	if _, err := r.svc.UpdateServer(ctx, carol, "up", mcpgate.ServerUpdate{PerPerson: &on}); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Errorf("a member switches the server to per person: err = %v", err)
+	}
+	s, err := r.svc.UpdateServer(ctx, a, "up", mcpgate.ServerUpdate{PerPerson: &on})
+	if err != nil || !s.OAuth.PerPerson || s.OAuth.State != mcpgate.OAuthNotConnected {
+		t.Fatalf("UpdateServer(per_person) = %+v, %v", s.OAuth, err)
+	}
+	// The workspace's grant is gone; nobody falls back to it.
+	for name, x := range map[string]*mcpgate.Actor{"alice": a, "carol": carol} {
+		got, err := bearerOf(ctx, r, x, as)
+		if got != "" || !strings.Contains(mcpgate.ErrorMessage(err), "yours is not connected: connect it at http://localhost:8080/app/w/") {
+			t.Errorf("%s without a grant of their own: sent %q, err = %v", name, got, err)
+		}
+	}
+	connectFake(t, r, as, carolU, carol, "sess-c")
+	carolBearer, err := bearerOf(ctx, r, carol, as)
+	if err != nil || carolBearer == workspaceBearer {
+		t.Fatalf("carol's own grant: %q, %v", carolBearer, err)
+	}
+	if got, err := bearerOf(ctx, r, a, as); got != "" || err == nil {
+		t.Errorf("alice used carol's grant: %q", got)
+	}
+	if s, _ := r.svc.Server(ctx, a, "up"); s.OAuth.State != mcpgate.OAuthNotConnected {
+		t.Errorf("alice sees state %q, want her own (not connected)", s.OAuth.State)
+	}
+	if s, _ := r.svc.Server(ctx, carol, "up"); s.OAuth.State != mcpgate.OAuthConnected {
+		t.Errorf("carol sees state %q, want connected", s.OAuth.State)
+	}
+	connectFake(t, r, as, alice, a, "sess-a")
+	aliceBearer, _ := bearerOf(ctx, r, a, as)
+	// Carol's refresh refused marks carol's grant only.
+	if _, err := env.DB.Pool.Exec(ctx, `UPDATE upstream_oauth_grants SET expires_at = now() WHERE user_id = $1`, carolU.ID); err != nil {
+		t.Fatal(err)
+	}
+	as.mu.Lock()
+	for rt := range as.refresh {
+		delete(as.refresh, rt) // every refresh token, alice's too: only carol's is asked for
+	}
+	as.mu.Unlock()
+	if _, err := bearerOf(ctx, r, carol, as); !strings.Contains(mcpgate.ErrorMessage(err), "your connection to the server up was revoked") {
+		t.Errorf("carol after a refused refresh err = %v", err)
+	}
+	if got, err := bearerOf(ctx, r, a, as); err != nil || got != aliceBearer {
+		t.Errorf("alice after carol's refused refresh: %q, %v", got, err)
+	}
+	// Carol disconnects her own grant only.
+	if err := r.svc.Disconnect(ctx, carol, "up"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := bearerOf(ctx, r, a, as); got != aliceBearer {
+		t.Errorf("alice's grant after carol's disconnect: %q", got)
+	}
+}
