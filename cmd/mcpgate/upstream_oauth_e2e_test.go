@@ -318,6 +318,26 @@ func TestUpstreamOAuthE2E(t *testing.T) {
 		}
 	})
 
+	t.Run("the client ID metadata document", func(t *testing.T) {
+		resp, err := http.Get(f.aFront + "/oauth/upstream-client.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var doc struct {
+			ClientID     string   `json:"client_id"`
+			RedirectURIs []string `json:"redirect_uris"`
+			AuthMethod   string   `json:"token_endpoint_auth_method"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET the document = %d, %v", resp.StatusCode, err)
+		}
+		if doc.ClientID != f.aFront+"/oauth/upstream-client.json" || len(doc.RedirectURIs) != 1 ||
+			doc.RedirectURIs[0] != f.aFront+"/oauth/upstream/callback" || doc.AuthMethod != "none" {
+			t.Errorf("document = %+v", doc)
+		}
+	})
+
 	t.Run("no token of B anywhere in A", func(t *testing.T) {
 		page := webGet(t, alice, "/app/w/"+ws+"/servers/up")
 		raw := alice.api(http.MethodGet, "/api/v1/workspaces/"+ws+"/servers/up", nil, http.StatusOK)
