@@ -162,12 +162,12 @@ func TestUpstreamOAuthE2E(t *testing.T) {
 	}
 	cs := a.session(t, f.aFront+"/mcp", e2eBearer(frontedKey(alice, ws)), "", nil)
 
-	t.Run("a call before connecting names the page", func(t *testing.T) {
-		// Not connected: no tools were discovered yet, so the per-server
-		// endpoint's relay is what tells; the dashboard shows the state.
+	t.Run("not connected: the page to connect is named", func(t *testing.T) {
+		// No tools are discovered before a grant exists, so there is no
+		// call to make yet; the dashboard and the API name the page.
 		page := f.aFront + "/app/w/" + ws + "/servers/up"
-		if s.OAuth.ConnectURL != page {
-			t.Errorf("connect_url = %q, want %q", s.OAuth.ConnectURL, page)
+		if s.OAuth.ConnectURL != page || s.ToolCount != 0 {
+			t.Errorf("connect_url = %q with %d tools, want %q and none", s.OAuth.ConnectURL, s.ToolCount, page)
 		}
 	})
 

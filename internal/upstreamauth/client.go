@@ -429,7 +429,7 @@ func (c *Client) token(ctx context.Context, meta *oauthex.AuthServerMeta, reg Re
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, oauthError(resp.StatusCode, body, "the authorization server refused the token request")
+		return nil, redactSecrets(oauthError(resp.StatusCode, body, "the authorization server refused the token request"), form)
 	}
 	var t struct {
 		AccessToken  string          `json:"access_token"`
@@ -472,9 +472,29 @@ func (c *Client) Revoke(ctx context.Context, meta *oauthex.AuthServerMeta, reg R
 		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return oauthError(resp.StatusCode, body, "the authorization server refused the revocation")
+		return redactSecrets(oauthError(resp.StatusCode, body, "the authorization server refused the revocation"), form)
 	}
 	return nil
+}
+
+// secretFields are the members of a token or revocation request whose
+// values an error must not carry, should the server echo one.
+var secretFields = []string{"code", "code_verifier", "refresh_token", "token", "client_secret"}
+
+// redactSecrets replaces in err's message and description every secret
+// value form sent: an error goes to logs and the audit log.
+func redactSecrets(err error, form url.Values) error {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	for _, f := range secretFields {
+		if v := form.Get(f); len(v) >= 4 {
+			e.Message = strings.ReplaceAll(e.Message, v, "[redacted]")
+			e.Description = strings.ReplaceAll(e.Description, v, "[redacted]")
+		}
+	}
+	return e
 }
 
 // oauthError reads an OAuth error answer; its description is the

@@ -3,6 +3,7 @@ package upstreamauth
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -123,5 +124,31 @@ func TestRegister_CIMDOnlyAtHTTPS(t *testing.T) {
 	}
 	if _, err := c.Register(context.Background(), meta, "http://gw.example/oauth/upstream-client.json", "http://gw.example/cb"); err == nil {
 		t.Error("Register() at an http PUBLIC_URL with no registration endpoint succeeded")
+	}
+}
+
+// An authorization server that echoes the refresh token in its error gets
+// it replaced: the error goes to logs and the audit log.
+func TestRefresh_EchoedSecretRedacted(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(400)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant",
+			"error_description": "bad token " + r.Form.Get("refresh_token") + " for " + r.Form.Get("client_secret")})
+	}))
+	t.Cleanup(srv.Close)
+	c := &Client{Network: loopback}
+	_, err := c.Refresh(context.Background(), &oauthex.AuthServerMeta{TokenEndpoint: srv.URL + "/token"},
+		Registration{ClientID: "c", ClientSecret: "client-secret-42"}, "rt-secret-0123", srv.URL+"/mcp")
+	if !InvalidGrant(err) {
+		t.Fatalf("Refresh() err = %v, want invalid_grant", err)
+	}
+	var e *Error
+	_ = errors.As(err, &e)
+	for _, s := range []string{err.Error(), e.Description} {
+		if strings.Contains(s, "rt-secret-0123") || strings.Contains(s, "client-secret-42") {
+			t.Errorf("the error carries a secret: %q", s)
+		}
 	}
 }
