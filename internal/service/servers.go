@@ -473,6 +473,7 @@ func (s *Servers) RemoveServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return err
 	}
+	s.revokeGrantsOf(ctx, a, name)
 	if err := s.db.DeleteServer(ctx, a.WorkspaceID, name); err != nil {
 		return err
 	}

@@ -579,6 +579,33 @@ func (s *Servers) Disconnect(ctx context.Context, a *mcpgate.Actor, name string)
 	return nil
 }
 
+// revokeGrantsOf asks the authorization server to revoke every grant of
+// an OAuth server about to be removed (the workspace's and each member's),
+// best effort: the removal deletes them here whatever it answers.
+func (s *Servers) revokeGrantsOf(ctx context.Context, a *mcpgate.Actor, name string) {
+	if s.creds == nil {
+		return
+	}
+	o, err := s.db.FindServerOAuth(ctx, a.WorkspaceID, name)
+	if err != nil || o == nil {
+		return
+	}
+	meta, reg, err := s.creds.registration(ctx, o)
+	if err != nil || meta.RevocationEndpoint == "" {
+		return
+	}
+	grants, err := s.db.FindOAuthGrantsOfServer(ctx, s.keyring, a.WorkspaceID, o.ServerID)
+	if err != nil {
+		s.log.WarnContext(ctx, "read the grants of a removed oauth server", "server", name, "err", err)
+		return
+	}
+	for _, g := range grants {
+		if err := s.creds.client.Revoke(ctx, meta, reg, g.Tokens.RefreshToken, "refresh_token"); err != nil {
+			s.log.WarnContext(ctx, "revoke an upstream grant", "server", name, "workspace_id", a.WorkspaceID, "err", err)
+		}
+	}
+}
+
 // upstreamCredentials is the tool service's credential hook: the wired
 // one, or one for servers that take headers only.
 func (s *Tools) upstreamCredentials() *UpstreamCredentials { return s.opts.UpstreamCredentials }

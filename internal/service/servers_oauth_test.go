@@ -369,6 +369,19 @@ func TestServerOAuth_RefreshOn401AndReconnect(t *testing.T) {
 	if err := exchange(0); !strings.Contains(mcpgate.ErrorMessage(err), "not connected") {
 		t.Errorf("after Disconnect err = %v", err)
 	}
+	// Removing the server revokes its grants at the authorization server.
+	connectFake(t, r, as, u, a, "sess-1")
+	as.mu.Lock()
+	revoked = as.revoked
+	as.mu.Unlock()
+	if err := r.svc.RemoveServer(ctx, a, "up"); err != nil {
+		t.Fatal(err)
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.revoked != revoked+1 || len(as.refresh) != 0 {
+		t.Errorf("RemoveServer revoked %d grants (%d refresh tokens left), want the one", as.revoked-revoked, len(as.refresh))
+	}
 }
 
 func TestServerOAuth_StateBinding(t *testing.T) {

@@ -444,3 +444,27 @@ func (db *DB) DeleteOAuthGrant(ctx context.Context, sealer Sealer, workspaceID, 
 	}
 	return g, nil
 }
+
+// FindOAuthGrantsOfServer returns every grant of a server (the
+// workspace's and each person's), with their tokens opened: what a removal
+// revokes at the authorization server.
+func (db *DB) FindOAuthGrantsOfServer(ctx context.Context, sealer Sealer, workspaceID, serverID string) ([]*OAuthGrant, error) {
+	if !isUUID(workspaceID) || !isUUID(serverID) {
+		return nil, nil
+	}
+	rows, err := db.Pool.Query(ctx, `SELECT `+upstreamGrantColumns+` FROM upstream_oauth_grants
+		WHERE workspace_id = $1 AND server_id = $2 ORDER BY created_at`, workspaceID, serverID)
+	if err != nil {
+		return nil, mapError(err, "")
+	}
+	defer rows.Close()
+	var out []*OAuthGrant
+	for rows.Next() {
+		g, err := scanUpstreamGrant(ctx, sealer, rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, mapError(rows.Err(), "")
+}
