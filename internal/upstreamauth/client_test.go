@@ -152,3 +152,34 @@ func TestRefresh_EchoedSecretRedacted(t *testing.T) {
 		}
 	}
 }
+
+// Differential: go-sdk's oauthex reads the same server's metadata to the
+// same resource, issuer and endpoints as Discover does.
+func TestDiscover_AgreesWithGoSDK(t *testing.T) {
+	f := newFixture(t)
+	f.meta["registration_endpoint"] = f.srv.URL + "/register"
+	f.meta["revocation_endpoint"] = f.srv.URL + "/revoke"
+	ctx := context.Background()
+	d, err := (&Client{Network: loopback}).Discover(ctx, f.srv.URL+"/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prm, err := oauthex.GetProtectedResourceMetadata(ctx, f.srv.URL+"/prm", f.srv.URL+"/mcp", f.srv.Client())
+	if err != nil {
+		t.Fatalf("oauthex.GetProtectedResourceMetadata() err = %v", err)
+	}
+	asm, err := oauthex.GetAuthServerMeta(ctx, f.srv.URL+"/.well-known/oauth-authorization-server", prm.AuthorizationServers[0], f.srv.Client())
+	if err != nil || asm == nil {
+		t.Fatalf("oauthex.GetAuthServerMeta() = %v, %v", asm, err)
+	}
+	if d.Resource != prm.Resource || d.Issuer != prm.AuthorizationServers[0] || d.Metadata.Issuer != asm.Issuer ||
+		d.Metadata.TokenEndpoint != asm.TokenEndpoint || d.Metadata.AuthorizationEndpoint != asm.AuthorizationEndpoint ||
+		d.Metadata.RegistrationEndpoint != asm.RegistrationEndpoint || d.Metadata.RevocationEndpoint != asm.RevocationEndpoint ||
+		!slices.Equal(d.Metadata.CodeChallengeMethodsSupported, asm.CodeChallengeMethodsSupported) {
+		t.Errorf("ours = %+v / %+v, go-sdk's = %+v / %+v", d, d.Metadata, prm, asm)
+	}
+	chs, _ := oauthex.ParseWWWAuthenticate([]string{`Bearer resource_metadata="` + f.srv.URL + `/prm"`})
+	if len(chs) != 1 || chs[0].Params["resource_metadata"] != d.ResourceMetadataURL {
+		t.Errorf("go-sdk reads the challenge as %+v, we found %q", chs, d.ResourceMetadataURL)
+	}
+}
