@@ -131,6 +131,7 @@ var AdminActions = []AdminAction{
 	ActionNotificationsUpdated, ActionNotificationSent, ActionNotificationFailed,
 	ActionServerAdded, ActionServerUpdated, ActionServerRemoved, ActionServerDiscovered, ActionServerDiscoveryFailed,
 	ActionServerToolQuarantined, ActionServerToolApproved, ActionServerToolUpdated,
+	ActionServerConnected, ActionServerDisconnected, ActionServerRefreshFailed,
 	ActionAuditExported,
 }
 

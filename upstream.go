@@ -46,9 +46,14 @@ type Server struct {
 	// taken): each needs an alias.
 	NameProblems int `json:"name_problems"`
 	// Tools are the server's tools; filled in when one server is read.
-	Tools     []ServerTool `json:"tools,omitempty"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	Tools []ServerTool `json:"tools,omitempty"`
+	// Credential is the credential kind: CredentialNone, CredentialHeaders
+	// or CredentialOAuth; OAuth says, for the last, whether and how the
+	// server is connected.
+	Credential string             `json:"credential"`
+	OAuth      *ServerOAuthStatus `json:"oauth,omitempty"`
+	CreatedAt  time.Time          `json:"created_at"`
+	UpdatedAt  time.Time          `json:"updated_at"`
 }
 
 // ServerInfo is what a server says it is.
@@ -135,6 +140,12 @@ type ServerInput struct {
 	URL     string            `json:"url"`
 	Headers map[string]Secret `json:"headers"`
 	Aliases map[string]string `json:"aliases"`
+	// Credential "oauth" adds a server that answers 401 with
+	// protected-resource metadata: it is connected afterwards (Connect),
+	// and Headers must be empty. "" or "none"/"headers": as Headers say.
+	Credential string `json:"credential,omitempty"`
+	// PerPerson (with "oauth"): each member connects their own account.
+	PerPerson bool `json:"per_person,omitempty"`
 }
 
 // ServerUpdate changes a server; nil members are left as they are.
@@ -146,6 +157,9 @@ type ServerUpdate struct {
 	Headers map[string]Secret `json:"headers"`
 	Aliases map[string]string `json:"aliases"`
 	Enabled *bool             `json:"enabled"`
+	// PerPerson switches an OAuth server between one grant for the
+	// workspace and each member's own; the grants of the other kind go.
+	PerPerson *bool `json:"per_person"`
 }
 
 // ServerService manages a workspace's upstream servers. Everyone in the

@@ -70,6 +70,8 @@ type Options struct {
 	// Servers are the workspace's upstream MCP servers; nil: their routes
 	// are not mounted.
 	Servers mcpgate.ServerService
+	// ServerOAuth connects OAuth upstream servers (nil: no such routes).
+	ServerOAuth mcpgate.ServerOAuthService
 }
 
 // Server is the HTTP surface.
@@ -119,6 +121,9 @@ func (s *Server) Handler() http.Handler {
 	if s.opts.ServerMCP != nil {
 		r.With(securityHeaders).Handle("/mcp/{server}", s.opts.ServerMCP)
 		r.With(securityHeaders).Handle(mcpgate.ConnectorPathPrefix+"{key}/mcp/{server}", s.opts.ServerMCP)
+	}
+	if s.opts.ServerOAuth != nil {
+		s.serverOAuthRoutes(r)
 	}
 	if s.opts.OAuth != nil {
 		// The authorization server sets its own security headers (the
@@ -188,6 +193,9 @@ func (s *Server) Handler() http.Handler {
 				r.Delete("/grants/{id}", s.route(s.handleGrantRevoke))
 				if s.opts.Servers != nil {
 					s.serverRoutes(r)
+				}
+				if s.opts.ServerOAuth != nil {
+					s.serverOAuthWorkspaceRoutes(r)
 				}
 			})
 		})

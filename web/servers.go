@@ -42,6 +42,10 @@ type serverPage struct {
 	Tools       []mcpgate.ServerTool
 	// Aliased are the listed tools that have, or need, an alias.
 	Aliased []mcpgate.ServerTool
+	// Connected and ConnectError are the outcome of an OAuth connection
+	// the browser comes back from (the callback's redirect).
+	Connected    bool
+	ConnectError string
 }
 
 // quarantinedTool is a tool whose definition changed after it was
@@ -63,7 +67,8 @@ func (h *handler) handleServer(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	p := serverPage{Admin: workspaceFrom(ctx).Role.CanAdmin(), Server: srv, Approvals: mcpgate.Approvals}
+	p := serverPage{Admin: workspaceFrom(ctx).Role.CanAdmin(), Server: srv, Approvals: mcpgate.Approvals,
+		Connected: r.URL.Query().Get("connected") == "1", ConnectError: r.URL.Query().Get("connect_error")}
 	for _, t := range srv.Tools {
 		if t.Quarantined && t.Change != nil {
 			p.Quarantined = append(p.Quarantined, quarantinedTool{ServerTool: t, Before: indentJSON(t.Definition),

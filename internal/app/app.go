@@ -201,6 +201,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	// service's calls, so that both honour the same hop policy.
 	network, pool := newUpstreams(o)
 	so.Upstreams = pool
+	// OAuth servers' bearer tokens, for calls, relays and discoveries alike.
+	creds := service.NewUpstreamCredentials(service.UpstreamCredentialsOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit,
+		Logger: o.Logger, Network: network, PublicURL: o.PublicURL})
+	so.UpstreamCredentials = creds
 	gw.Service = service.New(so)
 	set := gw.Service
 	set.SetListening(false) // until the invalidation listener is connected
@@ -213,7 +217,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Trust: set.CacheTrust(), Logger: log})
 	gw.upstreams = pool
 	gw.Servers = service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit, Logger: o.Logger,
-		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate})
+		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate, Credentials: creds})
 	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools, set.CacheTrust())
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
@@ -248,6 +252,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Web:            dashboard,
 		OAuth:          gw.OAuth.Handler(),
 		Servers:        gw.Servers,
+		ServerOAuth:    gw.Servers,
 	})
 	// Is a connector's upstream its bundled simulator? Asked once in the
 	// background, so that no call waits for it; the dashboard says "demo

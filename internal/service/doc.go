@@ -62,5 +62,5 @@
 // mcp.
 //
 // Imports from this module: connectors, internal/mail, internal/outbox, internal/password,
-// internal/store, internal/trustcache, internal/upstream, internal/webhook, mcpgate, vault.
+// internal/store, internal/trustcache, internal/upstream, internal/upstreamauth, internal/webhook, mcpgate, vault.
 package service

@@ -195,7 +195,12 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 	}
 	start := e.servers.now()
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID}
-	raw, err := e.servers.pool.Relay(ctx, key, upstream.Target{URL: en.row.URL, Headers: headers}, method, params)
+	var raw json.RawMessage
+	err = e.servers.creds.Do(ctx, a, name, upstream.Target{URL: en.row.URL, Headers: headers}, func(t upstream.Target) error {
+		var err error
+		raw, err = e.servers.pool.Relay(ctx, key, t, method, params)
+		return err
+	})
 	var rpcErr *upstream.RPCError
 	if errors.As(err, &rpcErr) {
 		err = &mcpgate.UpstreamRPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}

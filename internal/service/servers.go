@@ -44,6 +44,9 @@ type ServersOptions struct {
 	// PublicURL is where people reach the gateway (messages name pages).
 	PublicURL string
 	Now       func() time.Time
+	// Credentials is the credential hook (OAuth servers); nil: servers
+	// take headers only.
+	Credentials *UpstreamCredentials
 	// Invalidate, when set, is told of every change of a workspace's
 	// servers (kind InvalidatePolicy), so that this replica's tool policy
 	// drops it at once; the store notifies every replica as well.
@@ -61,6 +64,7 @@ type Servers struct {
 	publicURL string
 	gate      discoveryGate
 	onChange  func(kind, workspaceID string)
+	creds     *UpstreamCredentials
 }
 
 var _ mcpgate.ServerService = (*Servers)(nil)
@@ -73,7 +77,7 @@ func NewServers(o ServersOptions) *Servers {
 		reg = connectors.NewRegistry()
 	}
 	return &Servers{core: newCore(opts), keyring: o.Keyring, registry: reg, pool: o.Pool, network: o.Network, publicURL: o.PublicURL,
-		onChange: o.Invalidate}
+		onChange: o.Invalidate, creds: o.Credentials}
 }
 
 // changed tells this replica's caches that a workspace's servers changed.
@@ -174,7 +178,7 @@ func (s *Servers) Servers(ctx context.Context, a *mcpgate.Actor) ([]mcpgate.Serv
 		out = append(out, *serverView(&rows[i], byServer[rows[i].Name], false))
 		maskForMember(a, &out[len(out)-1])
 	}
-	return out, nil
+	return out, s.fillCredential(ctx, a, out)
 }
 
 // Server implements mcpgate.ServerService.
@@ -193,7 +197,7 @@ func (s *Servers) Server(ctx context.Context, a *mcpgate.Actor, name string) (*m
 	}
 	v := serverView(row, ts, true)
 	maskForMember(a, v)
-	return v, nil
+	return v, s.fillOneCredential(ctx, a, v)
 }
 
 // maskForMember hides from a member what of the URL may be a credential
@@ -212,6 +216,9 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 		return nil, err
 	}
 	in.Name, in.URL = strings.TrimSpace(in.Name), strings.TrimSpace(in.URL)
+	if done, srv, err := s.addServerByKind(ctx, a, in); done {
+		return srv, err
+	}
 	headers, err := s.checkInput(in)
 	if err != nil {
 		return nil, err
@@ -274,6 +281,9 @@ func (s *Servers) checkInput(in mcpgate.ServerInput) (map[string]mcpgate.Secret,
 func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name string, upd mcpgate.ServerUpdate) (*mcpgate.Server, error) {
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return nil, err
+	}
+	if srv, err := s.updateOAuth(ctx, a, name, upd); srv != nil || err != nil {
+		return srv, err
 	}
 	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases or enabled")
@@ -443,7 +453,12 @@ func (s *Servers) discoverAudited(ctx context.Context, a *mcpgate.Actor, name st
 		return nil, err
 	}
 	defer leave()
-	cat, err := s.discover(ctx, target)
+	var cat *upstream.Catalog
+	err = s.creds.Do(ctx, a, name, target, func(t upstream.Target) error {
+		var err error
+		cat, err = s.discover(ctx, t)
+		return err
+	})
 	if err != nil {
 		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": name,
 			"url": auditURL(target.URL), "headers": headerNames(target.Headers)})
@@ -458,6 +473,7 @@ func (s *Servers) RemoveServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if err := s.requireAdminChange(ctx, a); err != nil {
 		return err
 	}
+	s.revokeGrantsOf(ctx, a, name)
 	if err := s.db.DeleteServer(ctx, a.WorkspaceID, name); err != nil {
 		return err
 	}

@@ -107,6 +107,9 @@ type Options struct {
 	// (0: the pool's default).
 	Upstreams           *upstream.Pool[UpstreamKey]
 	UpstreamAnswerBytes int64
+	// UpstreamCredentials sends OAuth servers' bearer tokens (nil: servers
+	// take headers only).
+	UpstreamCredentials *UpstreamCredentials
 	// ApprovalKey keys the binding of approvals to their arguments; every
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).

@@ -276,8 +276,12 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 		}
 	}
 	upstreamStart := time.Now()
-	res, err := s.opts.Upstreams.Call(callCtx, UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID},
-		upstream.Target{URL: srv.url, Headers: headers}, req)
+	var res *upstream.CallResult
+	err = s.upstreamCredentials().Do(callCtx, a, u.server, upstream.Target{URL: srv.url, Headers: headers}, func(t upstream.Target) error {
+		var err error
+		res, err = s.opts.Upstreams.Call(callCtx, UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID}, t, req)
+		return err
+	})
 	took := time.Since(upstreamStart)
 	cancel()
 	if err != nil {
@@ -319,7 +323,10 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 func (s *Tools) upstreamError(ctx context.Context, u *upstreamTool, err error) error {
 	var rpc *upstream.RPCError
 	var hop *upstream.Error
+	var cred *CredentialError
 	switch {
+	case errors.As(err, &cred):
+		return err // who must connect, and where
 	case errors.As(err, &rpc):
 		return &mcpgate.Error{Code: mcpgate.EUpstream, Err: err,
 			Message: "the server " + u.server + " refused the call: " + cutText(rpc.Message, 500)}

@@ -149,6 +149,8 @@ var sealedTables = []sealedTable{
 	{table: "totp_factors", column: "secret", owner: "user_id", aad: vault.TOTPAAD, ref: "totp_factors:"},
 	{table: "webhook_secrets", column: "secret", owner: "workspace_id", aad: vault.WebhookSecretAAD, ref: "webhook_secrets:"},
 	{table: "upstream_server_headers", column: "sealed", owner: "workspace_id", aad: vault.UpstreamHeadersAAD, ref: "upstream_server_headers:"},
+	{table: "upstream_oauth_grants", column: "sealed", owner: "aad_owner", aad: vault.UpstreamGrantAAD, ref: "upstream_oauth_grants:"},
+	{table: "upstream_oauth_client_secrets", column: "sealed", owner: "workspace_id", aad: vault.UpstreamClientSecretAAD, ref: "upstream_oauth_client_secrets:"},
 }
 
 // sealedUnion selects key_term from every sealed table.

@@ -272,6 +272,13 @@
     if (action === 'reload') { window.location.reload(); return; }
     if (action === 'next') { window.location.assign(form.dataset.next || '/app'); return; }
     if (action.indexOf('redirect:') === 0) { window.location.assign(fill(action.slice(9), data)); return; }
+    // data-done="go:<member>": the answer names where the browser goes
+    // (an upstream's authorization request, for Connect).
+    if (action.indexOf('go:') === 0) {
+      var to = data ? String(data[action.slice(3)] || '') : '';
+      if (/^https?:\/\//i.test(to)) window.location.assign(to);
+      return;
+    }
     if (action.indexOf('reveal:') === 0) {
       form.reset();
       // data-done-hide: what the next step replaces (the two-factor
