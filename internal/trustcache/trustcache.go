@@ -137,8 +137,11 @@ func (c *Cache[V]) start(ctx context.Context, key string, load func(context.Cont
 	fetched := c.opts.Now()
 	go func() {
 		defer close(f.done)
-		defer c.flights.CompareAndDelete(key, f)
 		f.val, f.err = load(context.WithoutCancel(ctx))
+		// Out of the flights before the store: a caller from now on loads
+		// anew rather than wait on this one (what the store hook runs,
+		// an invalidating change in a test, may itself read the key).
+		c.flights.CompareAndDelete(key, f)
 		if f.err != nil {
 			if mcpgate.ErrorCode(f.err) != mcpgate.ENotFound {
 				c.opts.Trust.Failed()
