@@ -316,3 +316,26 @@ func (p *Pool[K]) Sessions() int {
 	}
 	return n
 }
+
+// Forget closes key's sessions: the idle ones now, the ones in use when
+// their call gives them back (the downstream session they served has
+// ended). Callers waiting for one of them open their own.
+func (p *Pool[K]) Forget(key K) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ks := p.keys[key]
+	if ks == nil {
+		return
+	}
+	ks.entries = slices.DeleteFunc(ks.entries, func(e *entry[K]) bool {
+		if e.busy {
+			if e.s != nil {
+				e.s.dead.Store(true) // closed when given back
+			}
+			return false
+		}
+		p.dropLocked(e)
+		return true
+	})
+	p.dropIfUnusedLocked(ks)
+}

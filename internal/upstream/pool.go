@@ -138,7 +138,7 @@ type session struct {
 	init      json.RawMessage // the raw initialize (or server/discover) result
 	state     *sessionState
 	opened    time.Time
-	dead      atomic.Bool // its connection ended
+	dead      atomic.Bool // its connection ended, or its key was forgotten
 }
 
 func (s *session) close() {

@@ -386,3 +386,39 @@ func TestSession_ExpiredRetiresOlderSiblings(t *testing.T) {
 		t.Errorf("Sessions() = %d, want only the new session", p.Sessions())
 	}
 }
+
+// TestPool_Forget closes a key's idle session at once and its session in
+// use once the call gives it back; other keys keep theirs.
+func TestPool_Forget(t *testing.T) {
+	noLeaks(t)
+	h, ts := newHoldServer(t)
+	p := newPool(t, Options{})
+	target := Target{URL: ts.URL}
+	var logs logged
+	mustCall(t, p, target, logs.call("idle"))
+	if _, err := p.Call(context.Background(), "client 2", target, logs.call("other")); err != nil {
+		t.Fatal(err)
+	}
+	h.hold("busy")
+	busy := callAsync(p, context.Background(), "ws1/fx", target, logs.call("busy")) // takes the idle session
+	h.waitStarted(t, 1)
+	mustCall(t, p, target, logs.call("idle")) // opens a second, left idle
+	if n := p.Sessions(); n != 3 {
+		t.Fatalf("Sessions() = %d, want 3", n)
+	}
+	p.Forget("ws1/fx")
+	if n := p.Sessions(); n != 2 {
+		t.Errorf("Sessions() = %d after Forget, want the one in use and the other key's", n)
+	}
+	h.release("busy")
+	if err := mustEnd(t, busy); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Sessions(); n != 1 {
+		t.Errorf("Sessions() = %d once the call ended, want only the other key's", n)
+	}
+	mustCall(t, p, target, logs.call("after"))
+	if h.sessionOf("after") == h.sessionOf("idle") || h.sessionOf("after") == h.sessionOf("busy") {
+		t.Error("a call after Forget ran on a forgotten session")
+	}
+}
