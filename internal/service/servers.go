@@ -31,6 +31,16 @@ type UpstreamKey struct {
 	ClientSession string
 }
 
+// SessionBound implements upstream.SessionBounder: a client session's
+// requests share its one upstream session, which keeps the client's
+// state, one request at a time; the pool's bound holds otherwise.
+func (k UpstreamKey) SessionBound() int {
+	if k.ClientSession != "" {
+		return 1
+	}
+	return 0
+}
+
 // ServersOptions configure the upstream server service.
 type ServersOptions struct {
 	DB      *store.DB

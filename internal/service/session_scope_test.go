@@ -39,6 +39,13 @@ func TestServers_SessionScope(t *testing.T) {
 	if ep, err := eps.ServerEndpoint(ctx, a, "files"); err != nil || !ep.ClientSessions {
 		t.Errorf("ServerEndpoint() = %+v, %v; want client sessions", ep, err)
 	}
+	// A client session's requests share its one upstream session.
+	if n := (service.UpstreamKey{ClientSession: "x"}).SessionBound(); n != 1 {
+		t.Errorf("a client session's bound = %d, want 1", n)
+	}
+	if n := (service.UpstreamKey{UserID: "u"}).SessionBound(); n != 0 {
+		t.Errorf("a person's bound = %d, want the pool's (0)", n)
+	}
 }
 
 // TestEndpoints_ClientSessionsOwnUpstreamSessions: requests of two client

@@ -40,7 +40,9 @@
 //   - Sessions: per caller-chosen key (and per URL and credential: a
 //     rotated credential opens a new one), each held by one call or relay
 //     at a time. A caller takes an idle session of its key (the most
-//     recently used), else opens a new one, up to SessionsPerKey (4); past
+//     recently used), else opens a new one, up to SessionsPerKey (4, or
+//     the key's own bound, SessionBounder: 1 for a downstream client's
+//     session, whose state lives on one upstream session); past
 //     that it waits, under its own context, for the next session given
 //     back, and takes it. Callers do not wait for another's opening: a
 //     session being opened serves only its opener. A session unused for

@@ -64,7 +64,7 @@ func (p *Pool[K]) acquire(ctx context.Context, key K, target Target, fresh bool)
 	if !fresh {
 		e = ks.takeIdle(fp)
 	}
-	if e == nil && len(ks.entries) < p.opts.SessionsPerKey {
+	if e == nil && len(ks.entries) < p.boundOf(key) {
 		e = &entry[K]{ks: ks, busy: true}
 		ks.entries = append(ks.entries, e)
 	}
@@ -130,6 +130,23 @@ func (p *Pool[K]) acquire(ctx context.Context, key K, target Target, fresh bool)
 	p.mu.Unlock()
 	go p.watch(s)
 	return e, s, nil
+}
+
+// SessionBounder is a key that bounds its own sessions: SessionBound is
+// how many it may hold at once, 0 for the pool's SessionsPerKey. A key
+// whose upstream keeps state per session (one downstream client's) holds
+// one, so that all its requests meet that state, one at a time.
+type SessionBounder interface {
+	SessionBound() int
+}
+
+func (p *Pool[K]) boundOf(key K) int {
+	if b, ok := any(key).(SessionBounder); ok {
+		if n := b.SessionBound(); n > 0 {
+			return n
+		}
+	}
+	return p.opts.SessionsPerKey
 }
 
 // takeIdle takes the most recently used idle slot whose session was opened

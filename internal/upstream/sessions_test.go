@@ -422,3 +422,40 @@ func TestPool_Forget(t *testing.T) {
 		t.Error("a call after Forget ran on a forgotten session")
 	}
 }
+
+// boundKey bounds its own sessions.
+type boundKey struct {
+	name  string
+	bound int
+}
+
+func (k boundKey) SessionBound() int { return k.bound }
+
+// TestPool_KeyBoundsItsSessions: a key with a bound of one (a downstream
+// client's) keeps one upstream session: a second request waits for the
+// first and runs on the same session.
+func TestPool_KeyBoundsItsSessions(t *testing.T) {
+	noLeaks(t)
+	h, ts := newHoldServer(t)
+	p := New[boundKey](Options{Network: loopback})
+	t.Cleanup(func() { _ = p.Close() })
+	target := Target{URL: ts.URL}
+	var logs logged
+	key := boundKey{name: "client 1", bound: 1}
+	h.hold("first")
+	first := make(chan error, 1)
+	go func() { _, err := p.Call(context.Background(), key, target, logs.call("first")); first <- err }()
+	h.waitStarted(t, 1)
+	second := make(chan error, 1)
+	go func() { _, err := p.Call(context.Background(), key, target, logs.call("second")); second <- err }()
+	waitFor(t, "the second request waits", func() bool { return p.waiting(key) == 1 })
+	h.release("first")
+	for _, d := range []chan error{first, second} {
+		if err := mustEnd(t, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.sessionOf("second") != h.sessionOf("first") || h.inits.Load() != 1 {
+		t.Errorf("second request on %q (%d sessions), want the client's one session %q", h.sessionOf("second"), h.inits.Load(), h.sessionOf("first"))
+	}
+}
