@@ -78,6 +78,9 @@ func (p *Pool[K]) acquire(ctx context.Context, key K, target Target, fresh bool)
 		select {
 		case e = <-ch:
 		case <-ctx.Done():
+			if p.waiterGaveUp != nil {
+				p.waiterGaveUp()
+			}
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			if i := slices.Index(ks.waiters, ch); i >= 0 {
@@ -99,6 +102,11 @@ func (p *Pool[K]) acquire(ctx context.Context, key K, target Target, fresh bool)
 			p.putLocked(e, false)
 			p.mu.Unlock()
 			return nil, nil, errPoolClosed
+		}
+		if ctx.Err() != nil { // handed a slot as the context ended: pass it on
+			p.putLocked(e, false)
+			p.mu.Unlock()
+			return nil, nil, context.Cause(ctx)
 		}
 	}
 	if e.idle != nil {

@@ -94,6 +94,10 @@ type Pool[K comparable] struct {
 	stopped context.Context
 	stop    context.CancelFunc
 
+	// waiterGaveUp, in tests, runs when a waiting caller's context has
+	// ended, before it takes the lock to leave.
+	waiterGaveUp func()
+
 	mu      sync.Mutex
 	closed  bool
 	keys    map[K]*keySessions[K]

@@ -459,3 +459,47 @@ func TestPool_KeyBoundsItsSessions(t *testing.T) {
 		t.Errorf("second request on %q (%d sessions), want the client's one session %q", h.sessionOf("second"), h.inits.Load(), h.sessionOf("first"))
 	}
 }
+
+// TestCall_WaiterGivesUpAsHandedASession: a waiting caller whose context
+// ends just as a session is handed to it passes the session on (here: back
+// to idle), so nothing is lost and the next call reuses it.
+func TestCall_WaiterGivesUpAsHandedASession(t *testing.T) {
+	noLeaks(t)
+	h, ts := newHoldServer(t)
+	p := newPool(t, Options{SessionsPerKey: 1})
+	inHook, proceed := make(chan struct{}), make(chan struct{})
+	p.waiterGaveUp = func() {
+		close(inHook)
+		<-proceed
+	}
+	target := Target{URL: ts.URL}
+	var logs logged
+	h.hold("held")
+	held := callAsync(p, context.Background(), "ws1/fx", target, logs.call("held"))
+	h.waitStarted(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	waiting := callAsync(p, ctx, "ws1/fx", target, logs.call("gave up"))
+	waitFor(t, "the second caller waits", func() bool { return p.waiting("ws1/fx") == 1 })
+	cancel()
+	<-inHook // the waiter has given up but not yet left the queue
+	h.release("held")
+	if err := mustEnd(t, held); err != nil { // its session was handed to the waiter
+		t.Fatal(err)
+	}
+	close(proceed)
+	if err := mustEnd(t, waiting); !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting call err = %v, want context.Canceled", err)
+	}
+	if n, w := p.Sessions(), p.waiting("ws1/fx"); n != 1 || w != 0 {
+		t.Errorf("Sessions() = %d, waiters = %d; want the one session kept, no waiter", n, w)
+	}
+	// Bounded: a slot lost would leave this call waiting for ever.
+	next, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	if _, err := p.Call(next, "ws1/fx", target, logs.call("next")); err != nil {
+		t.Fatalf("next call err = %v", err)
+	}
+	if h.sessionOf("next") != h.sessionOf("held") || h.inits.Load() != 1 {
+		t.Errorf("next call on %q (%d sessions), want the one session %q", h.sessionOf("next"), h.inits.Load(), h.sessionOf("held"))
+	}
+}
