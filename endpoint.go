@@ -28,6 +28,9 @@ type ServerEndpoint struct {
 	// one goes to the service, which refuses it saying why and audits the
 	// refusal, as on /mcp.
 	Hidden map[string]string
+	// ClientSessions: the server keeps state per session, so each client
+	// gets a session of its own (SessionScope ScopeClient).
+	ClientSessions bool
 }
 
 // EndpointTool is one tool of a server's own endpoint: the name the server

@@ -30,6 +30,7 @@ type Server struct {
 	// value; the value is never answered.
 	Headers          []HeaderHint `json:"headers"`
 	Enabled          bool         `json:"enabled"`
+	SessionScope     SessionScope `json:"session_scope"`
 	Health           ServerHealth `json:"health"`
 	LastError        string       `json:"last_error,omitempty"`
 	LastDiscoveredAt *time.Time   `json:"last_discovered_at,omitempty"`
@@ -160,6 +161,9 @@ type ServerUpdate struct {
 	// PerPerson switches an OAuth server between one grant for the
 	// workspace and each member's own; the grants of the other kind go.
 	PerPerson *bool `json:"per_person"`
+	// SessionScope, when set, changes how the gateway scopes its sessions
+	// with the server.
+	SessionScope *SessionScope `json:"session_scope"`
 }
 
 // ServerService manages a workspace's upstream servers. Everyone in the

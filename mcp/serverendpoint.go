@@ -86,6 +86,9 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 		if g.serverStepUp(w, r, actor, ep, body) {
 			return
 		}
+		if ctx, ok = g.clientSession(ctx, w, r, actor, ep, eps, body); !ok {
+			return
+		}
 		legacy := r.Header.Get("Mcp-Protocol-Version") != newProtocol
 		srv := g.buildServerEndpoint(eps, ep, legacy)
 		streamable.ServeHTTP(w, r.WithContext(withServer(ctx, srv)))

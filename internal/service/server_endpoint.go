@@ -145,7 +145,7 @@ func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name s
 	for _, t := range set.Tools {
 		callable[t.Name] = true
 	}
-	out := &mcpgate.ServerEndpoint{Server: row.Name, Init: row.Init}
+	out := &mcpgate.ServerEndpoint{Server: row.Name, Init: row.Init, ClientSessions: row.SessionScope == mcpgate.ScopeClient}
 	for _, r := range routes {
 		// The tool set decides (policy and scope); the catalog's own
 		// state is checked too, so that a tool set that lags a discovery
@@ -194,7 +194,7 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 		}
 	}
 	start := e.servers.now()
-	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID}
+	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID, ClientSession: mcpgate.ClientSessionFromContext(ctx, name)}
 	var raw json.RawMessage
 	err = e.servers.creds.Do(ctx, a, name, upstream.Target{URL: en.row.URL, Headers: headers}, func(t upstream.Target) error {
 		var err error
@@ -209,6 +209,17 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 		e.auditRead(ctx, a, name, method, params, e.servers.now().Sub(start), err)
 	}
 	return raw, err
+}
+
+// EndClientSession implements mcpgate.ClientSessionEnder: the client's
+// DELETE of its session on the server's endpoint closes the gateway's
+// sessions with the server that served it.
+func (e *Endpoints) EndClientSession(ctx context.Context, a *mcpgate.Actor, name, id string) error {
+	if _, err := e.server(ctx, a, name); err != nil {
+		return err
+	}
+	e.servers.pool.Forget(UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID, ClientSession: id})
+	return nil
 }
 
 // auditRead records one read of a prompt or resource.

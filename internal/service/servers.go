@@ -21,11 +21,24 @@ import (
 )
 
 // UpstreamKey scopes the gateway's sessions with upstream servers: no
-// session is shared across workspaces, servers or people.
+// session is shared across workspaces, servers or people, nor, for a
+// server of client scope, across the sessions of its endpoint's clients
+// (ClientSession, the id the endpoint issued; "" outside one).
 type UpstreamKey struct {
-	WorkspaceID string
-	Server      string
-	UserID      string
+	WorkspaceID   string
+	Server        string
+	UserID        string
+	ClientSession string
+}
+
+// SessionBound implements upstream.SessionBounder: a client session's
+// requests share its one upstream session, which keeps the client's
+// state, one request at a time; the pool's bound holds otherwise.
+func (k UpstreamKey) SessionBound() int {
+	if k.ClientSession != "" {
+		return 1
+	}
+	return 0
 }
 
 // ServersOptions configure the upstream server service.
@@ -285,8 +298,13 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if srv, err := s.updateOAuth(ctx, a, name, upd); srv != nil || err != nil {
 		return srv, err
 	}
-	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil {
-		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases or enabled")
+	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil && upd.SessionScope == nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases, enabled, per_person or session_scope")
+	}
+	if upd.SessionScope != nil {
+		if err := upd.SessionScope.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkAliases(upd.Aliases); err != nil {
 		return nil, err
@@ -331,6 +349,12 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	}
 	if upd.Aliases != nil {
 		args["aliases"] = upd.Aliases
+	}
+	if upd.SessionScope != nil {
+		if err := s.db.SetServerSessionScope(ctx, a.WorkspaceID, name, *upd.SessionScope); err != nil {
+			return nil, err
+		}
+		args["session_scope"] = *upd.SessionScope
 	}
 	rep.addTo(args)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerUpdated, args))

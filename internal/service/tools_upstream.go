@@ -236,8 +236,9 @@ func (s *Tools) callUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspac
 const upstreamMetric = "upstream"
 
 // runUpstream opens the server's credential and relays the call under the
-// gateway's deadline and answer cap, on the session of the workspace,
-// server and person, and audits it.
+// gateway's deadline and answer cap, on a session of the workspace,
+// server and person (and client session, on the endpoint of a server of
+// client scope), and audits it.
 func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspacePolicy, u *upstreamTool, raw json.RawMessage,
 	args map[string]any) (json.RawMessage, error) {
 	start := time.Now()
@@ -276,10 +277,12 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 		}
 	}
 	upstreamStart := time.Now()
+	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID,
+		ClientSession: mcpgate.ClientSessionFromContext(ctx, u.server)}
 	var res *upstream.CallResult
 	err = s.upstreamCredentials().Do(callCtx, a, u.server, upstream.Target{URL: srv.url, Headers: headers}, func(t upstream.Target) error {
 		var err error
-		res, err = s.opts.Upstreams.Call(callCtx, UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID}, t, req)
+		res, err = s.opts.Upstreams.Call(callCtx, key, t, req)
 		return err
 	})
 	took := time.Since(upstreamStart)

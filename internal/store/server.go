@@ -127,13 +127,13 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 }
 
 const serverColumns = `s.id, s.name, s.url, s.header_hints, s.enabled, s.health, s.last_error, s.last_discovered_at,
-	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at`
+	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at, s.session_scope`
 
 func scanServer(r pgx.Row, s *UpstreamServer) error {
 	var hints []byte
 	var init []byte
 	if err := r.Scan(&s.ID, &s.Name, &s.URL, &hints, &s.Enabled, &s.Health, &s.LastError, &s.LastDiscoveredAt,
-		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt); err != nil {
+		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt, &s.SessionScope); err != nil {
 		return err
 	}
 	if len(init) > 0 {

@@ -61,27 +61,34 @@ func relayMeta(caller map[string]any, token string, logLevel mcp.LoggingLevel) m
 	return m
 }
 
-// Call calls one tool of target on the session of key, opening one when
-// the key has none (or has one for another URL or credential). The result
+// Call calls one tool of target on a session of key held for this call
+// alone (see acquire: an idle one of the same URL and credential, else a
+// new one up to SessionsPerKey, else the next one given back). The result
 // is the upstream's, raw; a JSON-RPC error comes back as *RPCError, any
 // other failure as *Error, and the caller's own cancellation as its
 // context's error. When the upstream has forgotten the session (404), the
-// session is initialised again and the call repeated once if req says it
-// is safe to repeat; otherwise the call fails with KindSessionExpired and
-// the next call finds the new session.
+// call is repeated once on a new session if req says it is safe to
+// repeat; otherwise the call fails with KindSessionExpired, after a new
+// session is opened for the next call.
 func (p *Pool[K]) Call(ctx context.Context, key K, target Target, req CallRequest) (*CallResult, error) {
+	ctx, done := p.untilClosed(ctx)
+	defer done()
 	for attempt := 0; ; attempt++ {
-		e, s, err := p.acquire(ctx, key, target)
+		e, s, err := p.acquire(ctx, key, target, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
+		began := time.Now()
 		raw, err := p.callOn(ctx, s, req)
 		// Any failure but the upstream's own JSON-RPC answer may have
 		// broken the SDK's connection (a JSON answer cut short fails it,
 		// and the SDK tells no one), so the session is retired and the
 		// next call opens a new one rather than fail on a dead one.
 		var rpcErr *RPCError
-		p.release(key, e, err != nil && !errors.As(err, &rpcErr))
+		p.release(e, err != nil && !errors.As(err, &rpcErr))
+		if errors.Is(err, errSessionMissing) {
+			p.forgotten(e, began)
+		}
 		if !errors.Is(err, errSessionMissing) {
 			if err != nil {
 				return nil, err
@@ -92,8 +99,8 @@ func (p *Pool[K]) Call(ctx context.Context, key K, target Target, req CallReques
 			continue
 		}
 		if attempt == 0 {
-			if e, _, err := p.acquire(ctx, key, target); err == nil {
-				p.release(key, e, false)
+			if e, _, err := p.acquire(ctx, key, target, true); err == nil {
+				p.release(e, false)
 			}
 		}
 		return nil, &Error{Kind: KindSessionExpired, Status: 404,
@@ -111,8 +118,8 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 	defer st.idle.Stop()
 	p.progress.Store(token, st)
 	defer p.progress.Delete(token)
-	s.state.addCall(st)
-	defer s.state.removeCall(st)
+	s.state.setCall(st)
+	defer s.state.setCall(nil)
 	defer st.finished.Store(true)
 	// A 2026-07-28 server logs by the level in each request's _meta.
 	var level mcp.LoggingLevel

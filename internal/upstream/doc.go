@@ -34,17 +34,28 @@
 //     the gateway asks a server that declares logging for every level
 //     (setLevel debug when a session before 2026-07-28 opens, the _meta
 //     level on 2026-07-28) and the caller filters. A log message names no
-//     request, so it is the call's only while it is the one call in flight
-//     on its session, and dropped otherwise.
-//   - Sessions: reused per caller-chosen key (and per URL and credential:
-//     a rotated credential opens a new one), closed after SessionIdle,
-//     opened again when the upstream answers 404 for a forgotten session
-//     (the call repeated only if marked safe). A call that fails in any
-//     other way than the upstream's JSON-RPC answer retires its session,
-//     since go-sdk breaks a connection whose JSON answer was cut short
-//     without telling the caller. The client declares no capabilities
-//     (roots, sampling, elicitation are the second stage). The 2026-07-28 protocol has
-//     no sessions: go-sdk v1.8.0 probes server/discover first, and against
+//     request, but a session carries one call at a time, so a message that
+//     arrives while a call holds the session is that call's; one outside a
+//     call is dropped.
+//   - Sessions: per caller-chosen key (and per URL and credential: a
+//     rotated credential opens a new one), each held by one call or relay
+//     at a time. A caller takes an idle session of its key (the most
+//     recently used), else opens a new one, up to SessionsPerKey (4, or
+//     the key's own bound, SessionBounder: 1 for a downstream client's
+//     session, whose state lives on one upstream session); past
+//     that it waits, under its own context, for the next session given
+//     back, and takes it. Callers do not wait for another's opening: a
+//     session being opened serves only its opener. A session unused for
+//     SessionIdle closes; one the upstream answers 404 for is retired with
+//     its key's idle sessions that were open when that request began, and
+//     the call repeated once on a new session only if marked safe. A call
+//     that fails in any other way than the upstream's JSON-RPC answer
+//     retires its session, since go-sdk breaks a connection whose JSON
+//     answer was cut short without telling the caller. Close ends the
+//     calls in flight. The client declares no capabilities (roots,
+//     sampling, elicitation are the second stage; with a session per call,
+//     a request of the upstream's during a call has one caller to go to).
+//     The 2026-07-28 protocol has no sessions: go-sdk v1.8.0 probes server/discover first, and against
 //     a stateless server there is no Mcp-Session-Id and never a 404 to
 //     handle; the pooled ClientSession then only saves the probe.
 //   - The hop (Network): https only, except to the private networks an

@@ -26,6 +26,9 @@ const (
 	DefaultCallTimeout    = 5 * time.Minute
 	DefaultSessionIdle    = 5 * time.Minute
 	DefaultConnectTimeout = 30 * time.Second
+	// DefaultSessionsPerKey is how many sessions one key holds at most:
+	// calls of one person to one server beyond it wait for a session.
+	DefaultSessionsPerKey = 4
 )
 
 // Options configures a Pool. Zero values take the defaults above.
@@ -39,6 +42,10 @@ type Options struct {
 	Limits Limits
 	// SessionIdle closes an upstream session unused this long.
 	SessionIdle time.Duration
+	// SessionsPerKey bounds the sessions one key holds at once, each used
+	// by one call or relay at a time; a caller past it waits (under its
+	// own context) for one to be given back.
+	SessionsPerKey int
 	// ConnectTimeout bounds initialize, and each discovery as a whole.
 	ConnectTimeout time.Duration
 	// ProtocolVersion, when set, skips the 2026-07-28 server/discover probe
@@ -72,19 +79,29 @@ func (l Limits) or(def Limits) Limits {
 	return l
 }
 
-// Pool holds the gateway's client sessions with upstreams, one per scope
-// key K that the caller chooses (workspace, server and, where no state may
-// cross people, person): a session is reused across calls of one key and
-// never shared between keys.
+// Pool holds the gateway's client sessions with upstreams, per scope key
+// K that the caller chooses (workspace, server and, where no state may
+// cross people, person; or one client's own session): each session serves
+// one call or relay at a time, is reused by the next call of its key, and
+// is never shared between keys.
 type Pool[K comparable] struct {
 	opts     Options
 	limits   Limits
 	progress sync.Map // upstream progress token -> *callState
 
-	mu       sync.Mutex
-	closed   bool
-	sessions map[K]*entry
-	closing  sync.WaitGroup
+	// stopped ends when the pool closes, and with it every call in flight
+	// (go-sdk's ClientSession.Close waits for them otherwise).
+	stopped context.Context
+	stop    context.CancelFunc
+
+	// waiterGaveUp, in tests, runs when a waiting caller's context has
+	// ended, before it takes the lock to leave.
+	waiterGaveUp func()
+
+	mu      sync.Mutex
+	closed  bool
+	keys    map[K]*keySessions[K]
+	closing sync.WaitGroup
 }
 
 // New returns a Pool.
@@ -95,14 +112,25 @@ func New[K comparable](opts Options) *Pool[K] {
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
 	}
+	if opts.SessionsPerKey <= 0 {
+		opts.SessionsPerKey = DefaultSessionsPerKey
+	}
 	if opts.ClientName == "" {
 		opts.ClientName, opts.ClientVersion = "mcpgate", "v1"
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Pool[K]{opts: opts, sessions: map[K]*entry{},
+	stopped, stop := context.WithCancel(context.Background())
+	return &Pool[K]{opts: opts, keys: map[K]*keySessions[K]{}, stopped: stopped, stop: stop,
 		limits: opts.Limits.or(Limits{MaxAnswerBytes: DefaultMaxAnswerBytes, IdleTimeout: DefaultIdleTimeout, CallTimeout: DefaultCallTimeout})}
+}
+
+// untilClosed is ctx, ended with errPoolClosed when the pool closes.
+func (p *Pool[K]) untilClosed(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(p.stopped, func() { cancel(errPoolClosed) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 // session is one live upstream client session.
@@ -113,6 +141,8 @@ type session struct {
 	redact    redactor
 	init      json.RawMessage // the raw initialize (or server/discover) result
 	state     *sessionState
+	opened    time.Time
+	dead      atomic.Bool // its connection ended, or its key was forgotten
 }
 
 func (s *session) close() {
@@ -173,7 +203,7 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	if init == nil {
 		init, _, _ = vals.slot.answer("server/discover")
 	}
-	s := &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state}
+	s := &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state, opened: time.Now()}
 	s.openLog(ctx, p.limits)
 	return s, nil
 }

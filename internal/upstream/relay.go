@@ -37,11 +37,11 @@ var RelayMethods = []string{MethodPromptsList, MethodPromptsGet, MethodResources
 	MethodResourceTemplatesList, MethodCompletionComplete, MethodLoggingSetLevel}
 
 // Relay sends one request of method (one of RelayMethods) with params (its
-// JSON params object, as the caller's client sent it) to target on the
-// session of key, and returns the upstream's raw result. Errors are as
-// Call's: *RPCError for the upstream's JSON-RPC answer, *Error for the hop,
-// the caller's context's error for its own cancellation. The caller's
-// _meta is relayed without the keys of the hop itself (progress token,
+// JSON params object, as the caller's client sent it) to target on a
+// session of key held for this request alone, as Call does, and returns
+// the upstream's raw result. Errors are as Call's: *RPCError for the
+// upstream's JSON-RPC answer, *Error for the hop, the caller's context's
+// error for its own cancellation. The caller's _meta is relayed without the keys of the hop itself (progress token,
 // the 2026-07-28 protocol keys), which describe the gateway's session.
 //
 // Two answers do not come from the wire. A list or read the SDK's client
@@ -60,14 +60,20 @@ func (p *Pool[K]) Relay(ctx context.Context, key K, target Target, method string
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage(`{}`)
 	}
+	ctx, done := p.untilClosed(ctx)
+	defer done()
 	for attempt := 0; ; attempt++ {
-		e, s, err := p.acquire(ctx, key, target)
+		e, s, err := p.acquire(ctx, key, target, attempt > 0)
 		if err != nil {
 			return nil, err
 		}
+		began := time.Now()
 		raw, err := s.relay(ctx, method, params, send, p.limits)
 		var rpcErr *RPCError
-		p.release(key, e, err != nil && !errors.As(err, &rpcErr) && !errors.Is(err, errBadParams))
+		p.release(e, err != nil && !errors.As(err, &rpcErr) && !errors.Is(err, errBadParams))
+		if errors.Is(err, errSessionMissing) {
+			p.forgotten(e, began)
+		}
 		if errors.Is(err, errSessionMissing) && attempt == 0 {
 			continue // a read: safe to repeat once on the new session
 		}

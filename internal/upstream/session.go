@@ -237,42 +237,28 @@ type sessionState struct {
 	negotiated string
 	// closing bounds the session's closing DELETE, when its closer set one.
 	closing context.Context
-	// calls are the tool calls in flight on the session, for its log
-	// messages (see soleCall).
-	calls map[*callState]struct{}
+	// call is the tool call on the session, which holds it alone (see
+	// Pool.acquire): the call every log message of the session belongs to.
+	call *callState
 }
 
-func (s *sessionState) addCall(c *callState) {
+// setCall makes c the session's call (nil: none).
+func (s *sessionState) setCall(c *callState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.calls == nil {
-		s.calls = map[*callState]struct{}{}
-	}
-	s.calls[c] = struct{}{}
+	s.call = c
 }
 
-func (s *sessionState) removeCall(c *callState) {
+// currentCall is the call a log message of the session belongs to, or nil.
+// A log message names no request (the SDK's client merges the streams of
+// all requests into one); since a session carries one call or relay at a
+// time, a message that arrives while a call holds it is that call's, and
+// one that arrives outside a call (during a relay, or after the answer)
+// belongs to no call.
+func (s *sessionState) currentCall() *callState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.calls, c)
-}
-
-// soleCall is the call a log message of the session belongs to: the one
-// tool call in flight on it, or nil. A log message names no request (the
-// SDK's client merges the streams of all requests into one), so with two
-// calls in flight it could be either's and is dropped rather than shown to
-// the wrong caller; with none it belongs to no call. Sessions are per
-// person, so the calls that share one are the same person's anyway.
-func (s *sessionState) soleCall() *callState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.calls) != 1 {
-		return nil
-	}
-	for c := range s.calls {
-		return c
-	}
-	return nil
+	return s.call
 }
 
 func (s *sessionState) setCloseContext(ctx context.Context) {
@@ -397,7 +383,7 @@ func (c *rawConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if req, ok := msg.(*jsonrpc.Request); err == nil && ok && !req.IsCall() && req.Method == methodLogMessage {
 		// Read here, not in the SDK's logging handler: that one gets the
 		// params decoded, and the message's data must pass as it came.
-		if call := c.state.soleCall(); call != nil {
+		if call := c.state.currentCall(); call != nil {
 			call.logged(req.Params)
 		}
 		return msg, nil
