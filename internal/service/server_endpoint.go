@@ -78,7 +78,7 @@ func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name s
 		if r.Server != name || r.Quarantined || !r.Listed || r.ExposedName == "" {
 			continue
 		}
-		if !r.Enabled || !callable[r.ExposedName] {
+		if !r.Enabled || !callable[r.ExposedName] || row.Health == mcpgate.HealthError {
 			if _, known := set.All[r.ExposedName]; known {
 				if out.Hidden == nil {
 					out.Hidden = map[string]string{}
@@ -112,6 +112,9 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 	start := e.servers.now()
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID}
 	raw, err := e.servers.pool.Relay(ctx, key, upstream.Target{URL: row.URL, Headers: headers}, method, params)
+	if e.servers.health.Outcome(ctx, a.WorkspaceID, name, err, ctx.Err() != nil) {
+		e.servers.changed(a.WorkspaceID)
+	}
 	var rpcErr *upstream.RPCError
 	if errors.As(err, &rpcErr) {
 		err = &mcpgate.UpstreamRPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}

@@ -107,6 +107,10 @@ type Options struct {
 	// (0: the pool's default).
 	Upstreams           *upstream.Pool[UpstreamKey]
 	UpstreamAnswerBytes int64
+	// UpstreamHealth counts the calls that could not reach a server and
+	// marks it down (nil: calls count nothing); the server service and
+	// the monitor share it.
+	UpstreamHealth *UpstreamHealth
 	// ApprovalKey keys the binding of approvals to their arguments; every
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).
