@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/mcpgate/mcpgate"
 	"github.com/mcpgate/mcpgate/internal/store"
@@ -21,10 +22,6 @@ import (
 func (s *Servers) storeDiscovery(ctx context.Context, workspaceID string, cur *store.UpstreamServer, cat *upstream.Catalog,
 	actorID string) (mergeReport, bool, error) {
 	now := s.now().UTC()
-	next := now.Add(s.checks.Up)
-	if s.checks.Jitter > 0 {
-		next = next.Add(rand.N(s.checks.Jitter))
-	}
 	var rep mergeReport
 	wrote := false
 	err := s.db.ChangeServer(ctx, s.keyring, workspaceID, cur.Name, func(st *store.ServerState) (*store.ServerWrite, error) {
@@ -45,7 +42,7 @@ func (s *Servers) storeDiscovery(ctx context.Context, workspaceID string, cur *s
 		rep, wrote = r, true
 		srv := *st.Server
 		setDiscovered(&srv, cat, now)
-		return &store.ServerWrite{Server: srv, KeepHeaders: true, Tools: tools, ActorID: actorID, NextCheckAt: &next}, nil
+		return &store.ServerWrite{Server: srv, KeepHeaders: true, Tools: tools, ActorID: actorID, NextCheckAt: s.nextRediscovery(now)}, nil
 	})
 	if err != nil {
 		return mergeReport{}, false, err
@@ -54,6 +51,16 @@ func (s *Servers) storeDiscovery(ctx context.Context, workspaceID string, cur *s
 		s.changed(workspaceID)
 	}
 	return rep, wrote, nil
+}
+
+// nextRediscovery is when a server discovered at now is discovered again:
+// RediscoverEvery later, plus a jitter that spreads the replicas' checks.
+func (s *Servers) nextRediscovery(now time.Time) *time.Time {
+	next := now.Add(s.checks.Up)
+	if s.checks.Jitter > 0 {
+		next = next.Add(rand.N(s.checks.Jitter))
+	}
+	return &next
 }
 
 // sameDiscovered reports whether a discovery found what is stored: the

@@ -266,7 +266,7 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 		}
 		rep = r
 		s.assignNames(in.Name, tools, st.Taken, in.Aliases)
-		return &store.ServerWrite{Server: srv, Headers: headers, Tools: tools, ActorID: a.UserID}, nil
+		return &store.ServerWrite{Server: srv, Headers: headers, Tools: tools, ActorID: a.UserID, NextCheckAt: s.nextRediscovery(now)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -439,6 +439,7 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 		w.Tools = st.Tools
 		if cat != nil {
 			setDiscovered(&w.Server, cat, now)
+			w.NextCheckAt = s.nextRediscovery(now)
 			var err error
 			if w.Tools, rep, err = mergeCatalog(st.Tools, cat.Tools); err != nil {
 				return nil, err
