@@ -509,3 +509,118 @@ func TestMonitor_FailedDiscoveryIsDownForItsWorkspaceOnly(t *testing.T) {
 	}
 	f.assertNoSecret(t, strings.TrimPrefix(upstreamSecret, "Bearer "), strings.TrimPrefix(otherSecret, "Bearer "))
 }
+
+// fakeTimers are the settle timers of a monitor, fired by the test.
+type fakeTimers struct {
+	mu     sync.Mutex
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	mu     sync.Mutex
+	fn     func()
+	resets []time.Duration
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.resets = append(t.resets, d)
+	return true
+}
+
+func (t *fakeTimer) Stop() bool { return true }
+
+func (ft *fakeTimers) afterFunc(_ time.Duration, fn func()) service.MonitorTimer {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	t := &fakeTimer{fn: fn}
+	ft.timers = append(ft.timers, t)
+	return t
+}
+
+func (ft *fakeTimers) started() []*fakeTimer {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	return slices.Clone(ft.timers)
+}
+
+// A burst of requests for a server's re-discovery is one discovery, once
+// they settle; a request right after a check is not another check; a
+// session's notice is matched to the server whose URL and credential the
+// session carries, never to another workspace's at the same URL.
+func TestMonitor_RediscoveryRequestsCoalesce(t *testing.T) {
+	ctx := context.Background()
+	f := newMonitorFixture(t)
+	up := newFlakyUpstream(t, readOnlyTool("read", "reads"))
+	_, admin := f.a.NewUser(t, "admin@example.com")
+	_, other := f.a.NewUser(t, "other@example.com")
+	f.addServer(t, admin, "files", up.URL, upstreamSecret)
+	const otherSecret = "Bearer other-secret-0123456789abcdef"
+	f.addServer(t, other, "files", up.URL, otherSecret)
+	var timers fakeTimers
+	mon := service.NewMonitor(service.MonitorOptions{Servers: f.a.servers, Settle: 2 * time.Second, SettleMax: 10 * time.Second,
+		AfterFunc: timers.afterFunc})
+	t.Cleanup(mon.Stop)
+
+	up.setTools(readOnlyTool("read", "reads, changed"))
+	lists := up.toolLists()
+	for range 5 {
+		mon.Rediscover(admin.WorkspaceID, "files")
+	}
+	started := timers.started()
+	if len(started) != 1 {
+		t.Fatalf("5 requests started %d timers, want 1", len(started))
+	}
+	if r := started[0].resets; len(r) != 4 || slices.ContainsFunc(r, func(d time.Duration) bool { return d > 2*time.Second }) {
+		t.Errorf("the timer was moved %v, want 4 times, each at most the settle delay", r)
+	}
+	if up.toolLists() != lists {
+		t.Fatal("a discovery ran before the requests settled")
+	}
+	started[0].fn()
+	started[0].fn() // a timer moved after it fired fires again: still one discovery
+	if got := up.toolLists() - lists; got != 1 {
+		t.Errorf("the burst ran %d discoveries, want 1", got)
+	}
+	if srv, _ := f.a.servers.Server(ctx, admin, "files"); toolOf(t, srv, "read").Quarantined != true {
+		t.Error("the re-discovery did not quarantine the changed tool")
+	}
+	if srv, _ := f.a.servers.Server(ctx, other, "files"); toolOf(t, srv, "read").Quarantined {
+		t.Error("the other workspace's server was re-discovered for this one's request")
+	}
+
+	// A request within SettleMax of the last check is not another check,
+	// on any replica.
+	mon.Rediscover(admin.WorkspaceID, "files")
+	timers.started()[1].fn()
+	if got := up.toolLists() - lists; got != 1 {
+		t.Errorf("a request right after a check ran another discovery (%d in all)", got)
+	}
+
+	// The other workspace's session says its tools changed: only its server
+	// is discovered again, with its own credential.
+	f.clock.Add(11 * time.Second)
+	sent := len(up.received())
+	mon.ToolListChanged(upstream.Target{URL: up.URL, Headers: map[string]mcpgate.Secret{"Authorization": otherSecret}})
+	timers.started()[2].fn()
+	if got := up.toolLists() - lists; got != 2 {
+		t.Errorf("the notice ran %d discoveries in all, want 2", got)
+	}
+	if srv, _ := f.a.servers.Server(ctx, other, "files"); !toolOf(t, srv, "read").Quarantined {
+		t.Error("the notice's server was not re-discovered")
+	}
+	for _, h := range up.received()[sent:] {
+		if h.Get("Authorization") != otherSecret {
+			t.Errorf("the notice's re-discovery sent Authorization %q", h.Get("Authorization"))
+		}
+	}
+	// A notice from a session whose credential is no server's is nobody's.
+	mon.ToolListChanged(upstream.Target{URL: up.URL, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer someone-else-entirely"}})
+	f.clock.Add(11 * time.Second)
+	timers.started()[3].fn()
+	if got := up.toolLists() - lists; got != 2 {
+		t.Errorf("a notice matching no server ran a discovery (%d in all)", got)
+	}
+	f.assertNoSecret(t, strings.TrimPrefix(upstreamSecret, "Bearer "), strings.TrimPrefix(otherSecret, "Bearer "))
+}
