@@ -3,6 +3,7 @@ package service_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -91,6 +92,9 @@ func newFlakyUpstream(t *testing.T, tools ...*mcp.Tool) *flakyUpstream {
 
 func (u *flakyUpstream) setTools(tools ...*mcp.Tool) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "flaky", Version: "v1"}, nil)
+	srv.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
 	for _, t := range tools {
 		t := *t
 		if t.InputSchema == nil {
@@ -623,4 +627,46 @@ func TestMonitor_RediscoveryRequestsCoalesce(t *testing.T) {
 		t.Errorf("a notice matching no server ran a discovery (%d in all)", got)
 	}
 	f.assertNoSecret(t, strings.TrimPrefix(upstreamSecret, "Bearer "), strings.TrimPrefix(otherSecret, "Bearer "))
+}
+
+// The server's own endpoint counts its relays as the tool calls do: a
+// JSON-RPC error answer is the server's, and counts for nothing; three
+// relays that cannot reach it mark it down, and its endpoint then lists
+// none of its tools (they are hidden, so a call by name is told why).
+func TestMonitor_RelayFailuresMarkTheServerDown(t *testing.T) {
+	ctx := context.Background()
+	f := newMonitorFixture(t)
+	up := newFlakyUpstream(t, readOnlyTool("read", "reads"))
+	_, admin := f.a.NewUser(t, "admin@example.com")
+	f.addServer(t, admin, "files", up.URL, upstreamSecret)
+	eps := service.NewEndpoints(f.a.servers, f.a.Service.Tools)
+	ep, err := eps.ServerEndpoint(ctx, admin, "files")
+	if err != nil || len(ep.Tools) != 1 {
+		t.Fatalf("ServerEndpoint() = %+v, %v, want its tool", ep, err)
+	}
+	for range 3 {
+		_, err := eps.RelayToServer(ctx, admin, "files", upstream.MethodPromptsGet, []byte(`{"name":"nope"}`))
+		var rpc *mcpgate.UpstreamRPCError
+		if !errors.As(err, &rpc) {
+			t.Fatalf("prompts/get of an unknown prompt err = %v, want the server's JSON-RPC error", err)
+		}
+	}
+	if srv, _ := f.a.servers.Server(ctx, admin, "files"); srv.Health != mcpgate.HealthOK {
+		t.Fatalf("after 3 JSON-RPC error answers health = %s, want ok", srv.Health)
+	}
+	up.failing.Store(true)
+	for i := range 3 {
+		if _, err := eps.RelayToServer(ctx, admin, "files", upstream.MethodPromptsList, []byte(`{}`)); err == nil {
+			t.Fatalf("relay %d to a failing server err = nil", i+1)
+		}
+	}
+	srv, _ := f.b.servers.Server(ctx, admin, "files")
+	if srv.Health != mcpgate.HealthError || !strings.Contains(srv.LastError, "3 calls in a row failed") {
+		t.Fatalf("server after 3 failed relays = %+v, want down", srv)
+	}
+	ep, err = eps.ServerEndpoint(ctx, admin, "files")
+	if err != nil || len(ep.Tools) != 0 || ep.Hidden["read"] != "files_read" || len(ep.Init) == 0 {
+		t.Errorf("ServerEndpoint(down) = %+v, %v, want its stored description, no tool listed, read hidden", ep, err)
+	}
+	f.assertNoSecret(t, strings.TrimPrefix(upstreamSecret, "Bearer "))
 }
