@@ -37,6 +37,13 @@ func TestServerPages_ShowHealth(t *testing.T) {
 			t.Errorf("the down server's page lacks %q", want)
 		}
 	}
+	if strings.Contains(body, "next-rediscovery") {
+		t.Error("the down server's page names a re-discovery")
+	}
+	_, body = get(t, h, "/app/w/ws1/servers/fine", testUser)
+	if !strings.Contains(body, `data-testid="next-rediscovery">2026-09-01 12:00 UTC`) {
+		t.Error("the up server's page does not say when it is discovered again")
+	}
 	_, body = get(t, h, "/app/w/ws1/servers", testUser)
 	if !strings.Contains(body, `<span class="pill pill-ok">up</span>`) || !strings.Contains(body, "since 2026-09-01 11:50 UTC") {
 		t.Errorf("the servers page does not show each server's health: %s", body)
