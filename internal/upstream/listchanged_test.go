@@ -34,6 +34,11 @@ func TestPool_ToolListChangedReportsTheTarget(t *testing.T) {
 	notices := make(chan Target, 4)
 	pool := newPool(t, Options{Network: loopback, OnToolListChanged: func(t Target) { notices <- t }})
 	target := Target{URL: ts.URL, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer list-changed-0123456789"}}
+	// A discovery's own session (which opens a listen stream too) closes
+	// whole: noLeaks checks that nothing of it outlives the test.
+	if cat, err := pool.Discover(context.Background(), target); err != nil || len(cat.Tools) != 1 {
+		t.Fatalf("Discover() = %+v, %v", cat, err)
+	}
 	res, err := pool.Call(context.Background(), "k", target, CallRequest{Tool: "grow"})
 	if err != nil || res.IsError {
 		t.Fatalf("Call(grow) = %+v, %v", res, err)
