@@ -20,6 +20,9 @@ const (
 	// (`mcpgate user`): no person signed in, so its events name the account
 	// they changed as their actor.
 	SourceOperator Source = "operator"
+	// SourceGateway is the gateway itself, acting on no one's request: the
+	// monitor's probes and re-discoveries of upstream servers.
+	SourceGateway Source = "gateway"
 	// SourceAPI labelled the JSON API's admin actions before they were
 	// counted as the dashboard's; old audit rows may still carry it.
 	SourceAPI Source = "api"

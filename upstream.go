@@ -16,9 +16,13 @@ type ServerHealth string
 
 // The health states.
 const (
-	// HealthOK: the last discovery reached the server and understood it.
+	// HealthOK: the server is up: the last discovery, probe or call
+	// reached it.
 	HealthOK ServerHealth = "ok"
-	// HealthError: the last discovery failed; LastError says why.
+	// HealthError: the server is down since DownSince (a failed discovery
+	// or probe, or consecutive calls that could not reach it); LastError
+	// says why. Its tools are left out of every tool set until a probe
+	// reaches it again.
 	HealthError ServerHealth = "error"
 )
 
@@ -34,7 +38,13 @@ type Server struct {
 	Health           ServerHealth `json:"health"`
 	LastError        string       `json:"last_error,omitempty"`
 	LastDiscoveredAt *time.Time   `json:"last_discovered_at,omitempty"`
-	ProtocolVersion  string       `json:"protocol_version,omitempty"`
+	// DownSince is when the server went down (health "error"); nil while
+	// it is up.
+	DownSince *time.Time `json:"down_since,omitempty"`
+	// NextCheckAt is when the gateway next probes the server (while down)
+	// or re-discovers it (while up and enabled).
+	NextCheckAt     *time.Time `json:"next_check_at,omitempty"`
+	ProtocolVersion string     `json:"protocol_version,omitempty"`
 	// ServerInfo is the name and version the server gave in initialize.
 	ServerInfo ServerInfo `json:"server_info"`
 	// ToolCount counts the tools the last discovery listed; EnabledTools

@@ -199,12 +199,23 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 	so.Webhooks = gw.hooks
 	// One pool for the server service's discoveries and the tool
 	// service's calls, so that both honour the same hop policy.
-	network, pool := newUpstreams(o)
+	// A server's notice that its tools changed schedules its re-discovery
+	// by the monitor, built once the server service is.
+	var monitor atomic.Pointer[service.Monitor]
+	network, pool := newUpstreams(o, func(t upstream.Target) {
+		if m := monitor.Load(); m != nil {
+			m.ToolListChanged(t)
+		}
+	})
 	so.Upstreams = pool
 	// OAuth servers' bearer tokens, for calls, relays and discoveries alike.
 	creds := service.NewUpstreamCredentials(service.UpstreamCredentialsOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit,
 		Logger: o.Logger, Network: network, PublicURL: o.PublicURL})
 	so.UpstreamCredentials = creds
+	// One count of the calls that could not reach a server, for the tool
+	// service's calls and the servers' endpoints alike.
+	health := service.NewUpstreamHealth(service.UpstreamHealthOptions{DB: db, Logger: log})
+	so.UpstreamHealth = health
 	gw.Service = service.New(so)
 	set := gw.Service
 	set.SetListening(false) // until the invalidation listener is connected
@@ -217,7 +228,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Trust: set.CacheTrust(), Logger: log})
 	gw.upstreams = pool
 	gw.Servers = service.NewServers(service.ServersOptions{DB: o.DB, Keyring: keyring, Audit: gw.audit, Logger: o.Logger,
-		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate, Credentials: creds})
+		Registry: registry, Pool: pool, Network: network, PublicURL: o.PublicURL, Invalidate: set.Invalidate,
+		Credentials: creds, Health: health})
+	// The monitor probes the servers that are down and re-discovers those
+	// that are up; it stops with the gateway's context.
+	monitor.Store(service.NewMonitor(service.MonitorOptions{Servers: gw.Servers, Logger: log}))
+	gw.goBackground(func() { monitor.Load().Run(ctx) })
 	gw.Endpoints = service.NewEndpoints(gw.Servers, set.Tools, set.CacheTrust())
 	demos := connectors.DemoProbes(registry)
 	dashboard := web.New(web.Options{Services: webServices(set), Servers: gw.Servers, Logger: log, PublicURL: o.PublicURL, Version: version,
@@ -305,11 +321,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 // one table of special-use ranges, never this host's own addresses. The
 // connect timeout stays under the JSON routes' 15 s, so that a discovery
 // that fails says why instead of being cut off.
-func newUpstreams(o Options) (upstream.Network, *upstream.Pool[service.UpstreamKey]) {
+func newUpstreams(o Options, onToolListChanged func(upstream.Target)) (upstream.Network, *upstream.Pool[service.UpstreamKey]) {
 	network := upstream.Network{Private: o.PrivateNetworks,
 		Public: func(a netip.Addr) bool { return netguard.Public(a) && !netguard.Own(a) }}
 	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: network, Logger: o.Logger,
-		ClientName: "mcpgate", ClientVersion: cmp.Or(o.Version, "dev"), ConnectTimeout: 12 * time.Second})
+		ClientName: "mcpgate", ClientVersion: cmp.Or(o.Version, "dev"), ConnectTimeout: 12 * time.Second,
+		OnToolListChanged: onToolListChanged})
 	return network, pool
 }
 

@@ -153,7 +153,7 @@ func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name s
 		if r.Server != name || r.Quarantined || !r.Listed || r.ExposedName == "" {
 			continue
 		}
-		if !r.Enabled || !callable[r.ExposedName] {
+		if !r.Enabled || !callable[r.ExposedName] || row.Health == mcpgate.HealthError {
 			if _, known := set.All[r.ExposedName]; known {
 				if out.Hidden == nil {
 					out.Hidden = map[string]string{}
@@ -201,6 +201,9 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 		raw, err = e.servers.pool.Relay(ctx, key, t, method, params)
 		return err
 	})
+	if e.servers.health.Outcome(ctx, a.WorkspaceID, name, err, ctx.Err() != nil) {
+		e.servers.changed(a.WorkspaceID)
+	}
 	var rpcErr *upstream.RPCError
 	if errors.As(err, &rpcErr) {
 		err = &mcpgate.UpstreamRPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}

@@ -64,6 +64,14 @@ type ServersOptions struct {
 	// servers (kind InvalidatePolicy), so that this replica's tool policy
 	// drops it at once; the store notifies every replica as well.
 	Invalidate func(kind, workspaceID string)
+	// Health is this replica's count of failed calls, shared with the tool
+	// service (nil: one of the server service's own); its ProbeEvery is how
+	// often a server that is down is probed.
+	Health *UpstreamHealth
+	// RediscoverEvery is how often a server that is up is discovered again
+	// (default 15 min), plus up to RediscoverJitter (default a fifth of
+	// it), so that the replicas' checks spread out.
+	RediscoverEvery, RediscoverJitter time.Duration
 }
 
 // Servers implements mcpgate.ServerService on the store, the vault and an
@@ -78,6 +86,8 @@ type Servers struct {
 	gate      discoveryGate
 	onChange  func(kind, workspaceID string)
 	creds     *UpstreamCredentials
+	health    *UpstreamHealth
+	checks    store.CheckIntervals
 }
 
 var _ mcpgate.ServerService = (*Servers)(nil)
@@ -89,9 +99,23 @@ func NewServers(o ServersOptions) *Servers {
 	if reg == nil {
 		reg = connectors.NewRegistry()
 	}
+	if o.Health == nil {
+		o.Health = NewUpstreamHealth(UpstreamHealthOptions{DB: o.DB, Logger: opts.Logger, Now: opts.Now})
+	}
+	if o.RediscoverEvery <= 0 {
+		o.RediscoverEvery = DefaultRediscoverEvery
+	}
+	if o.RediscoverJitter <= 0 {
+		o.RediscoverJitter = o.RediscoverEvery / 5
+	}
 	return &Servers{core: newCore(opts), keyring: o.Keyring, registry: reg, pool: o.Pool, network: o.Network, publicURL: o.PublicURL,
-		onChange: o.Invalidate, creds: o.Credentials}
+		onChange: o.Invalidate, creds: o.Credentials, health: o.Health,
+		checks: store.CheckIntervals{Down: o.Health.ProbeEvery(), Up: o.RediscoverEvery, Jitter: o.RediscoverJitter}}
 }
+
+// DefaultRediscoverEvery is how often a server that is up is discovered
+// again, so that a changed definition is quarantined without anyone asking.
+const DefaultRediscoverEvery = 15 * time.Minute
 
 // changed tells this replica's caches that a workspace's servers changed.
 func (s *Servers) changed(workspaceID string) {
@@ -262,7 +286,7 @@ func (s *Servers) AddServer(ctx context.Context, a *mcpgate.Actor, in mcpgate.Se
 		}
 		rep = r
 		s.assignNames(in.Name, tools, st.Taken, in.Aliases)
-		return &store.ServerWrite{Server: srv, Headers: headers, Tools: tools, ActorID: a.UserID}, nil
+		return &store.ServerWrite{Server: srv, Headers: headers, Tools: tools, ActorID: a.UserID, NextCheckAt: s.nextRediscovery(now)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -449,6 +473,7 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 		w.Tools = st.Tools
 		if cat != nil {
 			setDiscovered(&w.Server, cat, now)
+			w.NextCheckAt = s.nextRediscovery(now)
 			var err error
 			if w.Tools, rep, err = mergeCatalog(st.Tools, cat.Tools); err != nil {
 				return nil, err
@@ -525,34 +550,15 @@ func (s *Servers) DiscoverServer(ctx context.Context, a *mcpgate.Actor, name str
 		return nil, err
 	}
 	if err != nil {
-		if markErr := s.db.MarkServerHealth(ctx, a.WorkspaceID, name, mcpgate.HealthError, cutText(mcpgate.ErrorMessage(err), maxMessage), s.now().UTC()); markErr != nil {
-			s.log.WarnContext(ctx, "record server health", "server", name, "err", markErr)
+		if s.health.markDown(ctx, a.WorkspaceID, name, mcpgate.ErrorMessage(err)) {
+			s.changed(a.WorkspaceID)
 		}
 		return nil, err
 	}
-	now := s.now().UTC()
-	var rep mergeReport
-	err = s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, name, func(st *store.ServerState) (*store.ServerWrite, error) {
-		if st.Server == nil || st.Server.ID != cur.ID {
-			return nil, mcpgate.Errorf(mcpgate.ENotFound, "no upstream server of that name in this workspace")
-		}
-		if st.Server.URL != cur.URL || !slices.Equal(st.Server.Headers, cur.Headers) {
-			return nil, errChangedMeanwhile
-		}
-		srv := *st.Server
-		setDiscovered(&srv, cat, now)
-		tools, r, err := mergeCatalog(st.Tools, cat.Tools)
-		if err != nil {
-			return nil, err
-		}
-		rep = r
-		s.assignNames(name, tools, st.Taken, aliasesOf(st.Tools))
-		return &store.ServerWrite{Server: srv, KeepHeaders: true, Tools: tools, ActorID: a.UserID}, nil
-	})
+	rep, _, err := s.storeDiscovery(ctx, a.WorkspaceID, cur, cat, a.UserID)
 	if err != nil {
 		return nil, err
 	}
-	s.changed(a.WorkspaceID)
 	args := map[string]any{"server": name, "tools": len(cat.Tools)}
 	rep.addTo(args)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscovered, args))

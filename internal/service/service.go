@@ -110,6 +110,10 @@ type Options struct {
 	// UpstreamCredentials sends OAuth servers' bearer tokens (nil: servers
 	// take headers only).
 	UpstreamCredentials *UpstreamCredentials
+	// UpstreamHealth counts the calls that could not reach a server and
+	// marks it down (nil: calls count nothing); the server service and
+	// the monitor share it.
+	UpstreamHealth *UpstreamHealth
 	// ApprovalKey keys the binding of approvals to their arguments; every
 	// replica needs the same one (the wiring derives it from JWT_SECRET).
 	// Unset, a random key is drawn: fine for one process (tests).

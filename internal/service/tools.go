@@ -133,7 +133,7 @@ func (s *Tools) ToolSet(ctx context.Context, a *mcpgate.Actor) (*mcpgate.ToolSet
 		u := wp.upstream[name]
 		info := s.infoOf(wp, u.tool, wp.policy[name])
 		set.All[name] = info
-		if callable(u.tool, wp.policy[name], a.Scope) {
+		if callable(u.tool, wp.policy[name], a.Scope) && wp.serverUp(u) {
 			set.Tools = append(set.Tools, info)
 		}
 	}

@@ -37,6 +37,22 @@ type upstreamTool struct {
 type upstreamServer struct {
 	url     string
 	headers store.SealedHeaders
+	// down is set while the server is down: its tools stay known (a call
+	// by name is told why it cannot run) but are in no tool set.
+	down *serverDown
+}
+
+// serverDown is since when, and why, a server is down.
+type serverDown struct {
+	since  time.Time
+	reason string
+}
+
+// serverUp reports whether u's server is up: a tool of a server that is
+// down is left out of every tool set.
+func (wp *workspacePolicy) serverUp(u *upstreamTool) bool {
+	srv, ok := wp.servers[u.server]
+	return ok && srv.down == nil
 }
 
 // loadUpstream reads a workspace's servers' tools into wp: the tools
@@ -61,7 +77,7 @@ func (s *Tools) loadUpstream(ctx context.Context, wp *workspacePolicy) error {
 	wp.servers = map[string]upstreamServer{}
 	for _, srv := range servers {
 		if srv.Enabled {
-			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name]}
+			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name], down: downOf(&srv)}
 		}
 	}
 	wp.upstream = map[string]*upstreamTool{}
@@ -86,6 +102,18 @@ func (s *Tools) loadUpstream(ctx context.Context, wp *workspacePolicy) error {
 		wp.policy[r.ExposedName] = p
 	}
 	return nil
+}
+
+// downOf is since when and why a stored server is down, nil while up.
+func downOf(srv *store.UpstreamServer) *serverDown {
+	if srv.Health != mcpgate.HealthError {
+		return nil
+	}
+	since := srv.UpdatedAt
+	if srv.DownSince != nil {
+		since = *srv.DownSince
+	}
+	return &serverDown{since: since, reason: srv.LastError}
 }
 
 // newUpstreamTool makes the call path's view of a stored tool. The hints
@@ -183,6 +211,12 @@ func (s *Tools) updateUpstreamTool(ctx context.Context, a *mcpgate.Actor, name s
 func (s *Tools) callUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspacePolicy, u *upstreamTool, call mcpgate.ToolCall) (json.RawMessage, error) {
 	t := u.tool
 	p := wp.policy[t.Name]
+	if down := wp.servers[u.server].down; down != nil && p.Enabled {
+		err := errServerDown(u.server, down.since, down.reason, s.opts.UpstreamHealth.ProbeEvery())
+		s.auditUpstream(ctx, a, u, nil, 0, s.now(), mcpgate.OutcomeError, err)
+		s.metrics.ToolCall(upstreamMetric, mcpgate.OutcomeError, 0, 0)
+		return nil, err
+	}
 	if !callable(t, p, a.Scope) {
 		err := s.refusal(t, p, a)
 		s.auditUpstream(ctx, a, u, nil, 0, s.now(), mcpgate.OutcomeDenied, err)
@@ -287,6 +321,9 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	})
 	took := time.Since(upstreamStart)
 	cancel()
+	if s.opts.UpstreamHealth.Outcome(ctx, a.WorkspaceID, u.server, err, ctx.Err() != nil) {
+		s.invalidate(InvalidatePolicy, a.WorkspaceID)
+	}
 	if err != nil {
 		var rpc *upstream.RPCError
 		if !errors.As(err, &rpc) && ctx.Err() == nil {

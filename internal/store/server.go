@@ -70,6 +70,9 @@ type ServerWrite struct {
 	// Tools, unless KeepTools, replace the catalog: rows not in it go.
 	Tools     []UpstreamTool
 	KeepTools bool
+	// NextCheckAt, when set, is when the monitor next checks the server
+	// (a discovery that stored a catalog sets the next re-discovery).
+	NextCheckAt *time.Time
 	// ActorID is who made the change.
 	ActorID string
 }
@@ -127,13 +130,15 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 }
 
 const serverColumns = `s.id, s.name, s.url, s.header_hints, s.enabled, s.health, s.last_error, s.last_discovered_at,
-	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at, s.session_scope`
+	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at, s.session_scope,
+	s.down_since, s.next_check_at`
 
 func scanServer(r pgx.Row, s *UpstreamServer) error {
 	var hints []byte
 	var init []byte
 	if err := r.Scan(&s.ID, &s.Name, &s.URL, &hints, &s.Enabled, &s.Health, &s.LastError, &s.LastDiscoveredAt,
-		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt, &s.SessionScope); err != nil {
+		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt, &s.SessionScope,
+		&s.DownSince, &s.NextCheckAt); err != nil {
 		return err
 	}
 	if len(init) > 0 {
@@ -215,21 +220,27 @@ func writeServer(ctx context.Context, tx pgx.Tx, workspaceID string, cur *Upstre
 	if health == "" {
 		health = mcpgate.HealthOK
 	}
+	downSince := s.DownSince
+	if health == mcpgate.HealthOK {
+		downSince = nil
+	}
 	args := []any{workspaceID, s.Name, s.URL, hintJSON, s.Enabled, string(health), s.LastError, s.LastDiscoveredAt,
-		s.ProtocolVersion, init, arr(s.Prompts), arr(s.Resources), arr(s.ResourceTemplates), nullIfEmpty(w.ActorID)}
+		s.ProtocolVersion, init, arr(s.Prompts), arr(s.Resources), arr(s.ResourceTemplates), downSince, w.NextCheckAt}
 	var id string
 	if cur == nil {
 		err = tx.QueryRow(ctx, `
 			INSERT INTO upstream_servers (workspace_id, name, url, header_hints, enabled, health, last_error, last_discovered_at,
-				protocol_version, init, prompts, resources, resource_templates, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING id`, args...).Scan(&id)
+				protocol_version, init, prompts, resources, resource_templates, down_since, next_check_at, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, coalesce($15::timestamptz, now()), $16)
+			RETURNING id`, append(args, nullIfEmpty(w.ActorID))...).Scan(&id)
 		return id, err
 	}
 	err = tx.QueryRow(ctx, `
 		UPDATE upstream_servers SET url = $3, header_hints = $4, enabled = $5, health = $6, last_error = $7,
 			last_discovered_at = $8, protocol_version = $9, init = $10, prompts = $11, resources = $12,
-			resource_templates = $13, updated_at = now()
-		WHERE workspace_id = $1 AND name = $2 RETURNING id`, args[:13]...).Scan(&id)
+			resource_templates = $13, down_since = $14, next_check_at = coalesce($15::timestamptz, next_check_at),
+			updated_at = now()
+		WHERE workspace_id = $1 AND name = $2 RETURNING id`, args...).Scan(&id)
 	return id, err
 }
 
@@ -429,19 +440,6 @@ func (c SealedHeaders) Open(ctx context.Context, sealer Sealer, workspaceID stri
 		h[k] = mcpgate.Secret(v)
 	}
 	return h, nil
-}
-
-// MarkServerHealth records the outcome of an exchange with a server.
-func (db *DB) MarkServerHealth(ctx context.Context, workspaceID, name string, health mcpgate.ServerHealth, lastError string, at time.Time) error {
-	if !isUUID(workspaceID) {
-		return mcpgate.Errorf(mcpgate.ENotFound, "%s", serverNotFound)
-	}
-	tag, err := db.Pool.Exec(ctx, `UPDATE upstream_servers SET health = $3, last_error = $4, last_discovered_at = $5
-		WHERE workspace_id = $1 AND name = $2`, workspaceID, name, string(health), lastError, at)
-	if err == nil && tag.RowsAffected() == 0 {
-		err = pgx.ErrNoRows
-	}
-	return mapError(err, serverNotFound)
 }
 
 // DeleteServer removes a server, its credential and its tools.

@@ -52,6 +52,10 @@ type Options struct {
 	// and initializes at this version (for servers that mishandle it).
 	ProtocolVersion string
 	Logger          *slog.Logger
+	// OnToolListChanged, when set, is told of each notifications/tools/
+	// list_changed an upstream sends on a session of the pool, with the
+	// session's target (see listchanged.go).
+	OnToolListChanged func(Target)
 }
 
 // Limits bound one call (or one discovery request).
@@ -179,7 +183,8 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
 		// No capabilities: roots, sampling and elicitation are relayed from
 		// the calling client in the second stage, not answered here.
-		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{}})
+		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{},
+			ToolListChangedHandler: p.toolListChanged(target)})
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
