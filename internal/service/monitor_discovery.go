@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -130,9 +131,25 @@ func (s *Servers) check(ctx context.Context, c store.ServerCheck) bool {
 	if err != nil {
 		return false // the admins' discoveries come first; the next check is due anyway
 	}
-	cat, err := s.discover(ctx, upstream.Target{URL: cur.URL, Headers: headers})
-	leave()
 	a := gatewayActor(c.WorkspaceID)
+	// An OAuth server is checked with the workspace's grant, as calls use
+	// it (refreshed if need be).
+	var cat *upstream.Catalog
+	err = s.creds.Do(ctx, a, c.Name, upstream.Target{URL: cur.URL, Headers: headers}, func(t upstream.Target) error {
+		var err error
+		cat, err = s.discover(ctx, t)
+		return err
+	})
+	leave()
+	var noGrant *CredentialError
+	if errors.As(err, &noGrant) {
+		// No credential the gateway may use on its own (each member
+		// connects their own account, or nobody connected the server's
+		// yet): nothing is probed and health stays as calls found it; an
+		// admin's Discover, with their own grant, brings such a server up.
+		s.log.DebugContext(ctx, "server check skipped: no grant of the workspace's own", "server", c.Name, "workspace_id", c.WorkspaceID)
+		return false
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
