@@ -99,7 +99,7 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			return
 		}
 		body, ok := g.checkBody(w, r)
-		if !ok || g.stepUp(w, r, actor, body) {
+		if !ok || g.serveStream(w, r, actor, body, g.gatewayList) || g.stepUp(w, r, actor, body) {
 			return
 		}
 		if legacyAnswer(r, body) {
