@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -548,5 +549,58 @@ func TestStandaloneStream_MatchesSDK(t *testing.T) {
 	}
 	if got.first != want.first || gotNote != wantNote {
 		t.Errorf("stream = %q %q, go-sdk's %q %q", got.first, gotNote, want.first, wantNote)
+	}
+}
+
+// TestPush_ServerEndpoint: a server's own endpoint pushes the changes of
+// its own list, declared as tools.listChanged (and the upstream's prompts
+// and resources list changes still not), and a change that leaves its
+// list as it was (another server's) sends nothing.
+func TestPush_ServerEndpoint(t *testing.T) {
+	for _, version := range pushVersions {
+		t.Run(version, func(t *testing.T) {
+			var mu sync.Mutex
+			docs := docsEndpoint()
+			eps := &fakeEndpoints{EndpointFn: func(server string) (*mcpgate.ServerEndpoint, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if server != "docs" {
+					return nil, mcpgate.Errorf(mcpgate.ENotFound, "no such server")
+				}
+				cp := *docs
+				return &cp, nil
+			}}
+			g := New(Options{Tools: &fakeTools{set: &mcpgate.ToolSet{All: map[string]mcpgate.ToolInfo{}}}, Registry: connectors.NewRegistry(),
+				Authenticators: []mcpgate.Authenticator{fakeAuth{}}, PublicURL: "http://gateway.test",
+				ConfirmationSecret: []byte("serverendpoint-test-secret-0123456789")})
+			t.Cleanup(g.Close)
+			e := &pushEnv{checks: make(chan pushCheck, 64), opened: make(chan struct{}, 64)}
+			g.push.debounce = time.Millisecond
+			g.push.checked = func(ws string, pushed bool) { e.checks <- pushCheck{ws, pushed} }
+			g.push.opened = func() { e.opened <- struct{}{} }
+			mux := http.NewServeMux()
+			mux.Handle("/mcp/{server}", g.ServerHandler(eps))
+			srv := httptest.NewServer(mux)
+			t.Cleanup(srv.Close)
+
+			cs, changed := e.client(t, srv.URL+"/mcp/docs", "good-key", version)
+			caps := cs.InitializeResult().Capabilities
+			if caps.Tools == nil || !caps.Tools.ListChanged || caps.Prompts.ListChanged || caps.Resources.ListChanged {
+				b, _ := json.Marshal(caps)
+				t.Errorf("capabilities = %s, want tools.listChanged only", b)
+			}
+			g.CatalogChanged("policy", "w1") // nothing of docs changed
+			if e.waitCheck(t, "w1") {
+				t.Fatal("an unchanged list was pushed")
+			}
+			mu.Lock()
+			docs.Tools = docs.Tools[1:] // lookup turned off
+			mu.Unlock()
+			g.CatalogChanged("policy", "w1")
+			waitChanged(t, changed)
+			if names := toolNames(t, cs); slices.Contains(names, "lookup") || !slices.Contains(names, "publish") {
+				t.Errorf("after the notification tools = %v", names)
+			}
+		})
 	}
 }
