@@ -53,7 +53,10 @@ func TestMCPEndToEnd_PushedListChanges(t *testing.T) {
 			alice2 := f.alice.with(t)
 			alice2.base = f.r2.url
 			alice2.setTool(f.wsA, tool, map[string]any{"enabled": false})
+			changedAt := time.Now()
 			wait("alice", changedA)
+			// Measured, not asserted: the debounce (250 ms) is most of it.
+			t.Logf("notification %v after the change's answer on the other replica", time.Since(changedAt).Round(time.Millisecond))
 			if names := e2eToolNames(t, csA); slices.Contains(names, tool) {
 				t.Fatalf("alice's tools after the notification = %v", names)
 			}
