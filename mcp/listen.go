@@ -240,8 +240,16 @@ type listenRequest struct {
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, list toolLister) bool {
 	switch r.Method {
 	case http.MethodGet:
+		// A client opens the standalone stream with the version it
+		// negotiated in the header, or, at 2025-03-26 (no header yet),
+		// accepting the event stream alone. A GET without the header that
+		// accepts JSON too expects an answer, not a stream: mcp-remote
+		// probes the endpoint so, with the client's credential, for the
+		// 401 that names the OAuth metadata, and takes a 200 for "no
+		// OAuth"; it keeps go-sdk's 405, as before.
 		version := r.Header.Get("Mcp-Protocol-Version")
-		if _, streamOK := streamableAccepts(r.Header.Values("Accept")); !streamOK || !legacyVersions[version] {
+		jsonOK, streamOK := streamableAccepts(r.Header.Values("Accept"))
+		if !streamOK || !legacyVersions[version] || version == "" && jsonOK {
 			return false
 		}
 		g.holdStream(w, r, a, list, version, nil)
@@ -312,7 +320,6 @@ func listenMetaOK(meta map[string]json.RawMessage) bool {
 func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, list toolLister, version string, sub *listenRequest) {
 	s, stop, err := g.push.open(a)
 	if err != nil {
-		g.log.InfoContext(r.Context(), "notification stream refused", "workspace_id", a.WorkspaceID, "err", err)
 		httpx.WriteError(w, r, g.log, err)
 		return
 	}

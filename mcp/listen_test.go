@@ -409,6 +409,8 @@ func TestPush_NotAStream(t *testing.T) {
 		{key, "text/event-stream", newProtocol, http.StatusMethodNotAllowed},
 		{"", "text/event-stream", "2025-11-25", http.StatusUnauthorized},
 		{"mcpgate_wrong", "text/event-stream", "2025-11-25", http.StatusUnauthorized},
+		// mcp-remote's probe for the OAuth metadata: no version, JSON too.
+		{key, "application/json, text/event-stream", "", http.StatusMethodNotAllowed},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, fx.URL+"/mcp", nil)
 		req.Header.Set("Accept", tc.accept)
@@ -428,6 +430,10 @@ func TestPush_NotAStream(t *testing.T) {
 	if fx.Gateway.push.count() != 0 {
 		t.Errorf("%d streams open", fx.Gateway.push.count())
 	}
+	// A 2025-03-26 client sends no version header: its GET accepts the
+	// event stream alone, and is a stream.
+	s := openRaw(t, fx.URL+"/mcp", key, "")
+	s.Body.Close()
 }
 
 // TestPush_DeclaresToolsListChanged: initialize and server/discover
@@ -600,6 +606,23 @@ func TestPush_ServerEndpoint(t *testing.T) {
 			waitChanged(t, changed)
 			if names := toolNames(t, cs); slices.Contains(names, "lookup") || !slices.Contains(names, "publish") {
 				t.Errorf("after the notification tools = %v", names)
+			}
+		})
+	}
+}
+
+// TestPush_ConnectorURL: the connector URL's form of the endpoint holds a
+// stream as /mcp does, its credential read from the path.
+func TestPush_ConnectorURL(t *testing.T) {
+	for _, version := range pushVersions {
+		t.Run(version, func(t *testing.T) {
+			e := newPushEnv(t)
+			key, _ := e.fx.AddKey(t, mcpgate.ScopeFull)
+			s := openRaw(t, e.fx.URL+"/c/"+key+"/mcp", "", version)
+			e.waitOpened(t)
+			e.setTool(t, e.fx.Owner(), e2b.ToolListSandboxes, false)
+			if got := s.next(t); !strings.Contains(got, notificationListChanged) {
+				t.Errorf("connector URL stream sent %q", got)
 			}
 		})
 	}
