@@ -23,10 +23,10 @@ package mcp
 // Bounds: streamsPerCredential open streams per credential and
 // streamsPerReplica in all on a replica, the excess refused with 429; a
 // keep-alive comment every keepAliveEvery; each write under the endpoint's
-// write deadline (httpx.WriteDeadlinePerWrite); and the streams end at
-// once when the gateway begins to stop (they hold no work to finish: the
-// HTTP server's shutdown would otherwise wait on them) and when the client
-// goes away, with no goroutine of their own.
+// write deadline (httpx.WriteDeadlinePerWrite); and the streams end when
+// the gateway stops, as soon as the calls in flight are answered (they hold
+// no work to finish, and the HTTP server's shutdown would otherwise wait
+// on them), and when the client goes away, with no goroutine of their own.
 
 import (
 	"context"
@@ -80,6 +80,8 @@ type pushHub struct {
 	perCred      map[string]int
 	total        int
 	pending      map[string]*time.Timer // a check due, per workspace ("" all)
+	inflight     int                    // the endpoints' other requests being answered
+	stopping     bool                   // BeginStop was called: no new stream
 	stopped      bool
 	stopCh       chan struct{} // closed at stop
 	perCredLimit int
@@ -121,7 +123,7 @@ func (h *pushHub) open(a *mcpgate.Actor) (*pushStream, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	stop := h.stopChan()
-	if h.stopped {
+	if h.stopping || h.stopped {
 		return nil, nil, mcpgate.Errorf(mcpgate.EUnavailable, "the gateway is stopping; connect again in a few seconds")
 	}
 	cred := a.CredentialID()
@@ -200,10 +202,44 @@ func (h *pushHub) fire(ws string) {
 	}
 }
 
+// track counts one request of the endpoints that is not a stream while
+// it is answered; the returned func ends it.
+func (h *pushHub) track() func() {
+	h.mu.Lock()
+	h.inflight++
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.inflight--; h.inflight == 0 && h.stopping {
+			h.stopLocked()
+		}
+	}
+}
+
+// stopWhenIdle ends every stream once no other request is being answered:
+// at once, or when the last call in flight at the stop has been answered
+// (within the stop's grace and its short wind-down). A client that does
+// not reconnect its standalone stream (go-sdk's with retries off) fails
+// its session when the stream ends, and would lose the answer of a call it
+// still waits for.
+func (h *pushHub) stopWhenIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopping = true
+	if h.inflight == 0 {
+		h.stopLocked()
+	}
+}
+
 // stop ends every stream, now and for any opened later.
 func (h *pushHub) stop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.stopLocked()
+}
+
+func (h *pushHub) stopLocked() {
 	if h.stopped {
 		return
 	}

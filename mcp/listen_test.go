@@ -365,7 +365,8 @@ func TestPush_KeepAliveAndReadTimeout(t *testing.T) {
 	}
 }
 
-// TestPush_EndsAtStop: a stop ends the streams at once, a listen with its
+// TestPush_EndsAtStop: a stop ends the streams once the requests in
+// flight are answered (not after the calls' grace), a listen with its
 // result (SEP-2575's graceful end), and refuses new ones.
 func TestPush_EndsAtStop(t *testing.T) {
 	e := newPushEnv(t)
@@ -373,7 +374,16 @@ func TestPush_EndsAtStop(t *testing.T) {
 	key, _ := fx.AddKey(t, mcpgate.ScopeFull)
 	legacy := openRaw(t, fx.URL+"/mcp", key, "2025-11-25")
 	listen := openRaw(t, fx.URL+"/mcp", key, newProtocol)
-	fx.Gateway.BeginStop(time.Hour) // the calls' grace does not hold the streams
+	h := &fx.Gateway.push
+	answered := h.track() // a call in flight
+	fx.Gateway.BeginStop(time.Hour)
+	h.mu.Lock()
+	stopped := h.stopped
+	h.mu.Unlock()
+	if stopped {
+		t.Fatal("the streams ended before the call in flight was answered")
+	}
+	answered()
 	if rest, _ := io.ReadAll(legacy.r); len(rest) != 0 {
 		t.Errorf("standalone stream at stop sent %q", rest)
 	}

@@ -85,7 +85,11 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		if g.serveStream(w, r, actor, body, endpointList(eps, r.PathValue("server"))) || g.serverStepUp(w, r, actor, ep, body) {
+		if g.serveStream(w, r, actor, body, endpointList(eps, r.PathValue("server"))) {
+			return
+		}
+		defer g.push.track()()
+		if g.serverStepUp(w, r, actor, ep, body) {
 			return
 		}
 		legacy := r.Header.Get("Mcp-Protocol-Version") != newProtocol
