@@ -124,7 +124,11 @@ func (g *Gateway) handler(fast bool) http.Handler {
 			return
 		}
 		body, ok := g.checkBody(w, r)
-		if !ok || g.stepUp(w, r, actor, body) {
+		if !ok || g.serveStream(w, r, actor, body, g.gatewayList) {
+			return
+		}
+		defer g.push.track()()
+		if g.stepUp(w, r, actor, body) {
 			return
 		}
 		if legacyAnswer(r, body) {

@@ -26,6 +26,13 @@
 // templates, completions and log level relayed through the server endpoint
 // service, results passed through unchanged (serverendpoint.go).
 //
+// Tools list changes are pushed (listen.go): a client holding the 2025
+// protocols' standalone SSE stream, or a 2026-07-28 subscriptions/listen,
+// on either endpoint, is sent notifications/tools/list_changed when its own
+// tools/list answer changes. The wiring calls CatalogChanged for every
+// change any replica makes; the streams are bounded per credential and per
+// replica, and end with their credential and at a stop.
+//
 // Two HTTP answers are its own. A read-only OAuth grant calling a tool that
 // changes things gets 403 insufficient_scope naming the scope it needs (MCP
 // step-up), and a 401 on a connector URL, or under a loopback name other

@@ -300,17 +300,13 @@ func (g *Gateway) fastList(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	if err != nil {
 		return false
 	}
-	result, ok := st.lists.Load(version)
-	if !ok {
-		res := g.sdkList(r.Context(), st.srv, version)
-		if res == nil {
-			return false
-		}
-		result, _ = st.lists.LoadOrStore(version, res)
+	result := g.setList(r.Context(), st, version)
+	if result == nil {
+		return false
 	}
 	bp := buffers.Get().(*[]byte)
 	b := appendEnvelopeStart((*bp)[:0], req.id)
-	b = append(b, result.([]byte)...)
+	b = append(b, result...)
 	b = append(b, '}')
 	writeSSE(w, b)
 	*bp = b[:0]

@@ -142,6 +142,8 @@ type Gateway struct {
 	done chan struct{}
 	// stopper ends the tool calls still running at a stop (unavailable.go).
 	stopper stopper
+	// push holds the streams that get tools list changes (listen.go).
+	push pushHub
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);
@@ -184,6 +186,7 @@ func (g *Gateway) Close() {
 		close(g.stop)
 	}
 	<-g.done
+	g.push.stop()
 	g.refused.flushAll()
 }
 

@@ -88,8 +88,12 @@ func (tg *gwGateway) connect(t *testing.T, key, version string, opts *sdk.Client
 	if version != "" {
 		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
 	}
+	// No standalone stream (listen_test.go tests it): with retries off, a
+	// session fails when a stop ends that stream, and the call tests that
+	// stop the gateway wait for their call's answer instead.
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v0"}, opts).Connect(t.Context(),
-		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: mcp.BearerTransport{Key: key}}, MaxRetries: -1}, so)
+		&sdk.StreamableClientTransport{Endpoint: tg.url + "/mcp", HTTPClient: &http.Client{Transport: mcp.BearerTransport{Key: key}},
+			MaxRetries: -1, DisableStandaloneSSE: true}, so)
 	if err != nil {
 		t.Fatalf("Connect() err = %v", err)
 	}

@@ -42,7 +42,7 @@ func (g *Gateway) serverText() (title, instructions string) {
 func (g *Gateway) buildServer(set *mcpgate.ToolSet) *sdk.Server {
 	title, instructions := g.serverText()
 	s := sdk.NewServer(&sdk.Implementation{Name: "mcpgate", Title: title, Version: g.opts.Version},
-		&sdk.ServerOptions{Instructions: instructions, Logger: g.sdkLog})
+		&sdk.ServerOptions{Instructions: instructions, Logger: g.sdkLog, Capabilities: gatewayCapabilities()})
 	callable := map[string]bool{}
 	for _, info := range set.Tools {
 		if info.Server != "" {

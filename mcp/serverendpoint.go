@@ -22,9 +22,11 @@ package mcp
 //
 // initialize (and 2026-07-28's server/discover) is go-sdk's, with the
 // upstream's serverInfo and instructions and its capabilities less what
-// this stage does not relay: subscriptions and list-change notifications
-// (a stateless endpoint has no stream to send them on), and anything
-// besides prompts, resources, tools, completions and logging. Requests
+// this stage does not relay: subscriptions and the upstream's list-change
+// notifications, and anything besides prompts, resources, tools,
+// completions and logging. Tools list changes are the gateway's own: it
+// pushes them on a held stream as on /mcp (listen.go), so tools declare
+// listChanged. Requests
 // from the upstream to the client (sampling, elicitation, roots) are never
 // relayed, and the gateway's upstream client declares none of them.
 
@@ -83,6 +85,10 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
+		if g.serveStream(w, r, actor, body, endpointList(eps, r.PathValue("server"))) {
+			return
+		}
+		defer g.push.track()()
 		if g.serverStepUp(w, r, actor, ep, body) {
 			return
 		}
@@ -166,7 +172,8 @@ func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerC
 		caps.Resources = &sdk.ResourceCapabilities{}
 	}
 	if up.Tools != nil || len(ep.Tools) > 0 {
-		caps.Tools = &sdk.ToolCapabilities{}
+		// The gateway pushes its own changes of the list (listen.go).
+		caps.Tools = &sdk.ToolCapabilities{ListChanged: true}
 	}
 	if up.Completions != nil {
 		caps.Completions = &sdk.CompletionCapabilities{}

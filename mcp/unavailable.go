@@ -69,6 +69,10 @@ func (s *stopper) init() {
 // that hangs, an upstream, a human approval). Calls that finish within grace are
 // answered as usual.
 func (g *Gateway) BeginStop(grace time.Duration) {
+	// The notification streams hold no work to finish: they end once the
+	// calls in flight are answered, or the HTTP server's shutdown would
+	// wait on them (listen.go).
+	g.push.stopWhenIdle()
 	s := &g.stopper
 	s.init()
 	s.begin.Do(func() { time.AfterFunc(grace, func() { s.cancel(errStopping) }) })

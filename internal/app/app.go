@@ -298,6 +298,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
 			set.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Endpoints.Invalidate(inv.Kind, inv.WorkspaceID)
+			// Last, once the caches are dropped: the MCP streams of the
+			// workspace check their tools lists and push what changed.
+			gw.MCP.CatalogChanged(inv.Kind, inv.WorkspaceID)
 		}, func(on bool) { listenerUp.Store(on); set.SetListening(on) })
 	})
 	gw.goBackground(func() { members.Run(ctx) })
