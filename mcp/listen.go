@@ -21,7 +21,9 @@ package mcp
 // the next keep-alive for an expiry nothing announces.
 //
 // Bounds: streamsPerCredential open streams per credential and
-// streamsPerReplica in all on a replica, the excess refused with 429; a
+// streamsPerReplica in all on a replica, the excess declined (declineStream:
+// told to come back later, never an HTTP error, which would end a client's
+// session); a
 // keep-alive comment every keepAliveEvery; each write under the endpoint's
 // write deadline (httpx.WriteDeadlinePerWrite); and the streams end when
 // the gateway stops, as soon as the calls in flight are answered (they hold
@@ -30,10 +32,12 @@ package mcp
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -41,13 +45,13 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpgate/mcpgate"
-	"github.com/mcpgate/mcpgate/internal/httpx"
 )
 
 const (
 	// streamsPerCredential bounds the streams one key or grant holds open
-	// on a replica: a client holds one per session.
-	streamsPerCredential = 4
+	// on a replica: a client holds one per session, and a person may run
+	// several clients (a desktop app, an editor, agents) on one key.
+	streamsPerCredential = 32
 	// streamsPerReplica bounds them all on a replica.
 	streamsPerReplica = 2000
 	// streamRetryAfter is the Retry-After, in seconds, of a stream refused
@@ -356,7 +360,7 @@ func listenMetaOK(meta map[string]json.RawMessage) bool {
 func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, list toolLister, version string, sub *listenRequest) {
 	s, stop, err := g.push.open(a)
 	if err != nil {
-		httpx.WriteError(w, r, g.log, err)
+		g.declineStream(w, r, sub, err)
 		return
 	}
 	defer g.push.close(s)
@@ -364,16 +368,10 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 	rc := http.NewResponseController(w)
 	digest, known := listDigest(ctx, a, list, version)
 
-	h := w.Header()
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Connection", "keep-alive")
-	w.WriteHeader(http.StatusOK)
+	startStream(w)
 	var first []byte
 	if sub == nil {
-		// As go-sdk's standalone stream: a comment, so that the headers
-		// reach the client through proxies that hold them until data.
-		first = []byte(": ok\n\n")
+		first = streamOpening(0)
 	} else {
 		first = listenAck(sub)
 	}
@@ -382,6 +380,13 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 	}
 	if g.push.opened != nil {
 		g.push.opened()
+	}
+	if sub == nil && r.Header.Get("Last-Event-ID") != "" {
+		// A client back after its stream ended (a stop, another
+		// replica) may have missed a change meanwhile: it lists again.
+		if sendEvent(w, rc, listChanged(nil)) != nil {
+			return
+		}
 	}
 	if sub != nil && !sub.tools {
 		// Nothing agreed: go-sdk answers the listen at once.
@@ -425,6 +430,60 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 				g.push.checked(s.workspace, pushed)
 			}
 		}
+	}
+}
+
+// startStream writes the headers of an SSE answer, as go-sdk's.
+func startStream(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	w.WriteHeader(http.StatusOK)
+}
+
+// streamOpening is how a standalone stream begins: as go-sdk's, a comment
+// (so that the headers reach the client through proxies that hold them
+// until data), then a priming event (2025-11-25's SEP-1699: an id and no
+// data, named so that no client reads it as a message) with an id of its
+// own. A client counts a stream that ended after a new id as progress: a
+// go-sdk client otherwise gives its whole session up after five ends
+// without one (a stop, a replica moved), and it reconnects with the id,
+// which the gateway answers with a list change (nothing is replayed).
+// retry, when set, is how long the client is told to wait before it
+// reconnects (the SSE retry field).
+func streamOpening(retry time.Duration) []byte {
+	b := []byte(": ok\n\nevent: prime\nid: " + rand.Text() + "\n")
+	if retry > 0 {
+		b = append(b, "retry: "+strconv.FormatInt(retry.Milliseconds(), 10)+"\n"...)
+	}
+	return append(b, "data: \n\n"...)
+}
+
+// declineStream answers a stream the gateway does not hold now (a bound
+// reached, the gateway stopping) without an HTTP error: a client that
+// reconnects a stream it had and gets any status but 200 gives its whole
+// session up (go-sdk does). A standalone stream is opened, primed with
+// the wait as its retry, and ended: the client comes back after it. A
+// listen is acknowledged with nothing agreed and answered at once, as
+// go-sdk answers one it can push nothing on; the client goes on without.
+func (g *Gateway) declineStream(w http.ResponseWriter, r *http.Request, sub *listenRequest, why error) {
+	g.log.InfoContext(r.Context(), "notification stream declined", "reason", mcpgate.ErrorMessage(why))
+	wait := 2 * time.Second
+	var e *mcpgate.Error
+	if errors.As(why, &e) && e.RetryAfter > 0 {
+		wait = time.Duration(e.RetryAfter) * time.Second
+	}
+	startStream(w)
+	rc := http.NewResponseController(w)
+	if sub == nil {
+		_ = sendEvent(w, rc, streamOpening(wait))
+		return
+	}
+	none := *sub
+	none.tools = false
+	if sendEvent(w, rc, listenAck(&none)) == nil {
+		_ = sendEvent(w, rc, listenEnded(sub))
 	}
 }
 

@@ -8,6 +8,9 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -211,6 +214,7 @@ type rawStream struct {
 	*http.Response
 	r     *bufio.Reader
 	first string // the first message
+	prime string // a standalone stream's priming event, after first
 }
 
 // next reads one SSE event or comment, through its blank line.
@@ -228,6 +232,10 @@ func (s *rawStream) next(t *testing.T) string {
 		}
 	}
 }
+
+// primeRE is a priming event: a name no client reads as a message, an id,
+// no data; retry only when the stream is declined.
+var primeRE = regexp.MustCompile(`^event: prime\nid: [A-Z2-7]{26}\n(retry: \d+\n)?data: \n\n$`)
 
 // listenBody is a subscriptions/listen for tools list changes.
 const listenBody = `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{` +
@@ -271,6 +279,12 @@ func openRaw(t *testing.T, url, key, version string) *rawStream {
 	if version == newProtocol && !strings.Contains(s.first, notificationAcked) || version != newProtocol && s.first != ": ok\n\n" {
 		t.Fatalf("first message = %q", s.first)
 	}
+	if version != newProtocol {
+		s.prime = s.next(t)
+		if !primeRE.MatchString(s.prime) {
+			t.Fatalf("priming event = %q", s.prime)
+		}
+	}
 	return s
 }
 
@@ -286,8 +300,11 @@ func waitNoStreams(t *testing.T, g *Gateway) {
 }
 
 // TestPush_StreamBounds: a credential holds at most its number of streams
-// and the replica its total; the excess is refused with 429 and
-// Retry-After, and a closed stream frees its place.
+// and the replica its total; the excess is declined without an HTTP error
+// (which would end a go-sdk client's whole session when it reconnects): a
+// standalone stream is primed with a retry of 30 s and ended, a listen
+// acknowledged with nothing agreed and answered at once. A closed stream
+// frees its place.
 func TestPush_StreamBounds(t *testing.T) {
 	e := newPushEnv(t)
 	fx := e.fx
@@ -302,8 +319,18 @@ func TestPush_StreamBounds(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-			t.Fatalf("stream over the bound = %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+		body, _ := io.ReadAll(resp.Body) // the declined stream ends at once
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream over the bound = %d %q, want a declined stream", resp.StatusCode, body)
+		}
+		if version == newProtocol {
+			if !strings.Contains(string(body), `"notifications":{}`) || !strings.Contains(string(body), `"id":7,"result"`) {
+				t.Fatalf("listen over the bound = %q, want nothing agreed and its result", body)
+			}
+			return
+		}
+		if !regexp.MustCompile(`^: ok\n\nevent: prime\nid: \w+\nretry: 30000\ndata: \n\n$`).Match(body) {
+			t.Fatalf("stream over the bound = %q, want it primed with a 30 s retry and ended", body)
 		}
 	}
 	first := openRaw(t, fx.URL+"/mcp", key, "2025-11-25")
@@ -398,9 +425,10 @@ func TestPush_EndsAtStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable {
-		t.Errorf("stream while stopping = %d, want 503", resp.StatusCode)
+	defer resp.Body.Close()
+	if rest, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK ||
+		!regexp.MustCompile(`^: ok\n\nevent: prime\nid: \w+\nretry: 2000\ndata: \n\n$`).Match(rest) {
+		t.Errorf("stream while stopping = %d %q, want it declined: primed, told to come back in 2 s, ended", resp.StatusCode, rest)
 	}
 }
 
@@ -563,6 +591,8 @@ func TestStandaloneStream_MatchesSDK(t *testing.T) {
 	if g, w := streamHeaders(got.Response), streamHeaders(want.Response); !maps.Equal(g, w) {
 		t.Errorf("headers = %v, go-sdk's %v", g, w)
 	}
+	// The priming event after the first comment is the gateway's own
+	// (go-sdk primes no standalone stream; see streamOpening).
 	if got.first != want.first || gotNote != wantNote {
 		t.Errorf("stream = %q %q, go-sdk's %q %q", got.first, gotNote, want.first, wantNote)
 	}
@@ -636,4 +666,109 @@ func TestPush_ConnectorURL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cutStreams is a proxy in front of the gateway that ends each of the
+// first cuts standalone streams right after its priming event (what a
+// stop or a replica moved does to a client), then lets streams through.
+type cutStreams struct {
+	backend *url.URL
+	cuts    int
+
+	mu         sync.Mutex
+	gets       int
+	lastIDs    []string // the Last-Event-ID of each GET
+	reachedEnd chan struct{}
+}
+
+func (p *cutStreams) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		httputil.NewSingleHostReverseProxy(p.backend).ServeHTTP(w, r)
+		return
+	}
+	p.mu.Lock()
+	p.gets++
+	n := p.gets
+	p.lastIDs = append(p.lastIDs, r.Header.Get("Last-Event-ID"))
+	if n == p.cuts+1 {
+		close(p.reachedEnd)
+	}
+	p.mu.Unlock()
+	out := r.Clone(r.Context())
+	out.URL.Scheme, out.URL.Host, out.RequestURI = p.backend.Scheme, p.backend.Host, ""
+	resp, err := http.DefaultTransport.RoundTrip(out)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	maps.Copy(w.Header(), resp.Header)
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	br := bufio.NewReader(resp.Body)
+	blocks := 0
+	for {
+		line, err := br.ReadString('\n')
+		if _, werr := w.Write([]byte(line)); werr != nil || err != nil {
+			return
+		}
+		_ = rc.Flush()
+		if line == "\n" {
+			blocks++
+			if n <= p.cuts && blocks == 2 { // ": ok", then the priming event
+				return
+			}
+		}
+	}
+}
+
+// TestPush_StreamSurvivesRepeatedEnds: go-sdk's client, with its default
+// retries (5), keeps its session through more ends of its standalone
+// stream than that, because each stream it opens is primed with an id of
+// its own, which the client counts as progress; it reconnects with the
+// last id, the gateway answers that with a list change (a change may have
+// been missed), and a change made afterwards is pushed as ever. Without
+// the priming event the client gives the session up at the sixth end.
+func TestPush_StreamSurvivesRepeatedEnds(t *testing.T) {
+	e := newPushEnv(t)
+	key, _ := e.fx.AddKey(t, mcpgate.ScopeFull)
+	backend, _ := url.Parse(e.fx.URL)
+	proxy := &cutStreams{backend: backend, cuts: 6, reachedEnd: make(chan struct{})}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+	changed := make(chan struct{}, 16)
+	c := sdk.NewClient(&sdk.Implementation{Name: "t", Version: "v0"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) { changed <- struct{}{} }})
+	tr := &http.Transport{}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: front.URL + "/mcp",
+		HTTPClient: &http.Client{Transport: BearerTransport{Key: key, Base: tr}}},
+		&sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("Connect() err = %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); tr.CloseIdleConnections() })
+	select {
+	case <-proxy.reachedEnd:
+	case <-ctx.Done():
+		t.Fatalf("the client stopped reconnecting its stream after %d GETs", proxy.gets)
+	}
+	waitChanged(t, changed) // the answer to the last reconnect's Last-Event-ID
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("ListTools() after %d ends of the stream err = %v, want the session alive", proxy.cuts, err)
+	}
+	proxy.mu.Lock()
+	ids := slices.Clone(proxy.lastIDs)
+	proxy.mu.Unlock()
+	for i, id := range ids {
+		if (i == 0) != (id == "") || i > 1 && id == ids[i-1] {
+			t.Errorf("GET %d Last-Event-ID %q (all: %q), want none first, then each stream's own", i+1, id, ids)
+		}
+	}
+	for len(changed) > 0 {
+		<-changed
+	}
+	e.setTool(t, e.fx.Owner(), e2b.ToolListSandboxes, false)
+	waitChanged(t, changed)
 }
