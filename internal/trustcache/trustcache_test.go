@@ -125,10 +125,11 @@ func TestCache_CallersShareOneLoad(t *testing.T) {
 	}
 }
 
-// A caller that gives up stops waiting; the load goes on and serves the
-// next caller.
+// A caller that gives up stops waiting; the load goes on for the callers
+// that wait for it with it.
 func TestCache_CallerGivesUp(t *testing.T) {
-	c := trustcache.New[string](trustcache.Options{Trust: fixedTrust{fresh: true}})
+	joined := make(chan struct{}, 1)
+	c := trustcache.New[string](trustcache.Options{Trust: fixedTrust{}, Joined: func() { joined <- struct{}{} }})
 	h := &held{release: make(chan struct{}), val: "v1"}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -136,16 +137,20 @@ func TestCache_CallerGivesUp(t *testing.T) {
 	for h.calls.Load() == 0 {
 		time.Sleep(time.Millisecond) // until the load has started
 	}
+	type answer struct {
+		v   string
+		err error
+	}
+	other := make(chan answer, 1)
+	go func() { v, err := c.Get(context.Background(), "k", h.load); other <- answer{v, err} }()
+	<-joined // the second caller waits for the first one's load
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get() after its caller gave up err = %v", err)
 	}
 	close(h.release)
-	v, err := c.Get(context.Background(), "k", func(ctx context.Context) (string, error) {
-		return h.load(ctx) // joins the load under way, or finds its entry
-	})
-	if err != nil || v != "v1" || h.calls.Load() != 1 {
-		t.Fatalf("Get() = %q, %v after %d loads, want the first load's v1", v, err, h.calls.Load())
+	if a := <-other; a.err != nil || a.v != "v1" || h.calls.Load() != 1 {
+		t.Fatalf("the waiting caller's Get() = %q, %v after %d loads, want the one load's v1", a.v, a.err, h.calls.Load())
 	}
 }
 
