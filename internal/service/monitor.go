@@ -2,11 +2,7 @@ package service
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -171,26 +167,10 @@ func (m *Monitor) Rediscover(workspaceID, server string) {
 // notices settle. A server that sends notices without end is discovered
 // at most once per SettleMax.
 func (m *Monitor) ToolListChanged(target upstream.Target) {
-	m.schedule("target|"+targetKey(target), func() *pendingCheck {
+	m.schedule("target|"+upstream.Fingerprint(target), func() *pendingCheck {
 		t := target
 		return &pendingCheck{target: &t}
 	})
-}
-
-// targetKey names a target in memory without holding its credential in
-// the key.
-func targetKey(t upstream.Target) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "%q\n", t.URL)
-	names := make([]string, 0, len(t.Headers))
-	for n := range t.Headers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(h, "%q=%q\n", n, t.Headers[n].Reveal())
-	}
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // schedule starts, or moves, the settle timer of key: Settle after now,

@@ -21,6 +21,21 @@ type Sealer interface {
 	ActiveTerm() uint32
 }
 
+// seal seals plaintext under aad and returns the ciphertext with its key
+// term, the two columns every sealed row keeps (the term lets the rekey
+// job find what an old key sealed); what names the secret in errors.
+func seal(sealer Sealer, plaintext, aad []byte, what string) ([]byte, int64, error) {
+	ct, err := sealer.Seal(plaintext, aad)
+	if err != nil {
+		return nil, 0, fmt.Errorf("seal %s: %w", what, err)
+	}
+	term, err := vault.TermOf(ct)
+	if err != nil {
+		return nil, 0, fmt.Errorf("seal %s: %w", what, err)
+	}
+	return ct, int64(term), nil
+}
+
 const connNotFound = "no credential is stored for this connector"
 
 // PutConnection seals and stores a workspace's credential for a connector,
@@ -39,13 +54,9 @@ func (db *DB) PutConnection(ctx context.Context, sealer Sealer, c *mcpgate.Conne
 		if err != nil {
 			return err
 		}
-		ct, err := sealer.Seal([]byte(credential.Reveal()), vault.CredentialAAD(c.WorkspaceID, id))
+		ct, term, err := seal(sealer, []byte(credential.Reveal()), vault.CredentialAAD(c.WorkspaceID, id), "credential")
 		if err != nil {
-			return fmt.Errorf("seal credential: %w", err)
-		}
-		term, err := vault.TermOf(ct)
-		if err != nil {
-			return fmt.Errorf("seal credential: %w", err)
+			return err
 		}
 		err = tx.QueryRow(ctx, `
 			INSERT INTO connections (id, workspace_id, connector, ciphertext, key_term, key_hint, verified_at, updated_by, updated_at)

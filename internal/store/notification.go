@@ -64,13 +64,9 @@ func (db *DB) SetNotifications(ctx context.Context, sealer Sealer, workspaceID s
 		if err := tx.QueryRow(ctx, `SELECT gen_random_uuid()::text`).Scan(&id); err != nil {
 			return err
 		}
-		ct, err := sealer.Seal([]byte(in.WebhookSecret.Reveal()), vault.WebhookSecretAAD(workspaceID, id))
+		ct, term, err := seal(sealer, []byte(in.WebhookSecret.Reveal()), vault.WebhookSecretAAD(workspaceID, id), "webhook secret")
 		if err != nil {
-			return fmt.Errorf("seal webhook secret: %w", err)
-		}
-		term, err := vault.TermOf(ct)
-		if err != nil {
-			return fmt.Errorf("seal webhook secret: %w", err)
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM webhook_secrets WHERE workspace_id = $1`, workspaceID); err != nil {
 			return err

@@ -261,14 +261,10 @@ func writeHeaders(ctx context.Context, tx pgx.Tx, sealer Sealer, workspaceID, se
 	if err != nil {
 		return err
 	}
-	ct, err := sealer.Seal(pt, vault.UpstreamHeadersAAD(workspaceID, serverID))
+	ct, term, err := seal(sealer, pt, vault.UpstreamHeadersAAD(workspaceID, serverID), "server headers")
 	clear(pt)
 	if err != nil {
-		return fmt.Errorf("seal server headers: %w", err)
-	}
-	term, err := vault.TermOf(ct)
-	if err != nil {
-		return fmt.Errorf("seal server headers: %w", err)
+		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO upstream_server_headers (id, workspace_id, sealed, key_term) VALUES ($1, $2, $3, $4)`,
 		serverID, workspaceID, ct, int64(term))

@@ -76,13 +76,9 @@ func (db *DB) PutServerOAuth(ctx context.Context, sealer Sealer, workspaceID, na
 		if o.ClientSecret == "" {
 			return nil
 		}
-		ct, err := sealer.Seal([]byte(o.ClientSecret.Reveal()), vault.UpstreamClientSecretAAD(workspaceID, serverID))
+		ct, term, err := seal(sealer, []byte(o.ClientSecret.Reveal()), vault.UpstreamClientSecretAAD(workspaceID, serverID), "client secret")
 		if err != nil {
-			return fmt.Errorf("seal client secret: %w", err)
-		}
-		term, err := vault.TermOf(ct)
-		if err != nil {
-			return fmt.Errorf("seal client secret: %w", err)
+			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO upstream_oauth_client_secrets (id, workspace_id, sealed, key_term) VALUES ($1, $2, $3, $4)`,
 			serverID, workspaceID, ct, int64(term))
@@ -270,16 +266,9 @@ func sealTokens(sealer Sealer, owner, id string, t OAuthTokens) ([]byte, int64, 
 	if err != nil {
 		return nil, 0, err
 	}
-	ct, err := sealer.Seal(pt, vault.UpstreamGrantAAD(owner, id))
+	ct, term, err := seal(sealer, pt, vault.UpstreamGrantAAD(owner, id), "grant")
 	clear(pt)
-	if err != nil {
-		return nil, 0, fmt.Errorf("seal grant: %w", err)
-	}
-	term, err := vault.TermOf(ct)
-	if err != nil {
-		return nil, 0, fmt.Errorf("seal grant: %w", err)
-	}
-	return ct, int64(term), nil
+	return ct, term, err
 }
 
 func openTokens(ctx context.Context, sealer Sealer, owner, id string, sealed []byte) (OAuthTokens, error) {

@@ -46,13 +46,9 @@ func (db *DB) BeginTOTP(ctx context.Context, sealer Sealer, userID string, secre
 		if err := tx.QueryRow(ctx, `SELECT gen_random_uuid()::text`).Scan(&id); err != nil {
 			return err
 		}
-		ct, err := sealer.Seal([]byte(secret.Reveal()), vault.TOTPAAD(userID, id))
+		ct, term, err := seal(sealer, []byte(secret.Reveal()), vault.TOTPAAD(userID, id), "totp secret")
 		if err != nil {
-			return fmt.Errorf("seal totp secret: %w", err)
-		}
-		term, err := vault.TermOf(ct)
-		if err != nil {
-			return fmt.Errorf("seal totp secret: %w", err)
+			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM totp_factors WHERE user_id = $1`, userID); err != nil {
 			return err

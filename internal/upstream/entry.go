@@ -47,7 +47,7 @@ type keySessions[K comparable] struct {
 // land on a session the upstream has forgotten too): it opens a new one,
 // closing an idle one in its place when the key is at its bound.
 func (p *Pool[K]) acquire(ctx context.Context, key K, target Target, fresh bool) (*entry[K], *session, error) {
-	fp := fingerprint(target)
+	fp := Fingerprint(target)
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

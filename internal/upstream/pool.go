@@ -392,7 +392,10 @@ func newToken() string {
 	return "mcpgate-" + hex.EncodeToString(b)
 }
 
-func fingerprint(t Target) string {
+// Fingerprint names a target (URL and credential) without holding its
+// credential: a SHA-256 over both, the key sessions are matched on, and
+// what others keep in memory in place of the target.
+func Fingerprint(t Target) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%q\n", t.URL)
 	names := make([]string, 0, len(t.Headers))
