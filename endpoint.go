@@ -31,6 +31,10 @@ type ServerEndpoint struct {
 	// ClientSessions: the server keeps state per session, so each client
 	// gets a session of its own (SessionScope ScopeClient).
 	ClientSessions bool
+	// Prompts, Resources and ResourceTemplates are the server's lists as
+	// the last discovery stored them (JSON arrays): a change of them is
+	// pushed to the endpoint's open streams as a list change.
+	Prompts, Resources, ResourceTemplates json.RawMessage
 }
 
 // EndpointTool is one tool of a server's own endpoint: the name the server

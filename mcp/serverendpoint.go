@@ -22,11 +22,12 @@ package mcp
 //
 // initialize (and 2026-07-28's server/discover) is go-sdk's, with the
 // upstream's serverInfo and instructions and its capabilities less what
-// this stage does not relay: subscriptions and the upstream's list-change
-// notifications, and anything besides prompts, resources, tools,
-// completions and logging. Tools list changes are the gateway's own: it
-// pushes them on a held stream as on /mcp (listen.go), so tools declare
-// listChanged. Requests
+// this stage does not relay: subscriptions, and anything besides prompts,
+// resources, tools, completions and logging. Tools list changes are the
+// gateway's own: it pushes them on a held stream as on /mcp (listen.go),
+// so tools declare listChanged; prompts and resources list changes are
+// pushed where the upstream declares them, seen in what its discoveries
+// store (endpointpush.go). Requests
 // from the upstream to the client (sampling, elicitation, roots) are never
 // relayed, and the gateway's upstream client declares none of them.
 
@@ -85,7 +86,7 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		if g.serveStream(w, r, actor, body, endpointList(eps, r.PathValue("server"))) {
+		if g.serveStreamOf(w, r, actor, body, endpointLists(eps, r.PathValue("server"), ep)) {
 			return
 		}
 		defer g.push.track()()
@@ -150,26 +151,20 @@ func (g *Gateway) buildServerEndpoint(eps mcpgate.ServerEndpointService, ep *mcp
 // initialize result: its serverInfo and instructions as given, and its
 // capabilities less what is not relayed.
 func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerCapabilities, string) {
-	var init struct {
-		ServerInfo   *sdk.Implementation     `json:"serverInfo"`
-		Capabilities *sdk.ServerCapabilities `json:"capabilities"`
-		Instructions string                  `json:"instructions"`
-	}
-	_ = json.Unmarshal(ep.Init, &init)
+	init := readInit(ep)
 	impl := init.ServerInfo
 	if impl == nil || impl.Name == "" {
 		impl = &sdk.Implementation{Name: ep.Server}
 	}
 	up := init.Capabilities
-	if up == nil {
-		up = &sdk.ServerCapabilities{}
-	}
 	caps := &sdk.ServerCapabilities{}
+	// Prompts and resources list changes are pushed where the upstream
+	// declares them (endpointpush.go).
 	if up.Prompts != nil {
-		caps.Prompts = &sdk.PromptCapabilities{}
+		caps.Prompts = &sdk.PromptCapabilities{ListChanged: up.Prompts.ListChanged}
 	}
 	if up.Resources != nil {
-		caps.Resources = &sdk.ResourceCapabilities{}
+		caps.Resources = &sdk.ResourceCapabilities{ListChanged: up.Resources.ListChanged}
 	}
 	if up.Tools != nil || len(ep.Tools) > 0 {
 		// The gateway pushes its own changes of the list (listen.go).
@@ -184,6 +179,29 @@ func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerC
 		caps.Logging = &sdk.LoggingCapabilities{}
 	}
 	return impl, caps, init.Instructions
+}
+
+// upstreamInit is what the endpoint reads of the upstream's initialize.
+type upstreamInit struct {
+	ServerInfo   *sdk.Implementation     `json:"serverInfo"`
+	Capabilities *sdk.ServerCapabilities `json:"capabilities"`
+	Instructions string                  `json:"instructions"`
+}
+
+// readInit reads the upstream's initialize result as stored, its
+// capabilities never nil.
+func readInit(ep *mcpgate.ServerEndpoint) upstreamInit {
+	var init upstreamInit
+	_ = json.Unmarshal(ep.Init, &init)
+	if init.Capabilities == nil {
+		init.Capabilities = &sdk.ServerCapabilities{}
+	}
+	return init
+}
+
+// upstreamCapabilities are the upstream's capabilities as stored.
+func upstreamCapabilities(ep *mcpgate.ServerEndpoint) *sdk.ServerCapabilities {
+	return readInit(ep).Capabilities
 }
 
 // endpointToolList is tools/list: each tool's definition as the server
