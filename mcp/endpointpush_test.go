@@ -140,7 +140,9 @@ func TestPush_ServerEndpointPromptsResources(t *testing.T) {
 			waitOn(t, ch.prompts, "notifications/prompts/list_changed")
 			e.waitCheck(t, "w1")
 			ch.none(t)
-			e.update(func(ep *mcpgate.ServerEndpoint) { ep.ResourceTemplates = json.RawMessage(`[{"uriTemplate":"doc://{x}"}]`) })
+			e.update(func(ep *mcpgate.ServerEndpoint) {
+				ep.ResourceTemplates = json.RawMessage(`[{"uriTemplate":"doc://{x}"}]`)
+			})
 			waitOn(t, ch.resources, "notifications/resources/list_changed")
 			e.waitCheck(t, "w1")
 			ch.none(t)
