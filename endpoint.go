@@ -60,6 +60,22 @@ type ServerEndpointService interface {
 	RelayToServer(ctx context.Context, a *Actor, server, method string, params json.RawMessage) (json.RawMessage, error)
 }
 
+// ResourceSubscriptions is what a ServerEndpointService implements when a
+// server's own endpoint may subscribe to the upstream's resources: a
+// session with the server, held for one person, on which URIs are
+// subscribed and whose notifications/resources/updated reach updated. A
+// server that does not declare resources.subscribe is EInvalid.
+type ResourceSubscriptions interface {
+	OpenResourceSubscriber(ctx context.Context, a *Actor, server string, updated func(uri string)) (ResourceSubscriber, error)
+}
+
+// ResourceSubscriber is one such session; Close ends its subscriptions.
+type ResourceSubscriber interface {
+	Subscribe(ctx context.Context, uri string) error
+	Unsubscribe(ctx context.Context, uri string) error
+	Close() error
+}
+
 // UpstreamRPCError is a JSON-RPC error an upstream server answered a
 // relayed request with: relayed to the caller as the server gave it (with
 // the server's credential values replaced, should it echo them).

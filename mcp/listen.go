@@ -110,12 +110,23 @@ type pushHub struct {
 	// opened, when set, is called once a stream has sent its first
 	// message (its list digested by then).
 	opened func()
+	// resources are the streams' resource subscriptions
+	// (subscriptions.go).
+	resources resourceSubs
 }
 
 // pushStream is one open stream.
 type pushStream struct {
-	workspace, credential string
-	check                 chan struct{} // one check due
+	workspace, credential, user string
+	check                       chan struct{} // one check due
+	// endpoint is the server whose endpoint holds the stream ("" for
+	// /mcp); standalone, whether it is a standalone stream (not a listen).
+	endpoint   string
+	standalone bool
+	updates    chan string // URIs the upstream updated (subscriptions.go)
+	// subscribed are the stream's resource subscriptions, under
+	// resourceSubs.mu.
+	subscribed map[string]personServer
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -134,8 +145,9 @@ func (h *pushHub) stopChan() chan struct{} {
 	return h.stopCh
 }
 
-// open registers a stream of actor a, or refuses it for a bound.
-func (h *pushHub) open(a *mcpgate.Actor) (*pushStream, <-chan struct{}, error) {
+// open registers a stream of actor a on endpoint ("" for /mcp), or
+// refuses it for a bound.
+func (h *pushHub) open(a *mcpgate.Actor, endpoint string, standalone bool) (*pushStream, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	stop := h.stopChan()
@@ -155,7 +167,8 @@ func (h *pushHub) open(a *mcpgate.Actor) (*pushStream, <-chan struct{}, error) {
 	if h.byWorkspace == nil {
 		h.byWorkspace, h.perCred = map[string]map[*pushStream]struct{}{}, map[string]int{}
 	}
-	s := &pushStream{workspace: a.WorkspaceID, credential: cred, check: make(chan struct{}, 1)}
+	s := &pushStream{workspace: a.WorkspaceID, credential: cred, user: a.UserID, check: make(chan struct{}, 1),
+		endpoint: endpoint, standalone: standalone, updates: make(chan string, updatesPerStream)}
 	if h.byWorkspace[s.workspace] == nil {
 		h.byWorkspace[s.workspace] = map[*pushStream]struct{}{}
 	}
@@ -328,11 +341,12 @@ func (sub *listenRequest) wants(notification string) bool {
 // subscriptions/listen on 2026-07-28; it reports whether it answered. list
 // gives the caller's tools/list answer on this endpoint.
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, list toolLister) bool {
-	return g.serveStreamOf(w, r, a, body, []pushList{{notificationListChanged, list}})
+	return g.serveStreamOf(w, r, a, body, []pushList{{notificationListChanged, list}}, nil)
 }
 
-// serveStreamOf is serveStream for a stream that watches lists.
-func (g *Gateway) serveStreamOf(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, lists []pushList) bool {
+// serveStreamOf is serveStream for a stream that watches lists, on a
+// server's endpoint se (nil for /mcp).
+func (g *Gateway) serveStreamOf(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, lists []pushList, se *streamEndpoint) bool {
 	switch r.Method {
 	case http.MethodGet:
 		// A client opens the standalone stream with the version it
@@ -347,14 +361,14 @@ func (g *Gateway) serveStreamOf(w http.ResponseWriter, r *http.Request, a *mcpga
 		if !streamOK || !legacyVersions[version] || version == "" && jsonOK {
 			return false
 		}
-		g.holdStream(w, r, a, lists, version, nil)
+		g.holdStream(w, r, a, lists, se, version, nil)
 		return true
 	case http.MethodPost:
 		sub, ok := parseListen(r, body)
 		if !ok {
 			return false
 		}
-		g.holdStream(w, r, a, lists, newProtocol, sub)
+		g.holdStream(w, r, a, lists, se, newProtocol, sub)
 		return true
 	}
 	return false
@@ -412,13 +426,19 @@ func listenMetaOK(meta map[string]json.RawMessage) bool {
 // holdStream serves one stream until the client goes away, its credential
 // stops authenticating, or the gateway stops. sub is the listen request on
 // 2026-07-28, nil for a standalone stream.
-func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, lists []pushList, version string, sub *listenRequest) {
-	s, stop, err := g.push.open(a)
+func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, lists []pushList, se *streamEndpoint,
+	version string, sub *listenRequest) {
+	endpoint := ""
+	if se != nil {
+		endpoint = se.server
+	}
+	s, stop, err := g.push.open(a, endpoint, sub == nil)
 	if err != nil {
 		g.declineStream(w, r, sub, err)
 		return
 	}
 	defer g.push.close(s)
+	defer g.push.resources.drop(s)
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	digests := make([]listState, len(lists))
@@ -433,6 +453,8 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 		first = streamOpening(0)
 	} else {
 		agreed = sub.agree(lists)
+		g.listenSubscribe(ctx, a, se, s, sub)
+		agreed = agreed || len(sub.agreed.ResourceSubscriptions) > 0
 		first = listenAck(sub)
 	}
 	if sendEvent(w, rc, first) != nil {
@@ -471,6 +493,10 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 				return
 			}
 			if sendEvent(w, rc, []byte(": keep-alive\n\n")) != nil {
+				return
+			}
+		case uri := <-s.updates:
+			if sendEvent(w, rc, resourceUpdated(uri, sub)) != nil {
 				return
 			}
 		case <-s.check:

@@ -86,7 +86,8 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		if g.serveStreamOf(w, r, actor, body, endpointLists(eps, r.PathValue("server"), ep)) {
+		if g.serveStreamOf(w, r, actor, body, endpointLists(eps, r.PathValue("server"), ep),
+			&streamEndpoint{server: ep.Server, subs: endpointSubscriptions(eps, ep)}) {
 			return
 		}
 		defer g.push.track()()
@@ -130,7 +131,13 @@ func endpointExposed(ep *mcpgate.ServerEndpoint, name string) (string, bool) {
 // buildServerEndpoint builds the go-sdk server of one request.
 func (g *Gateway) buildServerEndpoint(eps mcpgate.ServerEndpointService, ep *mcpgate.ServerEndpoint, legacy bool) *sdk.Server {
 	impl, caps, instructions := endpointInit(ep)
-	s := sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: caps, Instructions: instructions, Logger: g.sdkLog})
+	opts := &sdk.ServerOptions{Capabilities: caps, Instructions: instructions, Logger: g.sdkLog}
+	if subs := endpointSubscriptions(eps, ep); subs != nil {
+		// Subscriptions are the gateway's to hold (subscriptions.go).
+		caps.Resources.Subscribe = true
+		opts.SubscribeHandler, opts.UnsubscribeHandler = g.subscribeHandlers(subs, ep.Server)
+	}
+	s := sdk.NewServer(impl, opts)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			switch {
