@@ -22,8 +22,9 @@ package mcp
 //
 // initialize (and 2026-07-28's server/discover) is go-sdk's, with the
 // upstream's serverInfo and instructions and its capabilities less what
-// this stage does not relay: subscriptions, and anything besides prompts,
-// resources, tools, completions and logging. Tools list changes are the
+// this stage does not relay: anything besides prompts, resources, tools,
+// completions and logging, and resource subscriptions where the endpoint
+// service cannot hold them (subscriptions.go). Tools list changes are the
 // gateway's own: it pushes them on a held stream as on /mcp (listen.go),
 // so tools declare listChanged; prompts and resources list changes are
 // pushed where the upstream declares them, seen in what its discoveries
