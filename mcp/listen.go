@@ -124,9 +124,10 @@ type pushStream struct {
 	endpoint   string
 	standalone bool
 	updates    chan string // URIs the upstream updated (subscriptions.go)
-	// subscribed are the stream's resource subscriptions, under
-	// resourceSubs.mu.
+	// subscribed are the stream's resource subscriptions, and dropped
+	// whether it ended (none may be added then), under resourceSubs.mu.
 	subscribed map[string]personServer
+	dropped    bool
 }
 
 func orDefault[T comparable](v, def T) T {

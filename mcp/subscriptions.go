@@ -135,19 +135,39 @@ func (h *resourceSubs) subscribe(ctx context.Context, subs mcpgate.ResourceSubsc
 		}
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if ps.uris[uri] == nil {
 		ps.uris[uri] = map[*pushStream]struct{}{}
 	}
 	for _, s := range streams {
+		if s.dropped {
+			continue // it ended while the upstream was asked
+		}
 		ps.uris[uri][s] = struct{}{}
 		if s.subscribed == nil {
 			s.subscribed = map[string]personServer{}
 		}
 		s.subscribed[uri] = k
 	}
+	orphan := len(ps.uris[uri]) == 0
+	if orphan {
+		delete(ps.uris, uri)
+	}
+	h.mu.Unlock()
+	if orphan {
+		// Every stream it was for ended meanwhile: nothing may stay
+		// subscribed upstream for none.
+		if first {
+			_ = ps.up.Unsubscribe(ctx, uri)
+		}
+		h.closeIfUnused(ps)
+		return errStreamEnded
+	}
 	return nil
 }
+
+// errStreamEnded answers a subscription whose streams all ended while it
+// was made.
+var errStreamEnded = mcpgate.Errorf(mcpgate.EUnavailable, "the notification stream this subscription was for has ended; open it again and subscribe")
 
 // unsubscribe drops uri of streams, and upstream when no stream of the
 // person wants it any more.
@@ -190,6 +210,7 @@ func (h *resourceSubs) closeIfUnused(ps *personSubs) {
 // drop ends every subscription of a stream that ended.
 func (h *resourceSubs) drop(s *pushStream) {
 	h.mu.Lock()
+	s.dropped = true
 	held := make(map[string]personServer, len(s.subscribed))
 	for uri, k := range s.subscribed {
 		held[uri] = k

@@ -41,6 +41,9 @@ type subscribingEndpoints struct {
 	fakeEndpoints
 	mu       sync.Mutex
 	sessions []*fakeSubscriber
+	// hold, when set, holds each Subscribe until closed, after telling
+	// entered.
+	hold, entered chan struct{}
 }
 
 type fakeSubscriber struct {
@@ -61,6 +64,10 @@ func (f *subscribingEndpoints) OpenResourceSubscriber(_ context.Context, a *mcpg
 }
 
 func (s *fakeSubscriber) Subscribe(_ context.Context, uri string) error {
+	if s.eps.hold != nil {
+		s.eps.entered <- struct{}{}
+		<-s.eps.hold
+	}
 	s.eps.mu.Lock()
 	defer s.eps.mu.Unlock()
 	s.subscribed = append(s.subscribed, uri)
@@ -111,6 +118,11 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 func newSubscriptionEnv(t *testing.T) (*subscribingEndpoints, *pushEnv, string) {
+	eps, e, url, _ := newSubscriptionGateway(t)
+	return eps, e, url
+}
+
+func newSubscriptionGateway(t *testing.T) (*subscribingEndpoints, *pushEnv, string, *Gateway) {
 	t.Helper()
 	eps := &subscribingEndpoints{fakeEndpoints: fakeEndpoints{EndpointFn: func(server string) (*mcpgate.ServerEndpoint, error) {
 		if server != "docs" {
@@ -128,7 +140,7 @@ func newSubscriptionEnv(t *testing.T) (*subscribingEndpoints, *pushEnv, string) 
 	mux.Handle("/mcp/{server}", g.ServerHandler(eps))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return eps, e, srv.URL + "/mcp/docs"
+	return eps, e, srv.URL + "/mcp/docs", g
 }
 
 // updatesClient connects go-sdk's client with key, counting the updates it
@@ -243,4 +255,37 @@ func TestSubscriptions_LegacyNeedsStream(t *testing.T) {
 			t.Errorf("%d upstream sessions opened for a refused subscription", len(eps.sessions))
 		}
 	})
+}
+
+// TestSubscriptions_StreamEndsWhileSubscribing: a resources/subscribe
+// whose stream ends while the upstream is being asked (held there) leaves
+// nothing subscribed: the upstream is unsubscribed and its session closed
+// once the subscription is made, since no stream wants it.
+func TestSubscriptions_StreamEndsWhileSubscribing(t *testing.T) {
+	eps, _, url, g := newSubscriptionGateway(t)
+	eps.hold, eps.entered = make(chan struct{}), make(chan struct{}, 1)
+	stream := openRaw(t, url, "good-key", "2025-11-25") // rpc's key
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _, _ = rpc(t, url, "2025-11-25", "resources/subscribe", `{"uri":"file:///a"}`)
+	}()
+	<-eps.entered
+	_ = stream.Body.Close() // the standalone stream ends while Subscribe is held
+	waitNoStreams(t, g)
+	close(eps.hold)
+	<-done
+	waitUntil(t, "the orphan subscription undone upstream", func() bool {
+		ok := false
+		eps.state(func() {
+			f := eps.sessions[0]
+			ok = slices.Equal(f.subscribed, []string{"file:///a"}) && slices.Equal(f.unsubbed, []string{"file:///a"}) && f.closed
+		})
+		return ok
+	})
+	g.push.resources.mu.Lock()
+	defer g.push.resources.mu.Unlock()
+	if n := len(g.push.resources.people); n != 0 {
+		t.Errorf("%d people's subscriptions left after the stream ended", n)
+	}
 }
