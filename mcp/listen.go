@@ -113,6 +113,12 @@ type pushHub struct {
 	// resources are the streams' resource subscriptions
 	// (subscriptions.go).
 	resources resourceSubs
+	// streamOpened is closed (and replaced) when a stream opens, for a
+	// subscribe waiting for its client's (awaitLegacyStreams).
+	streamOpened chan struct{}
+	streamWait   time.Duration
+	// awaiting, when set, is called when a subscribe starts waiting.
+	awaiting func()
 }
 
 // pushStream is one open stream.
@@ -176,6 +182,10 @@ func (h *pushHub) open(a *mcpgate.Actor, endpoint string, standalone bool) (*pus
 	h.byWorkspace[s.workspace][s] = struct{}{}
 	h.perCred[cred]++
 	h.total++
+	if h.streamOpened != nil {
+		close(h.streamOpened)
+		h.streamOpened = nil
+	}
 	return s, stop, nil
 }
 

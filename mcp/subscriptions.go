@@ -42,6 +42,9 @@ const (
 	// unsubscribeWithin bounds the upstream exchanges of a stream that
 	// ends, which are made as it returns.
 	unsubscribeWithin = 5 * time.Second
+	// streamWait is how long a resources/subscribe waits for its
+	// client's standalone stream to open (awaitLegacyStreams).
+	streamWait = 5 * time.Second
 )
 
 // streamEndpoint is the server endpoint a stream is held on.
@@ -248,6 +251,42 @@ func (h *resourceSubs) updated(k personServer, uri string) {
 func (h *pushHub) legacyStreams(a *mcpgate.Actor, server string) []*pushStream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.legacyStreamsLocked(a, server)
+}
+
+// awaitLegacyStreams is legacyStreams, waiting up to streamWait for one
+// to open if there is none yet: a client opens its standalone stream
+// after initialize, on its own (go-sdk's and the TypeScript SDK's), so its
+// first subscribe may come before it.
+func (h *pushHub) awaitLegacyStreams(ctx context.Context, a *mcpgate.Actor, server string) []*pushStream {
+	timer := time.NewTimer(orDefault(h.streamWait, streamWait))
+	defer timer.Stop()
+	for waited := false; ; waited = true {
+		h.mu.Lock()
+		streams := h.legacyStreamsLocked(a, server)
+		if h.streamOpened == nil {
+			h.streamOpened = make(chan struct{})
+		}
+		opened := h.streamOpened
+		h.mu.Unlock()
+		if len(streams) > 0 {
+			return streams
+		}
+		if !waited && h.awaiting != nil {
+			h.awaiting()
+		}
+		select {
+		case <-opened:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// legacyStreamsLocked is legacyStreams; the caller holds h.mu.
+func (h *pushHub) legacyStreamsLocked(a *mcpgate.Actor, server string) []*pushStream {
 	var out []*pushStream
 	for s := range h.byWorkspace[a.WorkspaceID] {
 		if s.credential == a.CredentialID() && s.user == a.UserID && s.endpoint == server && s.standalone {
@@ -266,7 +305,7 @@ func (g *Gateway) subscribeHandlers(subs mcpgate.ResourceSubscriptions, server s
 		if a == nil || req.Params == nil || req.Params.URI == "" {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/subscribe needs a uri"}
 		}
-		streams := g.push.legacyStreams(a, server)
+		streams := g.push.awaitLegacyStreams(ctx, a, server)
 		if len(streams) == 0 {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "resources/subscribe needs this client's notification " +
 				"stream open on this endpoint (a GET with Accept: text/event-stream), on the same gateway replica"}

@@ -242,10 +242,11 @@ func TestSubscriptions_PerPerson(t *testing.T) {
 }
 
 // TestSubscriptions_LegacyNeedsStream: a resources/subscribe from a client
-// that holds no stream open here is refused, and nothing is subscribed
-// upstream.
+// that opens no stream here (within the wait) is refused, and nothing is
+// subscribed upstream.
 func TestSubscriptions_LegacyNeedsStream(t *testing.T) {
-	eps, _, url := newSubscriptionEnv(t)
+	eps, _, url, g := newSubscriptionGateway(t)
+	g.push.streamWait = 50 * time.Millisecond
 	_, rpcErr, _ := rpc(t, url, "2025-11-25", "resources/subscribe", `{"uri":"file:///a"}`)
 	if rpcErr == nil {
 		t.Fatal("resources/subscribe without a stream was accepted")
@@ -287,5 +288,35 @@ func TestSubscriptions_StreamEndsWhileSubscribing(t *testing.T) {
 	defer g.push.resources.mu.Unlock()
 	if n := len(g.push.resources.people); n != 0 {
 		t.Errorf("%d people's subscriptions left after the stream ended", n)
+	}
+}
+
+// TestSubscriptions_SubscribeBeforeStream: a resources/subscribe that
+// comes before its client's standalone stream (which a client opens after
+// initialize, on its own) waits for it and subscribes it.
+func TestSubscriptions_SubscribeBeforeStream(t *testing.T) {
+	eps, _, url, g := newSubscriptionGateway(t)
+	waiting := make(chan struct{}, 1)
+	g.push.awaiting = func() { waiting <- struct{}{} }
+	type answer struct {
+		res    json.RawMessage
+		rpcErr error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		res, rpcErr, _ := rpc(t, url, "2025-11-25", "resources/subscribe", `{"uri":"file:///a"}`)
+		if rpcErr != nil {
+			got <- answer{res, rpcErr}
+			return
+		}
+		got <- answer{res, nil}
+	}()
+	<-waiting
+	openRaw(t, url, "good-key", "2025-11-25")
+	if a := <-got; a.rpcErr != nil {
+		t.Fatalf("resources/subscribe before the stream = %v", a.rpcErr)
+	}
+	if s := eps.session("w1/u1"); s == nil {
+		t.Fatal("no upstream session for the subscription")
 	}
 }
