@@ -31,6 +31,10 @@ type ServerEndpoint struct {
 	// ClientSessions: the server keeps state per session, so each client
 	// gets a session of its own (SessionScope ScopeClient).
 	ClientSessions bool
+	// Prompts, Resources and ResourceTemplates are the server's lists as
+	// the last discovery stored them (JSON arrays): a change of them is
+	// pushed to the endpoint's open streams as a list change.
+	Prompts, Resources, ResourceTemplates json.RawMessage
 }
 
 // EndpointTool is one tool of a server's own endpoint: the name the server
@@ -54,6 +58,22 @@ type ServerEndpointService interface {
 	// credential and returns the server's result, unchanged. A JSON-RPC
 	// error the server answered with is an *UpstreamRPCError.
 	RelayToServer(ctx context.Context, a *Actor, server, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// ResourceSubscriptions is what a ServerEndpointService implements when a
+// server's own endpoint may subscribe to the upstream's resources: a
+// session with the server, held for one person, on which URIs are
+// subscribed and whose notifications/resources/updated reach updated. A
+// server that does not declare resources.subscribe is EInvalid.
+type ResourceSubscriptions interface {
+	OpenResourceSubscriber(ctx context.Context, a *Actor, server string, updated func(uri string)) (ResourceSubscriber, error)
+}
+
+// ResourceSubscriber is one such session; Close ends its subscriptions.
+type ResourceSubscriber interface {
+	Subscribe(ctx context.Context, uri string) error
+	Unsubscribe(ctx context.Context, uri string) error
+	Close() error
 }
 
 // UpstreamRPCError is a JSON-RPC error an upstream server answered a

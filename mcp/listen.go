@@ -67,14 +67,26 @@ const (
 )
 
 const (
-	methodListen            = "subscriptions/listen"
-	notificationListChanged = "notifications/tools/list_changed"
-	notificationAcked       = "notifications/subscriptions/acknowledged"
+	methodListen                 = "subscriptions/listen"
+	notificationListChanged      = "notifications/tools/list_changed"
+	notificationPromptsChanged   = "notifications/prompts/list_changed"
+	notificationResourcesChanged = "notifications/resources/list_changed"
+	notificationAcked            = "notifications/subscriptions/acknowledged"
 )
 
 // toolLister gives the tools/list answer a caller gets now at a protocol
 // version, as bytes to digest.
 type toolLister func(ctx context.Context, a *mcpgate.Actor, version string) ([]byte, error)
+
+// pushList is one list a stream watches: the list_changed notification
+// sent when the caller's list changes, and how that list is read. /mcp
+// watches its tools; a server's own endpoint its tools and, where the
+// upstream declares their list changes, its prompts and resources
+// (endpointLists).
+type pushList struct {
+	notification string
+	list         toolLister
+}
 
 // pushHub holds the open streams of the gateway. Its zero value is ready;
 // the fields after mu are the limits and the hook tests set.
@@ -98,12 +110,30 @@ type pushHub struct {
 	// opened, when set, is called once a stream has sent its first
 	// message (its list digested by then).
 	opened func()
+	// resources are the streams' resource subscriptions
+	// (subscriptions.go).
+	resources resourceSubs
+	// streamOpened is closed (and replaced) when a stream opens, for a
+	// subscribe waiting for its client's (awaitLegacyStreams).
+	streamOpened chan struct{}
+	streamWait   time.Duration
+	// awaiting, when set, is called when a subscribe starts waiting.
+	awaiting func()
 }
 
 // pushStream is one open stream.
 type pushStream struct {
-	workspace, credential string
-	check                 chan struct{} // one check due
+	workspace, credential, user string
+	check                       chan struct{} // one check due
+	// endpoint is the server whose endpoint holds the stream ("" for
+	// /mcp); standalone, whether it is a standalone stream (not a listen).
+	endpoint   string
+	standalone bool
+	updates    chan string // URIs the upstream updated (subscriptions.go)
+	// subscribed are the stream's resource subscriptions, and dropped
+	// whether it ended (none may be added then), under resourceSubs.mu.
+	subscribed map[string]personServer
+	dropped    bool
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -122,8 +152,9 @@ func (h *pushHub) stopChan() chan struct{} {
 	return h.stopCh
 }
 
-// open registers a stream of actor a, or refuses it for a bound.
-func (h *pushHub) open(a *mcpgate.Actor) (*pushStream, <-chan struct{}, error) {
+// open registers a stream of actor a on endpoint ("" for /mcp), or
+// refuses it for a bound.
+func (h *pushHub) open(a *mcpgate.Actor, endpoint string, standalone bool) (*pushStream, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	stop := h.stopChan()
@@ -143,13 +174,18 @@ func (h *pushHub) open(a *mcpgate.Actor) (*pushStream, <-chan struct{}, error) {
 	if h.byWorkspace == nil {
 		h.byWorkspace, h.perCred = map[string]map[*pushStream]struct{}{}, map[string]int{}
 	}
-	s := &pushStream{workspace: a.WorkspaceID, credential: cred, check: make(chan struct{}, 1)}
+	s := &pushStream{workspace: a.WorkspaceID, credential: cred, user: a.UserID, check: make(chan struct{}, 1),
+		endpoint: endpoint, standalone: standalone, updates: make(chan string, updatesPerStream)}
 	if h.byWorkspace[s.workspace] == nil {
 		h.byWorkspace[s.workspace] = map[*pushStream]struct{}{}
 	}
 	h.byWorkspace[s.workspace][s] = struct{}{}
 	h.perCred[cred]++
 	h.total++
+	if h.streamOpened != nil {
+		close(h.streamOpened)
+		h.streamOpened = nil
+	}
 	return s, stop, nil
 }
 
@@ -269,8 +305,46 @@ func (g *Gateway) CatalogChanged(kind, workspaceID string) {
 
 // listenRequest is a subscriptions/listen the gateway answers.
 type listenRequest struct {
-	id    jsonrpc.ID
-	tools bool // the client asked for tools list changes
+	id     jsonrpc.ID
+	asked  sdk.NotificationSubscriptions // what the client asked for
+	agreed sdk.NotificationSubscriptions // what the stream pushes, of it
+}
+
+// subscribed returns the flag of notification in n, nil for one a listen
+// cannot ask for.
+func subscribed(n *sdk.NotificationSubscriptions, notification string) *bool {
+	switch notification {
+	case notificationListChanged:
+		return &n.ToolsListChanged
+	case notificationPromptsChanged:
+		return &n.PromptsListChanged
+	case notificationResourcesChanged:
+		return &n.ResourcesListChanged
+	}
+	return nil
+}
+
+// agree sets what the listen agrees to: of what it asked, the lists the
+// endpoint pushes; it reports whether that is anything.
+func (sub *listenRequest) agree(lists []pushList) bool {
+	some := false
+	for _, l := range lists {
+		if f := subscribed(&sub.asked, l.notification); f != nil && *f {
+			*subscribed(&sub.agreed, l.notification) = true
+			some = true
+		}
+	}
+	return some
+}
+
+// wants reports whether the stream pushes notification: a standalone
+// stream (sub nil) each of its lists, a listen what it agreed to.
+func (sub *listenRequest) wants(notification string) bool {
+	if sub == nil {
+		return true
+	}
+	f := subscribed(&sub.agreed, notification)
+	return f != nil && *f
 }
 
 // serveStream answers r when it opens a stream the gateway holds: a GET
@@ -278,6 +352,12 @@ type listenRequest struct {
 // subscriptions/listen on 2026-07-28; it reports whether it answered. list
 // gives the caller's tools/list answer on this endpoint.
 func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, list toolLister) bool {
+	return g.serveStreamOf(w, r, a, body, []pushList{{notificationListChanged, list}}, nil)
+}
+
+// serveStreamOf is serveStream for a stream that watches lists, on a
+// server's endpoint se (nil for /mcp).
+func (g *Gateway) serveStreamOf(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, body []byte, lists []pushList, se *streamEndpoint) bool {
 	switch r.Method {
 	case http.MethodGet:
 		// A client opens the standalone stream with the version it
@@ -292,14 +372,14 @@ func (g *Gateway) serveStream(w http.ResponseWriter, r *http.Request, a *mcpgate
 		if !streamOK || !legacyVersions[version] || version == "" && jsonOK {
 			return false
 		}
-		g.holdStream(w, r, a, list, version, nil)
+		g.holdStream(w, r, a, lists, se, version, nil)
 		return true
 	case http.MethodPost:
 		sub, ok := parseListen(r, body)
 		if !ok {
 			return false
 		}
-		g.holdStream(w, r, a, list, newProtocol, sub)
+		g.holdStream(w, r, a, lists, se, newProtocol, sub)
 		return true
 	}
 	return false
@@ -331,7 +411,7 @@ func parseListen(r *http.Request, body []byte) (*listenRequest, bool) {
 	if json.Unmarshal(req.Params, &params) != nil || params.Notifications == nil || !listenMetaOK(params.Meta) {
 		return nil, false
 	}
-	return &listenRequest{id: req.ID, tools: params.Notifications.ToolsListChanged}, true
+	return &listenRequest{id: req.ID, asked: *params.Notifications}, true
 }
 
 // listenMetaOK is go-sdk's check of a new-protocol request's _meta
@@ -357,22 +437,35 @@ func listenMetaOK(meta map[string]json.RawMessage) bool {
 // holdStream serves one stream until the client goes away, its credential
 // stops authenticating, or the gateway stops. sub is the listen request on
 // 2026-07-28, nil for a standalone stream.
-func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, list toolLister, version string, sub *listenRequest) {
-	s, stop, err := g.push.open(a)
+func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, lists []pushList, se *streamEndpoint,
+	version string, sub *listenRequest) {
+	endpoint := ""
+	if se != nil {
+		endpoint = se.server
+	}
+	s, stop, err := g.push.open(a, endpoint, sub == nil)
 	if err != nil {
 		g.declineStream(w, r, sub, err)
 		return
 	}
 	defer g.push.close(s)
+	defer g.push.resources.drop(s)
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
-	digest, known := listDigest(ctx, a, list, version)
+	digests := make([]listState, len(lists))
+	for i, l := range lists {
+		digests[i].digest, digests[i].known = listDigest(ctx, a, l.list, version)
+	}
 
 	startStream(w)
 	var first []byte
+	agreed := true
 	if sub == nil {
 		first = streamOpening(0)
 	} else {
+		agreed = sub.agree(lists)
+		g.listenSubscribe(ctx, a, se, s, sub)
+		agreed = agreed || len(sub.agreed.ResourceSubscriptions) > 0
 		first = listenAck(sub)
 	}
 	if sendEvent(w, rc, first) != nil {
@@ -384,11 +477,13 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 	if sub == nil && r.Header.Get("Last-Event-ID") != "" {
 		// A client back after its stream ended (a stop, another
 		// replica) may have missed a change meanwhile: it lists again.
-		if sendEvent(w, rc, listChanged(nil)) != nil {
-			return
+		for _, l := range lists {
+			if sendEvent(w, rc, listChanged(l.notification, nil)) != nil {
+				return
+			}
 		}
 	}
-	if sub != nil && !sub.tools {
+	if !agreed {
 		// Nothing agreed: go-sdk answers the listen at once.
 		_ = sendEvent(w, rc, listenEnded(sub))
 		return
@@ -411,6 +506,10 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 			if sendEvent(w, rc, []byte(": keep-alive\n\n")) != nil {
 				return
 			}
+		case uri := <-s.updates:
+			if sendEvent(w, rc, resourceUpdated(uri, sub)) != nil {
+				return
+			}
 		case <-s.check:
 			actor, gone := g.reauthenticate(r)
 			if gone {
@@ -418,10 +517,14 @@ func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.
 				return
 			}
 			pushed := false
-			if actor != nil {
-				if d, ok := listDigest(ctx, actor, list, version); ok && (!known || d != digest) {
-					digest, known, pushed = d, true, true
-					if sendEvent(w, rc, listChanged(sub)) != nil {
+			for i, l := range lists {
+				if actor == nil || !sub.wants(l.notification) {
+					continue
+				}
+				if d, ok := listDigest(ctx, actor, l.list, version); ok && (!digests[i].known || d != digests[i].digest) {
+					digests[i] = listState{d, true}
+					pushed = true
+					if sendEvent(w, rc, listChanged(l.notification, sub)) != nil {
 						return
 					}
 				}
@@ -481,7 +584,7 @@ func (g *Gateway) declineStream(w http.ResponseWriter, r *http.Request, sub *lis
 		return
 	}
 	none := *sub
-	none.tools = false
+	none.agreed = sdk.NotificationSubscriptions{}
 	if sendEvent(w, rc, listenAck(&none)) == nil {
 		_ = sendEvent(w, rc, listenEnded(sub))
 	}
@@ -497,6 +600,13 @@ func (g *Gateway) reauthenticate(r *http.Request) (*mcpgate.Actor, bool) {
 		return nil, false
 	}
 	return actor, actor == nil
+}
+
+// listState is the digest of a list a stream last saw; known false when
+// it could not be read.
+type listState struct {
+	digest [sha256.Size]byte
+	known  bool
 }
 
 // listDigest digests the caller's tools/list answer; false when it cannot
@@ -543,19 +653,20 @@ func subscriptionMeta(sub *listenRequest) sdk.Meta {
 }
 
 // listenAck is the first message of a listen: the notifications agreed
-// to, only tools list changes (the gateway pushes nothing else).
+// to (the lists the endpoint pushes, of those asked for).
 func listenAck(sub *listenRequest) []byte {
 	return notification(notificationAcked, &sdk.SubscriptionsAcknowledgedParams{Meta: subscriptionMeta(sub),
-		Notifications: sdk.NotificationSubscriptions{ToolsListChanged: sub.tools}})
+		Notifications: sub.agreed})
 }
 
-// listChanged is the notification, with the listen's id on 2026-07-28.
-func listChanged(sub *listenRequest) []byte {
+// listChanged is a list_changed notification (tools, prompts or
+// resources: the same empty params), with the listen's id on 2026-07-28.
+func listChanged(method string, sub *listenRequest) []byte {
 	params := &sdk.ToolListChangedParams{}
 	if sub != nil {
 		params.Meta = subscriptionMeta(sub)
 	}
-	return notification(notificationListChanged, params)
+	return notification(method, params)
 }
 
 // listenEnded is the listen's result, which ends it gracefully.

@@ -599,8 +599,8 @@ func TestStandaloneStream_MatchesSDK(t *testing.T) {
 }
 
 // TestPush_ServerEndpoint: a server's own endpoint pushes the changes of
-// its own list, declared as tools.listChanged (and the upstream's prompts
-// and resources list changes still not), and a change that leaves its
+// its own list, declared as tools.listChanged (prompts and resources:
+// endpointpush_test.go), and a change that leaves its
 // list as it was (another server's) sends nothing.
 func TestPush_ServerEndpoint(t *testing.T) {
 	for _, version := range pushVersions {
@@ -631,9 +631,9 @@ func TestPush_ServerEndpoint(t *testing.T) {
 
 			cs, changed := e.client(t, srv.URL+"/mcp/docs", "good-key", version)
 			caps := cs.InitializeResult().Capabilities
-			if caps.Tools == nil || !caps.Tools.ListChanged || caps.Prompts.ListChanged || caps.Resources.ListChanged {
+			if caps.Tools == nil || !caps.Tools.ListChanged || !caps.Prompts.ListChanged || !caps.Resources.ListChanged {
 				b, _ := json.Marshal(caps)
-				t.Errorf("capabilities = %s, want tools.listChanged only", b)
+				t.Errorf("capabilities = %s, want tools.listChanged, and prompts' and resources' as the upstream's", b)
 			}
 			g.CatalogChanged("policy", "w1") // nothing of docs changed
 			if e.waitCheck(t, "w1") {

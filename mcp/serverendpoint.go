@@ -22,11 +22,13 @@ package mcp
 //
 // initialize (and 2026-07-28's server/discover) is go-sdk's, with the
 // upstream's serverInfo and instructions and its capabilities less what
-// this stage does not relay: subscriptions and the upstream's list-change
-// notifications, and anything besides prompts, resources, tools,
-// completions and logging. Tools list changes are the gateway's own: it
-// pushes them on a held stream as on /mcp (listen.go), so tools declare
-// listChanged. Requests
+// this stage does not relay: anything besides prompts, resources, tools,
+// completions and logging, and resource subscriptions where the endpoint
+// service cannot hold them (subscriptions.go). Tools list changes are the
+// gateway's own: it pushes them on a held stream as on /mcp (listen.go),
+// so tools declare listChanged; prompts and resources list changes are
+// pushed where the upstream declares them, seen in what its discoveries
+// store (endpointpush.go). Requests
 // from the upstream to the client (sampling, elicitation, roots) are never
 // relayed, and the gateway's upstream client declares none of them.
 
@@ -85,7 +87,8 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		if g.serveStream(w, r, actor, body, endpointList(eps, r.PathValue("server"))) {
+		if g.serveStreamOf(w, r, actor, body, endpointLists(eps, r.PathValue("server"), ep),
+			&streamEndpoint{server: ep.Server, subs: endpointSubscriptions(eps, ep)}) {
 			return
 		}
 		defer g.push.track()()
@@ -129,7 +132,13 @@ func endpointExposed(ep *mcpgate.ServerEndpoint, name string) (string, bool) {
 // buildServerEndpoint builds the go-sdk server of one request.
 func (g *Gateway) buildServerEndpoint(eps mcpgate.ServerEndpointService, ep *mcpgate.ServerEndpoint, legacy bool) *sdk.Server {
 	impl, caps, instructions := endpointInit(ep)
-	s := sdk.NewServer(impl, &sdk.ServerOptions{Capabilities: caps, Instructions: instructions, Logger: g.sdkLog})
+	opts := &sdk.ServerOptions{Capabilities: caps, Instructions: instructions, Logger: g.sdkLog}
+	if subs := endpointSubscriptions(eps, ep); subs != nil {
+		// Subscriptions are the gateway's to hold (subscriptions.go).
+		caps.Resources.Subscribe = true
+		opts.SubscribeHandler, opts.UnsubscribeHandler = g.subscribeHandlers(subs, ep.Server)
+	}
+	s := sdk.NewServer(impl, opts)
 	s.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			switch {
@@ -150,26 +159,20 @@ func (g *Gateway) buildServerEndpoint(eps mcpgate.ServerEndpointService, ep *mcp
 // initialize result: its serverInfo and instructions as given, and its
 // capabilities less what is not relayed.
 func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerCapabilities, string) {
-	var init struct {
-		ServerInfo   *sdk.Implementation     `json:"serverInfo"`
-		Capabilities *sdk.ServerCapabilities `json:"capabilities"`
-		Instructions string                  `json:"instructions"`
-	}
-	_ = json.Unmarshal(ep.Init, &init)
+	init := readInit(ep)
 	impl := init.ServerInfo
 	if impl == nil || impl.Name == "" {
 		impl = &sdk.Implementation{Name: ep.Server}
 	}
 	up := init.Capabilities
-	if up == nil {
-		up = &sdk.ServerCapabilities{}
-	}
 	caps := &sdk.ServerCapabilities{}
+	// Prompts and resources list changes are pushed where the upstream
+	// declares them (endpointpush.go).
 	if up.Prompts != nil {
-		caps.Prompts = &sdk.PromptCapabilities{}
+		caps.Prompts = &sdk.PromptCapabilities{ListChanged: up.Prompts.ListChanged}
 	}
 	if up.Resources != nil {
-		caps.Resources = &sdk.ResourceCapabilities{}
+		caps.Resources = &sdk.ResourceCapabilities{ListChanged: up.Resources.ListChanged}
 	}
 	if up.Tools != nil || len(ep.Tools) > 0 {
 		// The gateway pushes its own changes of the list (listen.go).
@@ -184,6 +187,29 @@ func endpointInit(ep *mcpgate.ServerEndpoint) (*sdk.Implementation, *sdk.ServerC
 		caps.Logging = &sdk.LoggingCapabilities{}
 	}
 	return impl, caps, init.Instructions
+}
+
+// upstreamInit is what the endpoint reads of the upstream's initialize.
+type upstreamInit struct {
+	ServerInfo   *sdk.Implementation     `json:"serverInfo"`
+	Capabilities *sdk.ServerCapabilities `json:"capabilities"`
+	Instructions string                  `json:"instructions"`
+}
+
+// readInit reads the upstream's initialize result as stored, its
+// capabilities never nil.
+func readInit(ep *mcpgate.ServerEndpoint) upstreamInit {
+	var init upstreamInit
+	_ = json.Unmarshal(ep.Init, &init)
+	if init.Capabilities == nil {
+		init.Capabilities = &sdk.ServerCapabilities{}
+	}
+	return init
+}
+
+// upstreamCapabilities are the upstream's capabilities as stored.
+func upstreamCapabilities(ep *mcpgate.ServerEndpoint) *sdk.ServerCapabilities {
+	return readInit(ep).Capabilities
 }
 
 // endpointToolList is tools/list: each tool's definition as the server

@@ -256,8 +256,8 @@ func TestServerHandler_Relay(t *testing.T) {
 }
 
 // TestServerHandler_Initialize answers with the upstream's name and
-// instructions and its capabilities less subscriptions, list changes and
-// what the endpoint does not relay.
+// instructions and its capabilities less subscriptions and what the
+// endpoint does not relay (its prompts and resources list changes kept).
 func TestServerHandler_Initialize(t *testing.T) {
 	url, _ := serverEndpointFixture(t, &fakeEndpoints{EndpointFn: func(string) (*mcpgate.ServerEndpoint, error) { return docsEndpoint(), nil }})
 	res, rpcErr, _ := rpc(t, url+"/mcp/docs", "2025-11-25", "initialize",
@@ -279,9 +279,9 @@ func TestServerHandler_Initialize(t *testing.T) {
 			t.Errorf("capabilities %s lack %s", res, c)
 		}
 	}
-	if _, ok := init.Capabilities["experimental"]; ok || strings.Contains(string(init.Capabilities["resources"]), "true") ||
-		strings.Contains(string(init.Capabilities["prompts"]), "true") {
-		t.Errorf("capabilities = %s, want no subscribe, listChanged or experimental", res)
+	if _, ok := init.Capabilities["experimental"]; ok || strings.Contains(string(init.Capabilities["resources"]), "subscribe") ||
+		string(init.Capabilities["resources"]) != `{"listChanged":true}` || string(init.Capabilities["prompts"]) != `{"listChanged":true}` {
+		t.Errorf("capabilities = %s, want the upstream's list changes and no subscribe or experimental", res)
 	}
 }
 

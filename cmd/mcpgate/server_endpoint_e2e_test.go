@@ -84,7 +84,7 @@ func (u *endpointUpstream) received() []http.Header {
 // TestServerEndpoint_E2E: a workspace's server on its own endpoint, with a
 // header and through the connector URL, at both protocol generations. The
 // gateway answers initialize with the server's name, instructions and its
-// capabilities less subscriptions; prompts, resources, templates,
+// capabilities (subscriptions and list changes included); prompts, resources, templates,
 // completions and the log level reach the server with the workspace's
 // sealed credential and no header of the client's; a read-only key reads;
 // the reads of content are audited. Another workspace's server, a missing
@@ -199,8 +199,8 @@ func checkEndpointSession(t *testing.T, cs *mcp.ClientSession, version string) {
 	if c == nil || c.Prompts == nil || c.Resources == nil || c.Completions == nil {
 		t.Fatalf("capabilities = %+v, want prompts, resources and completions", c)
 	}
-	if c.Resources.Subscribe || c.Resources.ListChanged || c.Prompts.ListChanged {
-		t.Errorf("capabilities = %+v %+v, want no subscriptions or list changes (not relayed)", c.Resources, c.Prompts)
+	if !c.Resources.Subscribe || !c.Resources.ListChanged || !c.Prompts.ListChanged {
+		t.Errorf("capabilities = %+v %+v, want subscriptions and list changes, as the upstream's", c.Resources, c.Prompts)
 	}
 	prompts, err := cs.ListPrompts(ctx, nil)
 	if err != nil || len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greet" {

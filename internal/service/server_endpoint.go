@@ -145,7 +145,8 @@ func (e *Endpoints) ServerEndpoint(ctx context.Context, a *mcpgate.Actor, name s
 	for _, t := range set.Tools {
 		callable[t.Name] = true
 	}
-	out := &mcpgate.ServerEndpoint{Server: row.Name, Init: row.Init, ClientSessions: row.SessionScope == mcpgate.ScopeClient}
+	out := &mcpgate.ServerEndpoint{Server: row.Name, Init: row.Init, ClientSessions: row.SessionScope == mcpgate.ScopeClient,
+		Prompts: row.Prompts, Resources: row.Resources, ResourceTemplates: row.ResourceTemplates}
 	for _, r := range routes {
 		// The tool set decides (policy and scope); the catalog's own
 		// state is checked too, so that a tool set that lags a discovery

@@ -24,6 +24,10 @@
 //   - Exposed names (ExposeNames): "<server>_<tool>" within NameBudget,
 //     routed by the table it returns; a name that is too long, invalid or
 //     taken needs an admin alias, never a truncation.
+//   - Resource subscriptions (Pool.OpenSubscriber): a session outside the
+//     pool, with the standalone stream the pool's sessions do without, on
+//     which a server endpoint subscribes URIs and hears
+//     notifications/resources/updated, through the same hop.
 //   - Calls (Pool.Call): the result is relayed byte for byte; a JSON-RPC
 //     error becomes *RPCError; the answer is capped while it is read, an
 //     idle timeout restarts on each progress notification, and an absolute
