@@ -197,7 +197,7 @@ func (e *Endpoints) RelayToServer(ctx context.Context, a *mcpgate.Actor, name, m
 	start := e.servers.now()
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: name, UserID: a.UserID, ClientSession: mcpgate.ClientSessionFromContext(ctx, name)}
 	var raw json.RawMessage
-	err = e.servers.creds.Do(ctx, a, name, upstream.Target{URL: en.row.URL, Headers: headers}, func(t upstream.Target) error {
+	err = e.servers.creds.doFor(ctx, a, name, en.row.OAuth, upstream.Target{URL: en.row.URL, Headers: headers}, func(t upstream.Target) error {
 		var err error
 		raw, err = e.servers.pool.Relay(ctx, key, t, method, params)
 		return err

@@ -165,3 +165,42 @@ func TestEndpoints_CacheAcrossReplicas(t *testing.T) {
 		t.Errorf("b's server after a's was turned off: tools = %v, want read", got)
 	}
 }
+
+// TestEndpoints_NoCredentialNoQuery: a server that takes no credential at
+// all, behind the OAuth credential hook as serve wires it, is relayed from
+// its cached row alone: the row says it does not sign in with OAuth, so no
+// grant is looked up (that lookup cost a query per call, and failed with
+// the database away).
+func TestEndpoints_NoCredentialNoQuery(t *testing.T) {
+	ctx := context.Background()
+	dsn := storetest.NewDatabase(t)
+	proxy, viaProxy := newDBProxy(t, dsn)
+	db, err := store.Open(ctx, viaProxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	env := servicetest.New(t, service.Options{DB: db, OutageGrace: -1})
+	pool := upstream.New[service.UpstreamKey](upstream.Options{Network: loopbackNetwork, ConnectTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = pool.Close() })
+	creds := service.NewUpstreamCredentials(service.UpstreamCredentialsOptions{DB: db, Keyring: env.Keyring, Audit: env.Audit,
+		Network: loopbackNetwork, PublicURL: "http://localhost:8080"})
+	svc := service.NewServers(service.ServersOptions{DB: db, Keyring: env.Keyring, Audit: env.Audit, Pool: pool,
+		Network: loopbackNetwork, PublicURL: "http://localhost:8080", Credentials: creds})
+	eps := service.NewEndpoints(svc, everyToolCallable{names: []string{"files_read"}}, env.Service.CacheTrust())
+	up := upstreamtest.New(t, fixtureTools()...)
+	_, a := env.NewUser(t, "a@example.com")
+	if _, err := svc.AddServer(ctx, a, mcpgate.ServerInput{Name: "files", URL: up.URL}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eps.RelayToServer(ctx, a, "files", "prompts/list", nil); !relayReached(err) {
+		t.Fatal(err)
+	}
+	proxy.setDown(true)
+	defer proxy.setDown(false)
+	for i := range 3 {
+		if _, err := eps.RelayToServer(ctx, a, "files", "prompts/list", nil); !relayReached(err) {
+			t.Fatalf("relay %d without the database: %v, want the cached server alone", i, err)
+		}
+	}
+}

@@ -108,6 +108,17 @@ func (c *UpstreamCredentials) Do(ctx context.Context, a *mcpgate.Actor, server s
 	return fn(bearer(target, g))
 }
 
+// doFor is Do for a caller that read the server's row (cached): a server
+// that does not sign in with OAuth needs no lookup of a grant, so its
+// calls cost no query here.
+func (c *UpstreamCredentials) doFor(ctx context.Context, a *mcpgate.Actor, server string, oauth bool, target upstream.Target,
+	fn func(upstream.Target) error) error {
+	if !oauth {
+		return fn(target)
+	}
+	return c.Do(ctx, a, server, target, fn)
+}
+
 func bearer(t upstream.Target, g *store.OAuthGrant) upstream.Target {
 	return upstream.Target{URL: t.URL, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer " + g.Tokens.AccessToken}}
 }

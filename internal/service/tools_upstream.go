@@ -37,6 +37,9 @@ type upstreamTool struct {
 type upstreamServer struct {
 	url     string
 	headers store.SealedHeaders
+	// oauth says the server signs in with OAuth: its calls get the bearer
+	// of the grant (the others need nothing more than headers).
+	oauth bool
 	// down is set while the server is down: its tools stay known (a call
 	// by name is told why it cannot run) but are in no tool set.
 	down *serverDown
@@ -77,7 +80,7 @@ func (s *Tools) loadUpstream(ctx context.Context, wp *workspacePolicy) error {
 	wp.servers = map[string]upstreamServer{}
 	for _, srv := range servers {
 		if srv.Enabled {
-			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name], down: downOf(&srv)}
+			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name], down: downOf(&srv), oauth: srv.OAuth}
 		}
 	}
 	wp.upstream = map[string]*upstreamTool{}
@@ -314,7 +317,7 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID,
 		ClientSession: mcpgate.ClientSessionFromContext(ctx, u.server)}
 	var res *upstream.CallResult
-	err = s.upstreamCredentials().Do(callCtx, a, u.server, upstream.Target{URL: srv.url, Headers: headers}, func(t upstream.Target) error {
+	err = s.upstreamCredentials().doFor(callCtx, a, u.server, srv.oauth, upstream.Target{URL: srv.url, Headers: headers}, func(t upstream.Target) error {
 		var err error
 		res, err = s.opts.Upstreams.Call(callCtx, key, t, req)
 		return err

@@ -26,6 +26,10 @@ type UpstreamServer struct {
 	// Prompts, Resources and ResourceTemplates are JSON arrays of the
 	// definitions, as given.
 	Prompts, Resources, ResourceTemplates json.RawMessage
+	// OAuth says the server signs in with OAuth (it has an
+	// upstream_server_oauth row): read with the row, so that the call
+	// path, which caches the row, need not ask for each call.
+	OAuth bool
 }
 
 // UpstreamTool is one row of a server's tool catalog: the routing table's
@@ -131,14 +135,15 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 
 const serverColumns = `s.id, s.name, s.url, s.header_hints, s.enabled, s.health, s.last_error, s.last_discovered_at,
 	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at, s.session_scope,
-	s.down_since, s.next_check_at`
+	s.down_since, s.next_check_at,
+	EXISTS (SELECT 1 FROM upstream_server_oauth o WHERE o.id = s.id)`
 
 func scanServer(r pgx.Row, s *UpstreamServer) error {
 	var hints []byte
 	var init []byte
 	if err := r.Scan(&s.ID, &s.Name, &s.URL, &hints, &s.Enabled, &s.Health, &s.LastError, &s.LastDiscoveredAt,
 		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt, &s.SessionScope,
-		&s.DownSince, &s.NextCheckAt); err != nil {
+		&s.DownSince, &s.NextCheckAt, &s.OAuth); err != nil {
 		return err
 	}
 	if len(init) > 0 {

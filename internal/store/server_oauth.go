@@ -73,6 +73,11 @@ func (db *DB) PutServerOAuth(ctx context.Context, sealer Sealer, workspaceID, na
 			workspaceID, serverID); err != nil {
 			return err
 		}
+		// The servers' cached rows say whether a server signs in with
+		// OAuth: every replica reads them again.
+		if err := notify(ctx, tx, InvalidatePolicy, workspaceID); err != nil {
+			return err
+		}
 		if o.ClientSecret == "" {
 			return nil
 		}
