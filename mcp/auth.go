@@ -101,13 +101,11 @@ func retryAfter(err *mcpgate.Error, wait time.Duration) *mcpgate.Error {
 	return &e
 }
 
-// Handler returns the MCP endpoint for /mcp and the connector URL.
-func (g *Gateway) Handler() http.Handler { return g.handler(true) }
-
-// handler is the endpoint, with or without the fast path (fastpath.go); the
-// differential test serves the same gateway both ways.
-func (g *Gateway) handler(fast bool) http.Handler {
-	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+// sdkHandler is go-sdk's stateless handler, which both endpoints (/mcp and
+// each server's) serve what their own code does not answer with; the
+// request's server is the one put in its context.
+func (g *Gateway) sdkHandler() *sdk.StreamableHTTPHandler {
+	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		return serverFrom(r.Context())
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:                    true,
@@ -115,9 +113,18 @@ func (g *Gateway) handler(fast bool) http.Handler {
 		// The gateway runs behind proxies that keep the public Host; the key
 		// is the authentication, not the Host header.
 		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        1 << 20,
+		MaxRequestBodyBytes:        maxBody,
 		Logger:                     g.sdkLog,
 	})
+}
+
+// Handler returns the MCP endpoint for /mcp and the connector URL.
+func (g *Gateway) Handler() http.Handler { return g.handler(true) }
+
+// handler is the endpoint, with or without the fast path (fastpath.go); the
+// differential test serves the same gateway both ways.
+func (g *Gateway) handler(fast bool) http.Handler {
+	streamable := g.sdkHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, ok := g.admit(w, r)
 		if !ok {

@@ -54,15 +54,7 @@ var relayedMethods = map[string]bool{"prompts/list": true, "prompts/get": true, 
 // ServerHandler returns the servers' own endpoints, served by eps; the
 // route gives the server's name as the path value "server".
 func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler {
-	streamable := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		return serverFrom(r.Context())
-	}, &sdk.StreamableHTTPOptions{
-		Stateless:                    true,
-		PropagateRequestCancellation: true,
-		DisableLocalhostProtection:   true, // as /mcp: the credential authenticates, not the Host
-		MaxRequestBodyBytes:          maxBody,
-		Logger:                       g.sdkLog,
-	})
+	streamable := g.sdkHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		actor, ok := g.admit(w, r)
 		if !ok {
