@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -162,10 +163,19 @@ func (s *session) closeWithin(ctx context.Context) {
 	s.close()
 }
 
-// connect opens a session to target, under ctx (bounded by the caller).
-func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) {
-	ctx = withoutValues(ctx)
-	r := newRedactor(target)
+// hop is what every connection to an upstream goes through: target's URL
+// checked against the network policy, its headers checked, and the guarded
+// client that sends only those headers (closeIdle releases its
+// connections). Both the pool's sessions and a Subscriber's use it.
+type hop struct {
+	endpoint  string
+	client    *http.Client
+	closeIdle func()
+	state     *sessionState
+	redact    redactor
+}
+
+func (p *Pool[K]) hop(target Target) (*hop, error) {
 	u, err := p.opts.Network.CheckURL(target.URL)
 	if err != nil {
 		return nil, &Error{Kind: KindRefused, Message: err.Error()}
@@ -176,8 +186,28 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	client, closeIdle := p.opts.Network.httpClient()
 	state := &sessionState{}
 	client.Transport = &hopTransport{base: client.Transport, headers: target.Headers, state: state}
+	return &hop{endpoint: u.String(), client: client, closeIdle: closeIdle, state: state, redact: newRedactor(target)}, nil
+}
+
+// sessionOptions are the options of every client session the pool opens:
+// the protocol version the operator fixed, if any.
+func (p *Pool[K]) sessionOptions() *mcp.ClientSessionOptions {
+	if p.opts.ProtocolVersion == "" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: p.opts.ProtocolVersion}
+}
+
+// connect opens a session to target, under ctx (bounded by the caller).
+func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) {
+	ctx = withoutValues(ctx)
+	h, err := p.hop(target)
+	if err != nil {
+		return nil, err
+	}
+	r, client, closeIdle, state := h.redact, h.client, h.closeIdle, h.state
 	rt := &rawTransport{state: state, inner: &mcp.StreamableClientTransport{
-		Endpoint: u.String(), HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true,
+		Endpoint: h.endpoint, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true,
 		MaxEventSize: int(p.limits.MaxAnswerBytes) + 1,
 	}}
 	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
@@ -189,11 +219,7 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	defer cancel(nil)
 	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
 	vals.budget.remaining.Store(p.limits.MaxAnswerBytes)
-	var opts *mcp.ClientSessionOptions
-	if p.opts.ProtocolVersion != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: p.opts.ProtocolVersion}
-	}
-	cs, err := mc.Connect(withRequestValues(ctx, vals), rt, opts)
+	cs, err := mc.Connect(withRequestValues(ctx, vals), rt, p.sessionOptions())
 	if err != nil {
 		closeIdle()
 		if context.Cause(ctx) == errTooLarge {

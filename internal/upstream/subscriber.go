@@ -34,17 +34,12 @@ type Subscriber struct {
 // upstream sends on it.
 func (p *Pool[K]) OpenSubscriber(ctx context.Context, target Target, updated func(uri string)) (*Subscriber, error) {
 	ctx = withoutValues(ctx)
-	r := newRedactor(target)
-	u, err := p.opts.Network.CheckURL(target.URL)
+	h, err := p.hop(target)
 	if err != nil {
-		return nil, &Error{Kind: KindRefused, Message: err.Error()}
+		return nil, err
 	}
-	if err := ValidateHeaders(target.Headers); err != nil {
-		return nil, &Error{Kind: KindRefused, Message: err.Error()}
-	}
-	client, closeIdle := p.opts.Network.httpClient()
-	client.Transport = &hopTransport{base: client.Transport, headers: target.Headers, state: &sessionState{}}
-	tr := &mcp.StreamableClientTransport{Endpoint: u.String(), HTTPClient: client, MaxEventSize: int(p.limits.MaxAnswerBytes) + 1}
+	r, closeIdle := h.redact, h.closeIdle
+	tr := &mcp.StreamableClientTransport{Endpoint: h.endpoint, HTTPClient: h.client, MaxEventSize: int(p.limits.MaxAnswerBytes) + 1}
 	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
 		&mcp.ClientOptions{Logger: p.opts.Logger, Capabilities: &mcp.ClientCapabilities{},
 			ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -55,11 +50,7 @@ func (p *Pool[K]) OpenSubscriber(ctx context.Context, target Target, updated fun
 	cctx, cancel := context.WithTimeout(ctx, p.opts.ConnectTimeout)
 	defer cancel()
 	vals := &requestValues{probe: &probe{}}
-	var opts *mcp.ClientSessionOptions
-	if p.opts.ProtocolVersion != "" {
-		opts = &mcp.ClientSessionOptions{ProtocolVersion: p.opts.ProtocolVersion}
-	}
-	cs, err := mc.Connect(withRequestValues(cctx, vals), tr, opts)
+	cs, err := mc.Connect(withRequestValues(cctx, vals), tr, p.sessionOptions())
 	if err != nil {
 		closeIdle()
 		return nil, classify(err, vals.probe, r)
