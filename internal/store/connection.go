@@ -66,7 +66,7 @@ func (db *DB) PutConnection(ctx context.Context, sealer Sealer, c *mcpgate.Conne
 				verified_at = EXCLUDED.verified_at, updated_by = EXCLUDED.updated_by, updated_at = now(),
 				last_auth_failure_at = NULL
 			RETURNING updated_at`,
-			id, c.WorkspaceID, c.Connector, ct, int64(term), c.KeyHint, c.VerifiedAt, nullIfEmpty(c.UpdatedBy)).Scan(&c.UpdatedAt)
+			id, c.WorkspaceID, c.Connector, ct, term, c.KeyHint, c.VerifiedAt, nullIfEmpty(c.UpdatedBy)).Scan(&c.UpdatedAt)
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func (db *DB) SetNotifications(ctx context.Context, sealer Sealer, workspaceID s
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO webhook_secrets (id, workspace_id, secret, key_term, hint) VALUES ($1, $2, $3, $4, $5)`,
-			id, workspaceID, ct, int64(term), hint)
+			id, workspaceID, ct, term, hint)
 		return err
 	})
 	if mcpgate.ErrorCode(err) == mcpgate.EInvalid {

@@ -272,7 +272,7 @@ func writeHeaders(ctx context.Context, tx pgx.Tx, sealer Sealer, workspaceID, se
 		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO upstream_server_headers (id, workspace_id, sealed, key_term) VALUES ($1, $2, $3, $4)`,
-		serverID, workspaceID, ct, int64(term))
+		serverID, workspaceID, ct, term)
 	return err
 }
 

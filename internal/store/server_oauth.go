@@ -86,7 +86,7 @@ func (db *DB) PutServerOAuth(ctx context.Context, sealer Sealer, workspaceID, na
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO upstream_oauth_client_secrets (id, workspace_id, sealed, key_term) VALUES ($1, $2, $3, $4)`,
-			serverID, workspaceID, ct, int64(term))
+			serverID, workspaceID, ct, term)
 		return err
 	})
 	return mapError(err, serverNotFound)

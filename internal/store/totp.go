@@ -54,7 +54,7 @@ func (db *DB) BeginTOTP(ctx context.Context, sealer Sealer, userID string, secre
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO totp_factors (id, user_id, secret, key_term) VALUES ($1, $2, $3, $4)`,
-			id, userID, ct, int64(term))
+			id, userID, ct, term)
 		return err
 	})
 	if mcpgate.ErrorCode(err) == mcpgate.EConflict {
