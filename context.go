@@ -1,6 +1,10 @@
 package mcpgate
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
 
 type ctxKey int
 
@@ -97,6 +101,68 @@ type LogMessage struct {
 type Relay struct {
 	Progress func(Progress)
 	Log      func(LogMessage)
+	// Request sends a request of the call's server to the caller's client
+	// on the call's stream and returns the client's result, raw (nil: the
+	// front door cannot send requests to this caller). A JSON-RPC error
+	// the client answered comes back as *ClientRPCError; the context
+	// ending (the call's, or the caller going away) as its error.
+	Request func(ctx context.Context, req ClientRequest) (json.RawMessage, error)
+	// Capabilities are the requests the caller's client said it answers,
+	// on its initialize (2025 protocols) or in the call's _meta
+	// (2026-07-28); the zero value: none, or not known.
+	Capabilities ClientCapabilities
+	// InputRetry says the caller answers an upstream's input requests by
+	// retrying its call (2026-07-28's multi round-trip): the upstream's
+	// input_required result is passed to it, not answered on a stream.
+	InputRetry bool
+}
+
+// Methods of the requests a server sends its client that a tool call may
+// relay (Relay.Request).
+const (
+	MethodCreateMessage = "sampling/createMessage"
+	MethodElicit        = "elicitation/create"
+	MethodListRoots     = "roots/list"
+)
+
+// ClientRequest is one request of a server to its client during a tool
+// call: Method (one of MethodCreateMessage, MethodElicit,
+// MethodListRoots) and its params as the server sent them.
+type ClientRequest struct {
+	Method string
+	Params json.RawMessage
+}
+
+// ClientCapabilities are the server-to-client requests a client answers.
+type ClientCapabilities struct {
+	Sampling bool
+	// SamplingTools: the client takes tools in a sampling request.
+	SamplingTools bool
+	// ElicitationForm and ElicitationURL are elicitation's two modes (a
+	// client that declares elicitation with no mode has form).
+	ElicitationForm bool
+	ElicitationURL  bool
+	Roots           bool
+}
+
+// Intersect returns the capabilities both c and o have.
+func (c ClientCapabilities) Intersect(o ClientCapabilities) ClientCapabilities {
+	return ClientCapabilities{Sampling: c.Sampling && o.Sampling, SamplingTools: c.SamplingTools && o.SamplingTools,
+		ElicitationForm: c.ElicitationForm && o.ElicitationForm, ElicitationURL: c.ElicitationURL && o.ElicitationURL,
+		Roots: c.Roots && o.Roots}
+}
+
+// ClientRPCError is the JSON-RPC error a client answered to a relayed
+// request, for the server that sent it.
+type ClientRPCError struct {
+	Code    int64
+	Message string
+	Data    json.RawMessage
+}
+
+// Error implements error.
+func (e *ClientRPCError) Error() string {
+	return fmt.Sprintf("the client answered with JSON-RPC error %d: %s", e.Code, e.Message)
 }
 
 type relayKey struct{}

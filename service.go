@@ -230,6 +230,12 @@ type ToolCall struct {
 	// ApprovalID names the approval a person gave in the dashboard for
 	// exactly this call; it is used up by the call.
 	ApprovalID string
+	// RequestState and InputResponses are a retry's answer to an upstream
+	// tool's input_required result (2026-07-28): the upstream's own request
+	// state, unwrapped by the front door from its sealed envelope, and the
+	// caller's inputResponses, raw. Empty on a first call.
+	RequestState   string
+	InputResponses json.RawMessage
 }
 
 // ConfirmationRequiredError is CallTool's answer for a call that needs

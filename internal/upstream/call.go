@@ -27,6 +27,20 @@ type CallRequest struct {
 	// OnLog receives the log messages the upstream sends during the call
 	// (every level: the caller filters).
 	OnLog func(LogMessage)
+	// OnRequest answers the requests the upstream sends its client during
+	// the call (sampling/createMessage, elicitation/create, roots/list,
+	// as declared in the target's Capabilities), and, on a session that
+	// does not pass them (Capabilities.PassInputRequests), the input
+	// requests of a 2026-07-28 input_required result. params are the
+	// upstream's, raw; the result goes back to it raw. An error of type
+	// *mcpgate.ClientRPCError is sent as that JSON-RPC error. nil: every
+	// such request is refused. The call's idle timeout does not run while
+	// it waits.
+	OnRequest func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// RequestState and InputResponses are a retry's answer to the
+	// upstream's input_required result (2026-07-28), sent as they are.
+	RequestState   string
+	InputResponses json.RawMessage
 	// SafeToRepeat lets the call be sent again once, on a new session,
 	// when the upstream answered that the session had expired.
 	SafeToRepeat bool

@@ -432,5 +432,6 @@ func Fingerprint(t Target) string {
 	for _, n := range names {
 		fmt.Fprintf(h, "%q=%q\n", n, t.Headers[n].Reveal())
 	}
+	fmt.Fprintf(h, "caps=%+v\n", t.Capabilities)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -26,6 +26,21 @@ import (
 type Target struct {
 	URL     string
 	Headers map[string]mcpgate.Secret
+	// Capabilities are the server-to-client requests the gateway's
+	// sessions to this target declare (and relay to the caller through
+	// CallRequest.OnRequest); part of the fingerprint, so that sessions
+	// declaring different capabilities are never mixed. The zero value
+	// declares none.
+	Capabilities Capabilities
+}
+
+// Capabilities are what a session declares it answers for its server.
+type Capabilities struct {
+	mcpgate.ClientCapabilities
+	// PassInputRequests: on a 2026-07-28 session, an input_required result
+	// is returned to the caller as it came (go-sdk's client would
+	// otherwise answer it itself through the handlers and retry).
+	PassInputRequests bool
 }
 
 // protocolHeaders may not be set as credentials: the transport sets them.
