@@ -116,6 +116,12 @@ const (
 	ActionServerToolQuarantined AdminAction = "server.tool_quarantined"
 	ActionServerToolApproved    AdminAction = "server.tool_approved"
 	ActionServerToolUpdated     AdminAction = "server.tool_updated"
+	// ActionServerClientRequest is a request of an upstream server to the
+	// caller's client during a tool call (sampling, elicitation, roots),
+	// relayed or refused: the method, the elicitation's message and mode,
+	// a URL's host and the action the client answered; never a sampling
+	// prompt nor any value of an answer.
+	ActionServerClientRequest AdminAction = "server.client_request"
 )
 
 // AdminActions lists every admin action, in the order a filter shows them.
@@ -131,7 +137,7 @@ var AdminActions = []AdminAction{
 	ActionNotificationsUpdated, ActionNotificationSent, ActionNotificationFailed,
 	ActionServerAdded, ActionServerUpdated, ActionServerRemoved, ActionServerDiscovered, ActionServerDiscoveryFailed,
 	ActionServerToolQuarantined, ActionServerToolApproved, ActionServerToolUpdated,
-	ActionServerConnected, ActionServerDisconnected, ActionServerRefreshFailed,
+	ActionServerConnected, ActionServerDisconnected, ActionServerRefreshFailed, ActionServerClientRequest,
 	ActionAuditExported,
 }
 

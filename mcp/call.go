@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +64,12 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		approvalID = id
 	}
 	call := mcpgate.ToolCall{Tool: tool, Arguments: raw, ApprovalID: approvalID}
+	var args map[string]any
+	if relay {
+		if args, err = g.inputRetry(req, a, tool, raw, &call); err != nil {
+			return toolErrorResult(err), nil
+		}
+	}
 	out, err := g.opts.Tools.CallTool(ctx, a, call)
 	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
 		return g.awaitApproval(ctx, req, a, call, need), nil
@@ -78,9 +85,59 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		return toolErrorResult(stoppingError(ctx, err)), nil
 	}
 	if relay {
-		return relayedResult(out), nil
+		res := relayedResult(out)
+		if len(res.InputRequests) > 0 {
+			// The upstream asks the caller for input (only a caller that
+			// retries is passed such a result): its state goes out sealed.
+			if args == nil {
+				args, _ = callArgs(raw)
+			}
+			res.Content = nil
+			res.RequestState = g.sealInputState(a, tool, args, call.Confirmed, res.RequestState)
+		}
+		return res, nil
 	}
 	return structuredResult(out), nil
+}
+
+// inputRetry opens the sealed request state of a retry that answers an
+// upstream's input requests, if this is one, into call: the upstream's
+// own state, the caller's answers, and whether the first call had been
+// confirmed. It returns the call's arguments as decoded for the binding.
+func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool string, raw json.RawMessage, call *mcpgate.ToolCall) (map[string]any, error) {
+	if !isInputState(req.Params.RequestState) {
+		return nil, nil
+	}
+	args, err := callArgs(raw)
+	if err != nil {
+		return nil, err
+	}
+	c, err := g.openInputState(req.Params.RequestState, a, tool, args)
+	if err != nil {
+		return nil, err
+	}
+	call.RequestState, call.Confirmed = c.State, call.Confirmed || c.Confirmed
+	if len(req.Params.InputResponses) > 0 {
+		if call.InputResponses, err = json.Marshal(req.Params.InputResponses); err != nil {
+			return nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read")
+		}
+	}
+	return args, nil
+}
+
+// callArgs decodes a call's arguments for a binding (argsHash), numbers as
+// written.
+func callArgs(raw json.RawMessage) (map[string]any, error) {
+	args := map[string]any{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&args); err != nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "arguments must be a JSON object")
+	}
+	return args, nil
 }
 
 // callRelay sends what the upstream sends during a call on the call's

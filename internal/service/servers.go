@@ -29,6 +29,10 @@ type UpstreamKey struct {
 	Server        string
 	UserID        string
 	ClientSession string
+	// Capabilities are what the sessions declare to the server (the
+	// caller's client's, as far as the server is allowed them): sessions
+	// that declare different ones are never shared.
+	Capabilities upstream.Capabilities
 }
 
 // SessionBound implements upstream.SessionBounder: a client session's

@@ -252,7 +252,7 @@ func (s *Tools) callUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspac
 		if err != nil || ask != nil {
 			return err
 		}
-		out, err = s.runUpstream(ctx, a, wp, u, raw, args)
+		out, err = s.runUpstream(ctx, a, wp, u, raw, args, call)
 		return err
 	})
 	if err != nil {
@@ -277,7 +277,7 @@ const upstreamMetric = "upstream"
 // server and person (and client session, on the endpoint of a server of
 // client scope), and audits it.
 func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspacePolicy, u *upstreamTool, raw json.RawMessage,
-	args map[string]any) (json.RawMessage, error) {
+	args map[string]any, retry mcpgate.ToolCall) (json.RawMessage, error) {
 	start := time.Now()
 	if s.audit.Saturated() {
 		s.metrics.ToolCall(upstreamMetric, mcpgate.OutcomeError, 0, 0)
@@ -301,8 +301,16 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	timeout := s.opts.CallTimeout
 	callCtx, cancel := hopContext(ctx, timeout)
 	req := upstream.CallRequest{Tool: u.name, Arguments: raw, Limits: upstream.Limits{CallTimeout: timeout,
-		MaxAnswerBytes: s.opts.UpstreamAnswerBytes}}
+		MaxAnswerBytes: s.opts.UpstreamAnswerBytes}, RequestState: retry.RequestState, InputResponses: retry.InputResponses}
 	relay := mcpgate.RelayFromContext(ctx)
+	caps := relayCapabilities(relay, serverRelays(srv))
+	redact := headerRedactor(upstream.Target{Headers: headers})
+	if caps != (upstream.Capabilities{}) {
+		req.OnRequest = s.clientRequests(a, u, srv, caps.ClientCapabilities, relay, redact)
+	}
+	if len(retry.InputResponses) > 0 {
+		s.auditInputResponses(ctx, a, u, retry.InputResponses)
+	}
 	if fn := relay.Progress; fn != nil {
 		req.OnProgress = func(p upstream.Progress) {
 			fn(mcpgate.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
@@ -315,9 +323,10 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	}
 	upstreamStart := time.Now()
 	key := UpstreamKey{WorkspaceID: a.WorkspaceID, Server: u.server, UserID: a.UserID,
-		ClientSession: mcpgate.ClientSessionFromContext(ctx, u.server)}
+		ClientSession: mcpgate.ClientSessionFromContext(ctx, u.server), Capabilities: caps}
 	var res *upstream.CallResult
-	err = s.upstreamCredentials().doFor(callCtx, a, u.server, srv.oauth, upstream.Target{URL: srv.url, Headers: headers}, func(t upstream.Target) error {
+	target := upstream.Target{URL: srv.url, Headers: headers, Capabilities: caps}
+	err = s.upstreamCredentials().doFor(callCtx, a, u.server, srv.oauth, target, func(t upstream.Target) error {
 		var err error
 		res, err = s.opts.Upstreams.Call(callCtx, key, t, req)
 		return err
@@ -346,6 +355,14 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 		s.auditUpstream(ctx, a, u, args, status, start, mcpgate.OutcomeError, err)
 		s.metrics.ToolCall(upstreamMetric, mcpgate.OutcomeError, time.Since(start)-took, took)
 		return nil, err
+	}
+	if caps.PassInputRequests {
+		if msg := s.auditInputRequests(ctx, a, u, srv, caps.ClientCapabilities, res.Raw, redact); msg != "" {
+			err := mcpgate.Errorf(mcpgate.EForbidden, "the server asked for input the gateway does not pass on: %s", msg)
+			s.auditUpstream(ctx, a, u, args, 200, start, mcpgate.OutcomeDenied, err)
+			s.metrics.ToolCall(upstreamMetric, mcpgate.OutcomeDenied, time.Since(start)-took, took)
+			return nil, err
+		}
 	}
 	outcome := mcpgate.OutcomeOK
 	var toolErr error
