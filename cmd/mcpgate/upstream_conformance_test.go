@@ -3,58 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
-	"slices"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcpgate/mcpgate/internal/testutil/conformance"
 )
 
-// secondStage are the scenarios the reference server passes directly that
-// the per-server endpoint does not serve in this stage, each for its
-// reason. Everything else that passes directly must pass through the
-// gateway.
-var secondStage = map[string]string{
-	// Sessions: the gateway is stateless towards its clients (any replica
-	// answers any request), so it hands out no Mcp-Session-Id to end.
-	"server-session-lifecycle": "session lifecycle: the endpoint is stateless towards clients",
-	// Requests from the upstream to the client are relayed in the second
-	// stage; the gateway's upstream client declares none of them.
-	"tools-call-sampling":          "sampling: server-to-client requests are not relayed",
-	"tools-call-elicitation":       "elicitation: server-to-client requests are not relayed",
-	"elicitation-sep1034-defaults": "elicitation: server-to-client requests are not relayed",
-	"elicitation-sep1330-enums":    "elicitation: server-to-client requests are not relayed",
-	// Resource subscriptions (resources-subscribe, resources-unsubscribe)
-	// are held by the endpoint since #30 item 2, and must pass.
-}
-
-// sessionScenarios are scenarios of a protocol generation that need a
-// session of the endpoint: 2025-11-25's several SSE streams of one session
-// (at 2026-07-28, which has no sessions, the same scenario passes and is
-// required).
-var sessionScenarios = map[string]map[string]string{
-	"2025-11-25": {"server-sse-multiple-streams": "several streams of one session: the endpoint is stateless towards clients"},
-}
-
-// notRelayedYet are scenarios that need what neither the tool service nor
-// the endpoint relays in this stage; they must fail, exactly these, once
-// the tool service runs upstream tools (before that they are among
-// awaitingUpstreamTools). None now: the upstream's log messages during a
-// call (tools-call-with-logging) are relayed and must pass.
-var notRelayedYet = map[string]map[string]string{}
-
-// awaitingUpstreamTools are the scenarios that call one of the reference
-// server's tools: they pass through the endpoint only once the tool
-// service runs a server's tools by their exposed names. Until then (the
-// test asks the service at run time) they must fail, exactly these.
-var awaitingUpstreamTools = map[string][]string{
-	"2025-11-25": {"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-		"tools-call-mixed-content", "tools-call-with-logging", "tools-call-error", "tools-call-with-progress"},
-	"2026-07-28": {"tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-		"tools-call-mixed-content", "tools-call-error", "tools-call-with-progress"},
-}
+// notServed are the scenarios the reference server passes directly that
+// the per-server endpoint does not pass, each for its reason. Everything
+// else that passes directly must pass through the gateway, on one replica
+// and on two.
+var notServed = map[string]map[string]string{}
 
 // upstreamGenerations are the protocol generations the suite runs at, each
 // against the reference server as the suite runs it for that generation.
@@ -69,11 +35,14 @@ var upstreamGenerations = []struct {
 // TestUpstreamConformance adds the conformance suite's reference server to
 // a workspace (on loopback, allowed by UPSTREAM_PRIVATE_NETWORKS), turns
 // every one of its tools on through the server service (approval none, so
-// that the scenarios' calls run at once), and runs the official suite
+// that the scenarios' calls run at once) and its requests to the client
+// (sampling and roots; elicitation always is), and runs the official suite
 // against the connector URL of its own endpoint, /c/<key>/mcp/<server>, of
 // a real gateway: every scenario that passes against the reference server
-// directly passes there, except the second stage's (secondStage); a
-// scenario that does not is listed with the suite's reason.
+// directly passes there (but notServed's), on one replica and on two
+// behind a proxy that sends each request to the other replica than the
+// last (so that a client's answer to a relayed request, and a session's
+// next request, land on another replica than the call).
 func TestUpstreamConformance(t *testing.T) {
 	suite := conformance.Install(t)
 	for _, g := range upstreamGenerations {
@@ -84,76 +53,82 @@ func TestUpstreamConformance(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("no scenario passes against the reference server directly")
 			}
-
-			// The suite checks DNS-rebinding protection as a local server
-			// needs it: a request with a foreign Host and Origin refused, one
-			// whose Origin is the URL's own accepted. The gateway accepts
-			// only its own origin (PUBLIC_URL) and ALLOWED_ORIGINS, so the
-			// address it listens on is chosen first and allowed, as an
-			// operator running it on loopback would.
-			addr := freeLoopbackAddr(t)
-			e := newE2EEnvWith(t, 1, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8",
-				"LISTEN_ADDR": addr, "ALLOWED_ORIGINS": "http://" + addr})
-			base := e.replicas[0].url
-			u := e.signup(base, "conformance@example.com", "")
-			ws := u.personal
-			u.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "reference", "url": ref}, http.StatusCreated)
-			turnAllToolsOn(t, u, ws, "reference")
-			key := u.createKey(ws, "conformance", "", nil)
-			toolsServed := upstreamToolsServed(t, u, ws, "reference_test_simple_text")
-
-			front := base + "/c/" + key.Key + "/mcp/reference"
-			got := conformance.Index(suite.Run(t, front, conformance.Options{SpecVersion: g.spec}))
-			awaiting := map[string]bool{}
-			if !toolsServed {
-				for _, name := range awaitingUpstreamTools[g.spec] {
-					awaiting[name] = true
-				}
-				t.Logf("the tool service does not run upstream tools yet: %d scenarios that call a tool must fail", len(awaiting))
-			} else {
-				for name := range notRelayedYet[g.spec] {
-					awaiting[name] = true
-				}
-			}
-			var failed []string
-			required := 0
-			for _, name := range want {
-				if _, excluded := secondStage[name]; excluded {
-					continue
-				}
-				if _, excluded := sessionScenarios[g.spec][name]; excluded {
-					continue
-				}
-				r := got[name]
-				if !awaiting[name] {
-					required++
-				}
-				switch {
-				case awaiting[name] && r.Status == conformance.Passed:
-					t.Errorf("%s passes although it is listed as not passing yet: the list is stale", name)
-				case awaiting[name]:
-					why := "awaiting upstream tools in the tool service"
-					if toolsServed {
-						why = notRelayedYet[g.spec][name]
+			for _, replicas := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%d replicas", replicas), func(t *testing.T) {
+					front, u, ws := conformanceFront(t, replicas)
+					u.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "reference", "url": ref}, http.StatusCreated)
+					turnAllToolsOn(t, u, ws, "reference")
+					u.api(http.MethodPatch, "/api/v1/workspaces/"+ws+"/servers/reference",
+						map[string]any{"allow_sampling": true, "allow_roots": true}, http.StatusOK)
+					key := u.createKey(ws, "conformance", "", nil)
+					if replicas > 1 {
+						u.env.waitApplied(t)
 					}
-					t.Logf("not passing yet, as listed: %s (%s): %s", name, why, redactKey(r.Message, key.Key))
-				case r.Status != conformance.Passed:
-					failed = append(failed, name)
-					t.Errorf("%s passes directly but not through the gateway (%s): %s", name, r.Status, redactKey(r.Message, key.Key))
-				}
+					got := conformance.Index(suite.Run(t, front+"/c/"+key.Key+"/mcp/reference", conformance.Options{SpecVersion: g.spec}))
+					var failed []string
+					for _, name := range want {
+						r := got[name]
+						if why, ok := notServed[g.spec][name]; ok {
+							t.Logf("not served: %s (%s): %s", name, why, r.Status)
+							continue
+						}
+						if r.Status != conformance.Passed {
+							failed = append(failed, name)
+							t.Errorf("%s passes directly but not through the gateway (%s): %s", name, r.Status, redactKey(r.Message, key.Key))
+						}
+					}
+					t.Logf("through the gateway on %d replicas: %d direct passes, %d failed: %s",
+						replicas, len(want), len(failed), strings.Join(failed, " "))
+				})
 			}
-			for name, why := range secondStage {
-				if slices.Contains(want, name) {
-					t.Logf("not served in this stage: %s (%s): %s", name, why, got[name].Status)
-				}
-			}
-			for name, why := range sessionScenarios[g.spec] {
-				t.Logf("not served in this stage: %s (%s): %s", name, why, got[name].Status)
-			}
-			t.Logf("through the gateway: %d direct passes, %d required now, %d failed: %s",
-				len(want), required, len(failed), strings.Join(failed, " "))
 		})
 	}
+}
+
+// conformanceFront starts the gateway as the suite reaches it and signs a
+// person up: on one replica listening on an address chosen first, or on
+// two behind a round-robin proxy on it. The suite checks DNS-rebinding
+// protection as a local server needs it (a request with a foreign Host and
+// Origin refused, one whose Origin is the URL's own accepted); the gateway
+// accepts only its own origin (PUBLIC_URL) and ALLOWED_ORIGINS, so the
+// address is allowed, as an operator running it on loopback would. The
+// person's set-up goes to the first replica; the suite's requests to the
+// front.
+func conformanceFront(t *testing.T, replicas int) (string, *e2eUser, string) {
+	t.Helper()
+	addr := freeLoopbackAddr(t)
+	env := map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8", "ALLOWED_ORIGINS": "http://" + addr}
+	if replicas == 1 {
+		env["LISTEN_ADDR"] = addr
+	}
+	e := newE2EEnvWith(t, replicas, env)
+	u := e.signup(e.replicas[0].url, "conformance@example.com", "")
+	if replicas == 1 {
+		return e.replicas[0].url, u, u.personal
+	}
+	targets := make([]*url.URL, len(e.replicas))
+	for i, r := range e.replicas {
+		var err error
+		if targets[i], err = url.Parse(r.url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var next atomic.Uint64
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(targets[next.Add(1)%uint64(len(targets))])
+			pr.Out.Host = pr.In.Host // the suite's Host, as a load balancer keeps it
+		},
+		FlushInterval: -1, // SSE streams pass as they are written
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return "http://" + addr, u, u.personal
 }
 
 // freeLoopbackAddr returns a loopback address with a port free a moment
