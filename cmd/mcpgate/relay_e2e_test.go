@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgate/mcpgate/internal/testutil"
+)
+
+const (
+	relayUpstreamToken = "Bearer relay-upstream-credential-5be1c0d9"
+	relayAnswer        = "teal-answer-8c41f0"
+	relaySample        = "sampled-text-77e2a9"
+	relayPrompt        = "the-sampling-prompt-91d3"
+	relayHost          = "sso.allowed.example"
+)
+
+// relayUpstream is a go-sdk server (2025 protocols, with sessions) whose
+// tools ask its client during the call: an elicitation (form and URL), a
+// sampling, the roots, and one elicitation that waits for an answer (to
+// see the client go away). Each tool says what it got without repeating
+// an answer's values.
+type relayUpstream struct {
+	url string
+	// asked is sent to when the waiting tool's elicitation went out;
+	// ended receives what its Elicit returned.
+	asked chan struct{}
+	ended chan error
+}
+
+func startRelayUpstream(t *testing.T) *relayUpstream {
+	t.Helper()
+	u := &relayUpstream{asked: make(chan struct{}, 1), ended: make(chan error, 1)}
+	s := mcp.NewServer(&mcp.Implementation{Name: "asking-upstream", Version: "v1"}, nil)
+	text := func(format string, args ...any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+	}
+	obj := map[string]any{"type": "object"}
+	s.AddTool(&mcp.Tool{Name: "ask", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+			Message:         "Pick a colour. (The server's own note: " + relayUpstreamToken + ")",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}}},
+		})
+		if err != nil {
+			return text("error: %v", err), nil
+		}
+		return text("action=%s match=%t", res.Action, res.Content["colour"] == relayAnswer), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "think", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 16,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: relayPrompt}}}})
+		if err != nil {
+			return text("error: %v", err), nil
+		}
+		tc, _ := res.Content.(*mcp.TextContent)
+		return text("model=%s match=%t", res.Model, tc != nil && tc.Text == relaySample), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "roots", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return text("error: %v", err), nil
+		}
+		return text("roots=%d", len(res.Roots)), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "open", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Mode: "url", ElicitationID: "sso-1",
+			URL: "https://" + relayHost + "/start", Message: "Sign in to the vendor"})
+		if err != nil {
+			return text("error: %v", err), nil
+		}
+		return text("action=%s", res.Action), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "wait", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		u.asked <- struct{}{}
+		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "wait for me",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}}})
+		u.ended <- err
+		return text("ended"), nil
+	})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != relayUpstreamToken {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	u.url = ts.URL + "/mcp"
+	return u
+}
+
+// roundRobin sends each request to the next of the replicas' hosts, as a
+// load balancer without affinity does.
+type roundRobin struct {
+	base  http.RoundTripper
+	hosts []string
+	next  atomic.Uint64
+}
+
+func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
+	out := r.Clone(r.Context())
+	out.URL.Host = rr.hosts[rr.next.Add(1)%uint64(len(rr.hosts))]
+	out.Host = ""
+	return rr.base.RoundTrip(out)
+}
+
+// TestRelay_E2E: an upstream's requests to its client during a call reach
+// the caller's real go-sdk client (2025-11-25) through the server's own
+// endpoint on two replicas, each request of the client to the other
+// replica than the last (so the answer to a relayed request lands on
+// another replica than the call): an elicitation in form mode at once,
+// sampling and roots only once an admin allows them, a URL elicitation
+// only to an allowed host; the client going away mid-elicitation ends the
+// upstream's request at once. The audit log records each relay (method,
+// the message with the credential replaced, mode, host, action), and no
+// log, audit row or table holds the sampling prompt, an answer's values or
+// the credential.
+func TestRelay_E2E(t *testing.T) {
+	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	up := startRelayUpstream(t)
+	admin := e.signup(e.replicas[0].url, "relay-admin@example.com", "")
+	ws := admin.personal
+	e.rec.secret(strings.TrimPrefix(relayUpstreamToken, "Bearer "), "the upstream's credential")
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "asker", "url": up.url,
+		"headers": map[string]string{"Authorization": relayUpstreamToken}}, http.StatusCreated)
+	turnAllToolsOn(t, admin, ws, "asker")
+	key := admin.createKey(ws, "relay", "", nil)
+
+	var hosts []string
+	for _, r := range e.replicas {
+		ru, _ := url.Parse(r.url)
+		hosts = append(hosts, ru.Host)
+	}
+	client := e.httpClient(e2eBearer(key.Key), "")
+	client.Transport = &roundRobin{base: client.Transport, hosts: hosts}
+	client.Timeout = 0 // a call waits for a person; the test's contexts bound it
+	waiting := make(chan struct{}, 1)
+	opts := &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			switch {
+			case req.Params.Message == "wait for me":
+				waiting <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			case req.Params.Mode == "url":
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
+			if strings.Contains(req.Params.Message, relayUpstreamToken) {
+				return nil, errors.New("the server's credential reached the client")
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}, nil
+		},
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: relaySample}}, nil
+		},
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-e2e", Version: "v0"}, opts)
+	c.AddRoots(&mcp.Root{URI: "file:///work", Name: "work"})
+	connect := func() *mcp.ClientSession {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.replicas[0].url + "/mcp/asker", HTTPClient: client,
+			MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("Connect() err = %v", err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	cs := connect()
+	call := func(name string) string { return testutil.ToolText(e2eCall(t, cs, name, nil)) }
+
+	if got := call("ask"); got != "action=accept match=true" {
+		t.Fatalf("ask = %q, want the person's answer to reach the server", got)
+	}
+	if got := call("think"); !strings.HasPrefix(got, "error") {
+		t.Fatalf("think with sampling off = %q, want the server refused", got)
+	}
+	if got := call("roots"); !strings.HasPrefix(got, "error") {
+		t.Fatalf("roots with roots off = %q, want the server refused", got)
+	}
+	if got := call("open"); !strings.HasPrefix(got, "error") {
+		t.Fatalf("open to a host not allowed = %q, want the server refused", got)
+	}
+	admin.api(http.MethodPatch, "/api/v1/workspaces/"+ws+"/servers/asker", map[string]any{"allow_sampling": true,
+		"allow_roots": true, "elicitation_url_hosts": []string{relayHost}}, http.StatusOK)
+	e.waitApplied(t)
+	// The sessions declare what the server is allowed from the next
+	// connection: a client's capabilities are its initialize's.
+	cs = connect()
+	if got := call("think"); got != "model=test-model match=true" {
+		t.Fatalf("think with sampling on = %q, want the client's sample", got)
+	}
+	if got := call("roots"); got != "roots=1" {
+		t.Fatalf("roots with roots on = %q, want the client's one root", got)
+	}
+	if got := call("open"); got != "action=accept" {
+		t.Fatalf("open to an allowed host = %q, want the client's accept", got)
+	}
+
+	// The client goes away while a person would be answering.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+		done <- err
+	}()
+	for _, ch := range []chan struct{}{up.asked, waiting} {
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the waiting elicitation never reached the client")
+		}
+	}
+	cancel()
+	select {
+	case err := <-up.ended:
+		if err == nil {
+			t.Fatal("the upstream's elicitation was answered although the client went away")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upstream's elicitation still waits after the client went away")
+	}
+	<-done
+
+	items := admin.auditUntil(ws, "action=server.client_request", func(items []e2eAuditItem) bool { return len(items) >= 8 })
+	byAction := map[string]int{}
+	for _, it := range items {
+		byAction[fmt.Sprint(it.Arguments["method"], " ", it.Arguments["action"])]++
+		if m, _ := it.Arguments["message"].(string); strings.Contains(m, "Pick a colour") && !strings.Contains(m, "[redacted]") {
+			t.Errorf("audited message %q: want the server's credential replaced", m)
+		}
+	}
+	for want, n := range map[string]int{"elicitation/create accept": 2, "elicitation/create refused": 1,
+		"sampling/createMessage refused": 1, "sampling/createMessage answered": 1, "roots/list refused": 1,
+		"roots/list answered": 1, "elicitation/create not_answered": 1} {
+		if byAction[want] < n {
+			t.Errorf("audit: %d of %q, want at least %d (all: %v)", byAction[want], want, n, byAction)
+		}
+	}
+	seen := e.noSecretLeaks(t)
+	for where, text := range seen {
+		for _, v := range []string{relayAnswer, relaySample, relayPrompt} {
+			if strings.Contains(text, v) {
+				t.Errorf("%s holds %q, a relayed request's or answer's value", where, v)
+			}
+		}
+	}
+}
