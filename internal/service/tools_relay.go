@@ -62,6 +62,10 @@ func (s *Tools) clientRequests(a *mcpgate.Actor, u *upstreamTool, srv upstreamSe
 		if relay.Request == nil {
 			return refuse("the gateway's caller answers requests only by retrying its call (2026-07-28), not during it")
 		}
+		// The server's credential never reaches the caller, even where the
+		// server writes it into its request (a message quoting its own
+		// configuration): the values are replaced as in its log messages.
+		params = json.RawMessage(redact(string(params)))
 		res, err := relay.Request(ctx, mcpgate.ClientRequest{Method: method, Params: params})
 		switch rpc := (*mcpgate.ClientRPCError)(nil); {
 		case errors.As(err, &rpc):
