@@ -258,3 +258,98 @@ func TestRelay_E2E(t *testing.T) {
 		}
 	}
 }
+
+// startMRTRUpstream is a go-sdk server at 2026-07-28 (stateless) whose tool
+// asks for input by an input_required result with a state of its own, and
+// checks on the retry that it got its own state back with the answer.
+func startMRTRUpstream(t *testing.T) string {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr-upstream", Version: "v1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "pick", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if req.Params.RequestState == "" {
+				return &mcp.CallToolResult{RequestState: "upstream-state-4d2b",
+					InputRequests: mcp.InputRequestMap{"colour": &mcp.ElicitParams{Message: "Pick a colour",
+						RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"colour": map[string]any{"type": "string"}}}}}}, nil
+			}
+			r, _ := req.Params.InputResponses["colour"].(*mcp.ElicitResult)
+			ok := r != nil && r.Action == "accept" && r.Content["colour"] == relayAnswer
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("state=%t match=%t", req.Params.RequestState == "upstream-state-4d2b", ok)}}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// TestRelay_E2E_MultiRoundTrip: an upstream at 2026-07-28 asks for input
+// by an input_required result. A 2026-07-28 caller gets that result with
+// the upstream's state sealed in the gateway's envelope (never the
+// upstream's own), answers in its retry (on the other replica), and the
+// upstream gets its own state back with the answer; the envelope does not
+// open for another key. A 2025-11-25 caller, which cannot retry so, is
+// asked on its call's stream and the gateway retries for it.
+func TestRelay_E2E_MultiRoundTrip(t *testing.T) {
+	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	admin := e.signup(e.replicas[0].url, "mrtr-admin@example.com", "")
+	ws := admin.personal
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "picker", "url": startMRTRUpstream(t)},
+		http.StatusCreated)
+	turnAllToolsOn(t, admin, ws, "picker")
+	key, other := admin.createKey(ws, "mrtr", "", nil), admin.createKey(ws, "other", "", nil)
+	var hosts []string
+	for _, r := range e.replicas {
+		ru, _ := url.Parse(r.url)
+		hosts = append(hosts, ru.Host)
+	}
+	answer := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}, nil
+	}
+	session := func(k, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+		client := e.httpClient(e2eBearer(k), "")
+		client.Transport = &roundRobin{base: client.Transport, hosts: hosts}
+		cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: e.replicas[0].url + "/mcp/picker", HTTPClient: client,
+			MaxRetries: -1}, version, opts, 20*time.Second)
+		if err != nil {
+			t.Fatalf("Connect(%q) err = %v", version, err)
+		}
+		return cs
+	}
+
+	manual := session(key.Key, "", &mcp.ClientOptions{ElicitationHandler: answer,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	first := e2eCall(t, manual, "pick", nil)
+	if !first.NeedsInput() || first.InputRequests["colour"] == nil {
+		t.Fatalf("first call = %+v, want the upstream's input request", first)
+	}
+	if !strings.HasPrefix(first.RequestState, "mcpgu1_") || strings.Contains(first.RequestState, "upstream-state") {
+		t.Fatalf("requestState %q: want the gateway's sealed envelope, not the upstream's state", first.RequestState)
+	}
+	retry := func(cs *mcp.ClientSession) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pick", Arguments: map[string]any{}, RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"colour": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}}})
+		if err != nil {
+			t.Fatalf("retry err = %v", err)
+		}
+		return testutil.ToolText(res)
+	}
+	if got := retry(manual); got != "state=true match=true" {
+		t.Fatalf("retry = %q, want the upstream's own state and the answer", got)
+	}
+	if got := retry(session(other.Key, "", &mcp.ClientOptions{ElicitationHandler: answer,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})); !strings.Contains(got, "not valid") {
+		t.Fatalf("the envelope under another key = %q, want refused", got)
+	}
+
+	auto := session(key.Key, "", &mcp.ClientOptions{ElicitationHandler: answer})
+	if got := testutil.ToolText(e2eCall(t, auto, "pick", nil)); got != "state=true match=true" {
+		t.Fatalf("a 2026-07-28 client retrying by itself = %q", got)
+	}
+	legacy := session(key.Key, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: answer})
+	if got := testutil.ToolText(e2eCall(t, legacy, "pick", nil)); got != "state=true match=true" {
+		t.Fatalf("a 2025-11-25 client, asked on its stream = %q", got)
+	}
+}
