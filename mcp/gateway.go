@@ -99,6 +99,10 @@ type Options struct {
 	// and burst divided by it), so that together they allow what is
 	// configured. Asked every couple of seconds, never on a call.
 	Replicas func() int
+	// RelayAnswers, when set, carries a client's answer to a relayed
+	// request between replicas (streamrelay.go); nil: an answer reaches
+	// only a call waiting on the replica its POST reached.
+	RelayAnswers RelayAnswers
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -144,6 +148,8 @@ type Gateway struct {
 	stopper stopper
 	// push holds the streams that get tools list changes (listen.go).
 	push pushHub
+	// relays are the calls waiting for a client's answer (streamrelay.go).
+	relays relayWaits
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);
