@@ -14,6 +14,18 @@ import (
 // (TakeRelayAnswer). It drops no cache.
 const InvalidateRelayAnswer = "relay"
 
+// InvalidateSessionEnd says that a client ended its session on a server's
+// endpoint (Invalidation.ID: the session id's random part): every replica
+// answers the id 404 from then on. It drops no cache.
+const InvalidateSessionEnd = "session-end"
+
+// NotifySessionEnded tells every replica that a client ended a session.
+// Nothing is stored: the replicas remember it (mcp's sessionend.go).
+func (db *DB) NotifySessionEnded(ctx context.Context, workspaceID, id string) error {
+	_, err := db.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, InvalidationChannel, InvalidateSessionEnd+":"+workspaceID+":"+id)
+	return mapError(err, "")
+}
+
 // relayAnswerTTL bounds a stored answer nobody took (its call ended, or
 // the id was not one this gateway issued): rows older are deleted at each
 // write.

@@ -68,3 +68,29 @@ func TestRelayAnswer_PutTake(t *testing.T) {
 		t.Errorf("rows after the sweep = %d, %v; want 1 (the new one)", n, err)
 	}
 }
+
+// A session's end is told to every replica, naming the workspace and id.
+func TestNotifySessionEnded(t *testing.T) {
+	db := storetest.Open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan store.Invalidation, 4)
+	ready := make(chan struct{})
+	go db.Listen(ctx, slog.New(slog.DiscardHandler), ready, func(inv store.Invalidation) {
+		if inv.Kind == store.InvalidateSessionEnd {
+			got <- inv
+		}
+	}, nil)
+	<-ready
+	if err := db.NotifySessionEnded(ctx, "ws1", "abc_-1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case inv := <-got:
+		if inv != (store.Invalidation{Kind: store.InvalidateSessionEnd, WorkspaceID: "ws1", ID: "abc_-1"}) {
+			t.Errorf("notification = %+v", inv)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+	}
+}
