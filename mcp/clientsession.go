@@ -116,6 +116,8 @@ func initializeCapabilities(body []byte) mcpgate.ClientCapabilities {
 type streamSession struct {
 	id   string
 	caps mcpgate.ClientCapabilities
+	// expires is when the id stops being valid.
+	expires time.Time
 }
 
 type streamSessionKey struct{}
@@ -183,7 +185,7 @@ func (g *Gateway) verifySession(token string, a *mcpgate.Actor, server string) (
 		g.now().Sub(issued) > clientSessionTTL || issued.After(g.now().Add(time.Minute)) {
 		return streamSession{}, false
 	}
-	return streamSession{id: c.ID, caps: c.Caps.caps()}, true
+	return streamSession{id: c.ID, caps: c.Caps.caps(), expires: issued.Add(clientSessionTTL)}, true
 }
 
 // clientSession runs the client session of a request to a server's
@@ -193,8 +195,10 @@ func (g *Gateway) verifySession(token string, a *mcpgate.Actor, server string) (
 // server of client scope, as that client session); one with an invalid,
 // expired or foreign id is answered 404, so that the client initializes
 // again (the spec's answer for a session the server does not know); a
-// DELETE with a valid id is answered 204 and, on a server of client
-// scope, closes the gateway's sessions with the server that served it. A
+// DELETE with a valid id is answered 204, ends the id (sessionend.go:
+// later requests with it are answered 404, on every replica told) and, on
+// a server of client scope, closes the gateway's sessions with the server
+// that served it. A
 // request without an id goes on with no capabilities known (lenient: a
 // client may not send the id back) and, on a server of client scope, as
 // on a server of person scope. It reports whether the request goes on.
@@ -212,7 +216,7 @@ func (g *Gateway) clientSession(ctx context.Context, w http.ResponseWriter, r *h
 		return ctx, true
 	}
 	s, ok := g.verifySession(token, a, ep.Server)
-	if !ok {
+	if !ok || g.ended.has(s.id) {
 		writeSessionNotFound(w)
 		return ctx, false
 	}
@@ -222,6 +226,7 @@ func (g *Gateway) clientSession(ctx context.Context, w http.ResponseWriter, r *h
 				g.log.WarnContext(ctx, "end client session", "workspace_id", a.WorkspaceID, "err", err)
 			}
 		}
+		g.endSession(ctx, a, s)
 		w.WriteHeader(http.StatusNoContent)
 		return ctx, false
 	}

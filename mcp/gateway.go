@@ -103,6 +103,10 @@ type Options struct {
 	// request between replicas (streamrelay.go); nil: an answer reaches
 	// only a call waiting on the replica its POST reached.
 	RelayAnswers RelayAnswers
+	// SessionEnds, when set, tells every replica that a client ended its
+	// session (sessionend.go); nil: only the replica that took the DELETE
+	// knows.
+	SessionEnds SessionEnds
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -150,6 +154,8 @@ type Gateway struct {
 	push pushHub
 	// relays are the calls waiting for a client's answer (streamrelay.go).
 	relays relayWaits
+	// ended are the client sessions ended (sessionend.go).
+	ended endedSessions
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

@@ -427,7 +427,7 @@ func (g *Gateway) takeRelayAnswers(w http.ResponseWriter, r *http.Request, a *mc
 	var session string
 	if token := r.Header.Get("Mcp-Session-Id"); token != "" {
 		s, ok := g.verifySession(token, a, server)
-		if !ok {
+		if !ok || g.ended.has(s.id) {
 			w.WriteHeader(http.StatusAccepted) // as for an unknown id: nothing delivered
 			return true
 		}
