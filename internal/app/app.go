@@ -255,7 +255,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Replicas: members.Count,
 		// A client's answer to a relayed request reaches the replica
 		// whose call waits for it through the database.
-		RelayAnswers: db,
+		RelayAnswers: db, SessionEnds: db,
 	})
 	gw.API = api.New(api.Options{
 		Services:       apiServices(set, gw.Tokens),
@@ -295,6 +295,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 				return
 			case store.InvalidateRelayAnswer: // a client answered a relayed request on another replica
 				gw.MCP.RelayAnswerStored(inv.WorkspaceID, inv.ID)
+				return
+			case store.InvalidateSessionEnd: // a client ended its session on another replica
+				gw.MCP.ClientSessionEnded(inv.WorkspaceID, inv.ID)
 				return
 			case "": // notifications may have been missed, a join, a leave or a decision too
 				members.Refresh()
