@@ -61,7 +61,7 @@ const (
 	maxRelayWait = 10 * time.Minute
 	// relayPoll is how often a waiting call looks in the store for its
 	// answer, should the notification have been lost.
-	relayPoll = 2 * time.Second
+	relayPoll = 5 * time.Second
 )
 
 // errNoRequestStream is Request's answer when the call's response is not
@@ -402,15 +402,20 @@ func readRelayAnswer(answer json.RawMessage) (json.RawMessage, error) {
 // delivered to its call, here or, through the store, on another replica,
 // when it comes from the caller the relay was sent to, and dropped
 // otherwise; the POST is answered 202 Accepted either way, as go-sdk
-// answers responses (it has none of these ids). It reports false, and
-// writes nothing, for any other body.
+// answers responses (it has none of these ids). An answer for another
+// replica is stored only within the caller's bucket of relayed lists
+// (limitRelayList). It reports false, and writes nothing, for any other
+// body.
 func (g *Gateway) takeRelayAnswers(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, server string, body []byte) bool {
 	if r.Method != http.MethodPost || r.Header.Get("Mcp-Protocol-Version") == newProtocol {
 		return false
 	}
 	raws := []json.RawMessage{body}
 	if trimmed := strings.TrimLeft(string(body), " \t\r\n"); strings.HasPrefix(trimmed, "[") {
-		if json.Unmarshal(body, &raws) != nil || len(raws) == 0 {
+		// go-sdk takes batches only before 2025-06-18 (an absent header
+		// is 2025-03-26), and answers the others itself.
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2025-06-18" ||
+			json.Unmarshal(body, &raws) != nil || len(raws) == 0 {
 			return false
 		}
 	}
@@ -438,6 +443,12 @@ func (g *Gateway) takeRelayAnswers(w http.ResponseWriter, r *http.Request, a *mc
 		key := relayKeyOf(ids[i])
 		local, _ := g.relays.deliver(key, bind, raw)
 		if local || g.opts.RelayAnswers == nil {
+			continue
+		}
+		// Each stored answer is a database write, for ids this replica
+		// cannot tell from made-up ones: bounded as the relayed lists are,
+		// far above what answering elicitations takes.
+		if g.limitRelayList(a, server) != nil {
 			continue
 		}
 		sealed, err := g.relayAEAD(key, bind, raw, true)
