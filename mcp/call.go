@@ -147,8 +147,28 @@ func callArgs(raw json.RawMessage) (map[string]any, error) {
 // a stateless session is go-sdk's default, info; the request's _meta
 // level on 2026-07-28, none meaning no messages). The data is the
 // upstream's JSON, unchanged.
+//
+// Requests of the upstream to the client: on a server's endpoint at a
+// 2025 protocol, sent on the call's stream (streamrelay.go), with the
+// capabilities the client's session id carries; at 2026-07-28 none are
+// sent (the caller retries with its input, InputRetry), and the
+// capabilities are the request's _meta's; on /mcp none.
 func callRelay(ctx context.Context, req *sdk.CallToolRequest) mcpgate.Relay {
 	var r mcpgate.Relay
+	if req.ProtocolVersion() >= newProtocol {
+		r.InputRetry = true
+		if c := req.ClientCapabilities(); c != nil {
+			if b, err := json.Marshal(c); err == nil {
+				r.Capabilities = parseClientCapabilities(b)
+			}
+			// go-sdk's v1 struct always writes roots; RootsV2 says whether
+			// the client declared them.
+			//lint:ignore SA1019 roots are relayed while the protocol still has them
+			r.Capabilities.Roots = c.RootsV2 != nil
+		}
+	} else {
+		streamRelay(ctx, &r)
+	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
 		r.Progress = func(p mcpgate.Progress) {
 			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok,

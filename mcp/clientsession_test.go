@@ -78,8 +78,8 @@ func connectAt(t *testing.T, url, version string) *sdk.ClientSession {
 // TestServerHandler_ClientSessions: on a server of client scope, each
 // 2025-11-25 client gets a session id of its own on initialize, its
 // relayed requests carry that session's id to the service (two clients,
-// two ids), and its DELETE ends that session; a 2026-07-28 client, and any
-// client of a server of person scope, gets none.
+// two ids), and its DELETE ends that session; a 2026-07-28 client gets
+// none, and a client of a server of person scope one that keys nothing.
 func TestServerHandler_ClientSessions(t *testing.T) {
 	eps := &sessionEndpoints{clientSessions: true}
 	base, _ := serverEndpointFixtureFor(t, eps)
@@ -109,12 +109,21 @@ func TestServerHandler_ClientSessions(t *testing.T) {
 		t.Errorf("a %s client got session id %q, want none", newer.InitializeResult().ProtocolVersion, newer.ID())
 	}
 
+	// A client of a server of person scope gets an id too (it carries
+	// its capabilities), but its requests keep the person's upstream
+	// sessions: no client session is relayed, and its DELETE ends none.
 	personEps := &sessionEndpoints{}
 	personBase, _ := serverEndpointFixtureFor(t, personEps)
 	cs := connectAt(t, personBase+"/mcp/docs", "2025-11-25")
-	defer cs.Close()
-	if cs.ID() != "" {
-		t.Errorf("a client of a person-scoped server got session id %q, want none", cs.ID())
+	if cs.ID() == "" {
+		t.Error("a client of a person-scoped server got no session id")
+	}
+	if _, err := cs.ListPrompts(context.Background(), nil); err != nil {
+		t.Fatalf("ListPrompts() err = %v", err)
+	}
+	_ = cs.Close()
+	if relayed, ended := personEps.seen(); len(relayed) != 1 || relayed[0] != "" || len(ended) != 0 {
+		t.Errorf("person scope: client sessions relayed = %q, ended = %q; want one relay without, none ended", relayed, ended)
 	}
 }
 

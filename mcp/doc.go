@@ -24,7 +24,14 @@
 // is, that serves that server alone under its own names: its tools through
 // the tool service under their exposed names, and its prompts, resources,
 // templates, completions and log level relayed through the server endpoint
-// service, results passed through unchanged (serverendpoint.go).
+// service, results passed through unchanged (serverendpoint.go). At the
+// 2025 protocols every initialize there gets a sealed session id carrying
+// the client's capabilities (clientsession.go), and the upstream's
+// requests to the client during a tool call (sampling, elicitation,
+// roots) are written on the call's SSE stream under an unguessable id; the
+// client's answer, a POST of a JSON-RPC response bound to the caller and
+// session it was sent to, reaches the waiting call here or, through
+// RelayAnswers (the database), on another replica (streamrelay.go).
 //
 // Tools list changes are pushed (listen.go): a client holding the 2025
 // protocols' standalone SSE stream, or a 2026-07-28 subscriptions/listen,

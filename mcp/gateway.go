@@ -99,6 +99,14 @@ type Options struct {
 	// and burst divided by it), so that together they allow what is
 	// configured. Asked every couple of seconds, never on a call.
 	Replicas func() int
+	// RelayAnswers, when set, carries a client's answer to a relayed
+	// request between replicas (streamrelay.go); nil: an answer reaches
+	// only a call waiting on the replica its POST reached.
+	RelayAnswers RelayAnswers
+	// SessionEnds, when set, tells every replica that a client ended its
+	// session (sessionend.go); nil: only the replica that took the DELETE
+	// knows.
+	SessionEnds SessionEnds
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -144,6 +152,10 @@ type Gateway struct {
 	stopper stopper
 	// push holds the streams that get tools list changes (listen.go).
 	push pushHub
+	// relays are the calls waiting for a client's answer (streamrelay.go).
+	relays relayWaits
+	// ended are the client sessions ended (sessionend.go).
+	ended endedSessions
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

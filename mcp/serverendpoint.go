@@ -28,9 +28,11 @@ package mcp
 // gateway's own: it pushes them on a held stream as on /mcp (listen.go),
 // so tools declare listChanged; prompts and resources list changes are
 // pushed where the upstream declares them, seen in what its discoveries
-// store (endpointpush.go). Requests
-// from the upstream to the client (sampling, elicitation, roots) are never
-// relayed, and the gateway's upstream client declares none of them.
+// store (endpointpush.go). Requests from the upstream to the client
+// during a tool call (sampling, elicitation, roots) are relayed on the
+// call's stream at the 2025 protocols (streamrelay.go), to the client
+// whose session id says it answers them (clientsession.go); the client's
+// answer, a POST of a JSON-RPC response, is taken before go-sdk.
 
 import (
 	"context"
@@ -64,6 +66,11 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 		if !ok {
 			return
 		}
+		// A client's answer to a request relayed on a call's stream is
+		// the gateway's, never go-sdk's (streamrelay.go).
+		if g.takeRelayAnswers(w, r, actor, r.PathValue("server"), body) {
+			return
+		}
 		ctx := mcpgate.NewContextWithActor(r.Context(), actor)
 		ep, err := eps.ServerEndpoint(ctx, actor, r.PathValue("server"))
 		if mcpgate.ErrorCode(err) == mcpgate.ENotFound {
@@ -91,6 +98,12 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			return
 		}
 		legacy := r.Header.Get("Mcp-Protocol-Version") != newProtocol
+		if legacy && r.Method == http.MethodPost {
+			// The call's stream, for the upstream's requests to the client.
+			sw := g.newStreamWriter(w, r, actor, ep.Server, streamSessionFrom(ctx))
+			defer sw.close()
+			w, ctx = sw, withStreamWriter(ctx, sw)
+		}
 		srv := g.buildServerEndpoint(eps, ep, legacy)
 		streamable.ServeHTTP(w, r.WithContext(withServer(ctx, srv)))
 	})

@@ -253,6 +253,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		KeyRate:            o.KeyRate, KeyBurst: o.KeyBurst, UserRate: o.UserRate, UserBurst: o.UserBurst,
 		WorkspaceRate: o.WorkspaceRate, WorkspaceBurst: o.WorkspaceBurst, AllowedOrigins: o.AllowedOrigins,
 		Replicas: members.Count,
+		// A client's answer to a relayed request reaches the replica
+		// whose call waits for it through the database.
+		RelayAnswers: db, SessionEnds: db,
 	})
 	gw.API = api.New(api.Options{
 		Services:       apiServices(set, gw.Tokens),
@@ -290,9 +293,16 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			case store.InvalidateApproval: // a person decided: the calls waiting here read it
 				gw.Service.WakeApprovalWaits(inv.WorkspaceID, inv.ID)
 				return
+			case store.InvalidateRelayAnswer: // a client answered a relayed request on another replica
+				gw.MCP.RelayAnswerStored(inv.WorkspaceID, inv.ID)
+				return
+			case store.InvalidateSessionEnd: // a client ended its session on another replica
+				gw.MCP.ClientSessionEnded(inv.WorkspaceID, inv.ID)
+				return
 			case "": // notifications may have been missed, a join, a leave or a decision too
 				members.Refresh()
 				gw.Service.WakeApprovalWaits("", "")
+				gw.MCP.RelayAnswerStored("", "")
 			}
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)
