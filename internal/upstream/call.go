@@ -127,7 +127,8 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 	callCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	token := newToken()
-	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress, log: req.OnLog, redact: s.redact}
+	st := &callState{session: s.cs, idleFor: lim.IdleTimeout, relay: req.OnProgress, log: req.OnLog, redact: s.redact,
+		asking: &asking{onRequest: req.OnRequest, ctx: callCtx}}
 	st.idle = time.AfterFunc(lim.IdleTimeout, func() { cancel(errIdle) })
 	defer st.idle.Stop()
 	p.progress.Store(token, st)
@@ -144,11 +145,34 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	params := &mcp.CallToolParams{Name: req.Tool, Arguments: args, Meta: relayMeta(req.Meta, token, level)}
-	return s.request(callCtx, "tools/call", lim, func(ctx context.Context) error {
-		_, err := s.cs.CallTool(ctx, params)
-		return err
-	})
+	params := &mcp.CallToolParams{Name: req.Tool, Arguments: args, Meta: relayMeta(req.Meta, token, level),
+		RequestState: req.RequestState}
+	responses, err := decodeInputResponses(req.InputResponses)
+	if err != nil {
+		return nil, err
+	}
+	params.InputResponses = responses
+	// A session that answers its calls' input requests itself (go-sdk's
+	// loop is off where it declares any, see connect) retries the call
+	// with the caller's answers; one that passes them returns the result.
+	answers := s.caps.relaysRequests() && !s.caps.PassInputRequests
+	for round := 0; ; round++ {
+		raw, err := s.request(callCtx, "tools/call", lim, func(ctx context.Context) error {
+			_, err := s.cs.CallTool(ctx, params)
+			return err
+		})
+		ir := readInputRequired(raw)
+		if err != nil || ir == nil || !answers {
+			return raw, err
+		}
+		if round == maxInputRounds {
+			return nil, s.redact.newError(KindProtocol, nil, "the server asked for input %d times in a row", maxInputRounds+1)
+		}
+		if params.InputResponses, err = st.answerInputs(callCtx, ir); err != nil {
+			return nil, err
+		}
+		params.RequestState = ir.RequestState
+	}
 }
 
 func isErrorResult(raw json.RawMessage) bool {

@@ -148,6 +148,7 @@ type session struct {
 	state     *sessionState
 	opened    time.Time
 	dead      atomic.Bool // its connection ended, or its key was forgotten
+	caps      Capabilities // what it declared (its target's)
 }
 
 func (s *session) close() {
@@ -210,11 +211,17 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 		Endpoint: h.endpoint, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true,
 		MaxEventSize: int(p.limits.MaxAnswerBytes) + 1,
 	}}
-	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion},
-		// No capabilities: roots, sampling and elicitation are relayed from
-		// the calling client in the second stage, not answered here.
-		&mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress, Capabilities: &mcp.ClientCapabilities{},
-			ToolListChangedHandler: p.toolListChanged(target)})
+	// The session declares the requests to the client its target says
+	// (none by default), and relays them to its calls
+	// (clientrequests.go); with any, go-sdk's own answering of 2026-07-28
+	// input requests is off, the call's to do.
+	copts := &mcp.ClientOptions{Logger: p.opts.Logger, ProgressNotificationHandler: p.onProgress,
+		Capabilities: declared(target.Capabilities), ToolListChangedHandler: p.toolListChanged(target)}
+	if target.Capabilities.relaysRequests() || target.Capabilities.PassInputRequests {
+		copts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
+	mc := mcp.NewClient(&mcp.Implementation{Name: p.opts.ClientName, Version: p.opts.ClientVersion}, copts)
+	mc.AddReceivingMiddleware(clientRequestMiddleware(state))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	vals := &requestValues{probe: &probe{}, slot: &rawSlot{}, budget: &budget{cancel: cancel}}
@@ -234,7 +241,8 @@ func (p *Pool[K]) connect(ctx context.Context, target Target) (*session, error) 
 	if init == nil {
 		init, _, _ = vals.slot.answer("server/discover")
 	}
-	s := &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state, opened: time.Now()}
+	s := &session{cs: cs, conn: rt.conn, closeIdle: closeIdle, redact: r, init: init, state: state, opened: time.Now(),
+		caps: target.Capabilities}
 	s.openLog(ctx, p.limits)
 	return s, nil
 }
@@ -353,6 +361,8 @@ type callState struct {
 	log      func(LogMessage)
 	redact   redactor
 	finished atomic.Bool
+	// asking relays the server's requests to the client (nil: none).
+	asking *asking
 }
 
 // LogMessage is a log message (notifications/message) the server sent
