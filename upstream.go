@@ -63,8 +63,21 @@ type Server struct {
 	// server is connected.
 	Credential string             `json:"credential"`
 	OAuth      *ServerOAuthStatus `json:"oauth,omitempty"`
-	CreatedAt  time.Time          `json:"created_at"`
-	UpdatedAt  time.Time          `json:"updated_at"`
+	// AllowSampling and AllowRoots let the server's sampling/createMessage
+	// (the person's AI client runs a model prompt) and roots/list (the
+	// client's root folders) reach the client during a call; both off
+	// unless an admin turns them on, and deprecated in 2026-07-28.
+	// Elicitation in form mode is always relayed; in URL mode only to a
+	// host of ElicitationURLHosts (see ElicitationHostAllowed).
+	AllowSampling       bool     `json:"allow_sampling"`
+	AllowRoots          bool     `json:"allow_roots"`
+	ElicitationURLHosts []string `json:"elicitation_url_hosts"`
+	// ElicitationHostsSeen are the hosts the server's URL-mode
+	// elicitations named, allowed or not, the most recently seen first;
+	// filled in when one server is read.
+	ElicitationHostsSeen []ElicitationHost `json:"elicitation_hosts_seen,omitempty"`
+	CreatedAt            time.Time         `json:"created_at"`
+	UpdatedAt            time.Time         `json:"updated_at"`
 }
 
 // ServerInfo is what a server says it is.
@@ -174,6 +187,13 @@ type ServerUpdate struct {
 	// SessionScope, when set, changes how the gateway scopes its sessions
 	// with the server.
 	SessionScope *SessionScope `json:"session_scope"`
+	// AllowSampling and AllowRoots, when set, turn the relay of the
+	// server's sampling and roots requests on or off; ElicitationURLHosts,
+	// when given, is the whole new allow-list of URL-mode elicitation
+	// hosts (NormalizeElicitationHosts; [] empties it).
+	AllowSampling       *bool     `json:"allow_sampling"`
+	AllowRoots          *bool     `json:"allow_roots"`
+	ElicitationURLHosts *[]string `json:"elicitation_url_hosts"`
 }
 
 // ServerService manages a workspace's upstream servers. Everyone in the

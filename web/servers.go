@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -13,7 +14,8 @@ import (
 
 // The upstream server pages: the workspace's remote MCP servers, a form to
 // add one, and each server's page (edit, re-discover, disable, remove, its
-// tools, and a quarantined tool's change to approve). Every form posts to
+// tools, a quarantined tool's change to approve, and what of its requests
+// to the person's client is relayed). Every form posts to
 // the JSON API; the server service decides who may change what.
 
 type serversPage struct {
@@ -46,6 +48,30 @@ type serverPage struct {
 	// the browser comes back from (the callback's redirect).
 	Connected    bool
 	ConnectError string
+	// AllowedHosts is the URL-mode elicitation allow-list, one host a
+	// line, for its textarea; HostsSeen the hosts the server asked for.
+	AllowedHosts string
+	HostsSeen    []seenHost
+}
+
+// seenHost is a host a server's URL-mode elicitation named: whether the
+// allow-list lets it through already and, if not, the list with it added
+// (what its "Allow" button sends).
+type seenHost struct {
+	mcpgate.ElicitationHost
+	Allowed   bool
+	AllowList string
+}
+
+// hostsSeen lays out a server's hosts seen against its allow-list.
+func hostsSeen(srv *mcpgate.Server) []seenHost {
+	out := make([]seenHost, 0, len(srv.ElicitationHostsSeen))
+	for _, h := range srv.ElicitationHostsSeen {
+		_, ok := mcpgate.ElicitationHostAllowed(srv.ElicitationURLHosts, "https://"+h.Host+"/")
+		out = append(out, seenHost{ElicitationHost: h, Allowed: ok,
+			AllowList: strings.Join(append(slices.Clone(srv.ElicitationURLHosts), h.Host), " ")})
+	}
+	return out
 }
 
 // quarantinedTool is a tool whose definition changed after it was
@@ -68,7 +94,8 @@ func (h *handler) handleServer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := serverPage{Admin: workspaceFrom(ctx).Role.CanAdmin(), Server: srv, Approvals: mcpgate.Approvals,
-		Connected: r.URL.Query().Get("connected") == "1", ConnectError: r.URL.Query().Get("connect_error")}
+		Connected: r.URL.Query().Get("connected") == "1", ConnectError: r.URL.Query().Get("connect_error"),
+		AllowedHosts: strings.Join(srv.ElicitationURLHosts, "\n"), HostsSeen: hostsSeen(srv)}
 	for _, t := range srv.Tools {
 		if t.Quarantined && t.Change != nil {
 			p.Quarantined = append(p.Quarantined, quarantinedTool{ServerTool: t, Before: indentJSON(t.Definition),

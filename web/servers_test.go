@@ -52,6 +52,11 @@ func newFakeServers() *fakeServers {
 			{Name: strings.Repeat("x", 50), Listed: true, NameProblem: "is longer than 48 characters", Approval: mcpgate.ApprovalHuman,
 				Definition: json.RawMessage(`{"name":"x"}`)},
 		},
+		ElicitationURLHosts: []string{"pay.example.com", "*.auth.example.org"},
+		ElicitationHostsSeen: []mcpgate.ElicitationHost{
+			{Host: "sso.auth.example.org", FirstSeen: at, LastSeen: at, Times: 2},
+			{Host: "evil.example:8443", FirstSeen: at, LastSeen: testNow, Times: 7},
+		},
 	}, {Name: "down", URL: "https://down.example.com/mcp", Enabled: false, Health: mcpgate.HealthError, LastError: "the server cannot be reached"}}}
 }
 
@@ -160,6 +165,40 @@ func TestServerPage_ToolNameStaysInItsPath(t *testing.T) {
 		// What fetch() requests: dot segments resolved, the fragment dropped.
 		if !strings.HasPrefix(u.Path, want) || strings.HasSuffix(u.Path, "/tools/") || strings.HasSuffix(u.Path, "/tools/.") {
 			t.Errorf("a tool form of server docs posts to %s (from %q), outside %s", u.Path, raw, want)
+		}
+	}
+}
+
+// The server page's "Requests to the client": an admin gets the sampling
+// and roots switches (off), the allow-list in a textarea, and an "Allow"
+// for a host seen that the list does not cover, which sends the list with
+// it; a member reads the same settings with no form.
+func TestServerPage_Relays(t *testing.T) {
+	_, body := get(t, mustServersHandler(t, mcpgate.RoleOwner), "/app/w/ws1/servers/docs", testUser)
+	for _, want := range []string{`id="server-relays"`, "Allow sampling (the server may ask the person’s AI client to run a model prompt)",
+		"Allow roots (the server may read the client’s root folders)", "deprecated in the 2026-07-28",
+		`name="allow_sampling" id="allow-sampling">`, `name="allow_roots" id="allow-roots">`,
+		"pay.example.com\n*.auth.example.org</textarea>",
+		`<input type="hidden" name="elicitation_url_hosts" data-type="list" value="pay.example.com *.auth.example.org evil.example:8443">`,
+		`aria-label="Allow evil.example:8443"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("admin's server page lacks %q", want)
+		}
+	}
+	// sso.auth.example.org is covered by the wildcard: no button for it.
+	if strings.Contains(body, `aria-label="Allow sso.auth.example.org"`) {
+		t.Error("an allowed host has an Allow button")
+	}
+	_, body = get(t, mustServersHandler(t, mcpgate.RoleMember), "/app/w/ws1/servers/docs", testUser)
+	for _, want := range []string{`id="server-relays"`, `data-testid="allow-sampling">not allowed`, "<code>pay.example.com</code>",
+		"evil.example:8443", `<span class="pill pill-ok">allowed</span>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("member's server page lacks %q", want)
+		}
+	}
+	for _, no := range []string{`name="allow_sampling"`, `name="elicitation_url_hosts"`, "<textarea"} {
+		if strings.Contains(body, no) {
+			t.Errorf("member's server page offers %q", no)
 		}
 	}
 }

@@ -238,6 +238,9 @@ func (s *Servers) Server(ctx context.Context, a *mcpgate.Actor, name string) (*m
 	}
 	v := serverView(row, ts, true)
 	maskForMember(a, v)
+	if v.ElicitationHostsSeen, err = s.db.FindElicitationHosts(ctx, a.WorkspaceID, name); err != nil {
+		return nil, err
+	}
 	return v, s.fillOneCredential(ctx, a, v)
 }
 
@@ -326,8 +329,13 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 	if srv, err := s.updateOAuth(ctx, a, name, upd); srv != nil || err != nil {
 		return srv, err
 	}
-	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil && upd.SessionScope == nil {
-		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases, enabled, per_person or session_scope")
+	relays, err := relaySettings(&upd)
+	if err != nil {
+		return nil, err
+	}
+	if upd.URL == nil && upd.Headers == nil && upd.Aliases == nil && upd.Enabled == nil && upd.SessionScope == nil && relays == nil {
+		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give url, headers, aliases, enabled, per_person, session_scope, "+
+			"allow_sampling, allow_roots or elicitation_url_hosts")
 	}
 	if upd.SessionScope != nil {
 		if err := upd.SessionScope.Validate(); err != nil {
@@ -358,7 +366,7 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 			return nil, err
 		}
 	}
-	rep, err := s.storeUpdate(ctx, a, cur, upd, target, enabled, cat)
+	rep, err := s.storeUpdate(ctx, a, cur, upd, relays, target, enabled, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -384,6 +392,7 @@ func (s *Servers) UpdateServer(ctx context.Context, a *mcpgate.Actor, name strin
 		}
 		args["session_scope"] = *upd.SessionScope
 	}
+	addRelayArgs(args, relays)
 	rep.addTo(args)
 	s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerUpdated, args))
 	s.recordQuarantined(ctx, a, name, rep)
@@ -459,7 +468,7 @@ func sameOrigin(a, b string) bool {
 // storeUpdate writes an update, with the catalog cat found (nil: none was
 // needed), refusing one that raced another change of the server.
 func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.UpstreamServer, upd mcpgate.ServerUpdate,
-	target upstream.Target, enabled bool, cat *upstream.Catalog) (mergeReport, error) {
+	relays *store.RelaySettings, target upstream.Target, enabled bool, cat *upstream.Catalog) (mergeReport, error) {
 	now := s.now().UTC()
 	var rep mergeReport
 	err := s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, cur.Name, func(st *store.ServerState) (*store.ServerWrite, error) {
@@ -469,7 +478,8 @@ func (s *Servers) storeUpdate(ctx context.Context, a *mcpgate.Actor, cur *store.
 		if !st.Server.UpdatedAt.Equal(cur.UpdatedAt) {
 			return nil, errChangedMeanwhile
 		}
-		w := &store.ServerWrite{Server: *st.Server, KeepHeaders: upd.Headers == nil, Headers: target.Headers, ActorID: a.UserID}
+		w := &store.ServerWrite{Server: *st.Server, KeepHeaders: upd.Headers == nil, Headers: target.Headers, Relays: relays,
+			ActorID: a.UserID}
 		w.Server.URL, w.Server.Enabled = target.URL, enabled
 		if upd.Headers != nil {
 			w.Server.Headers = hintsOf(target.Headers)

@@ -401,7 +401,8 @@ func (s *Servers) updateOAuth(ctx context.Context, a *mcpgate.Actor, name string
 		s.changed(a.WorkspaceID)
 		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerUpdated, map[string]any{"server": name, "per_person": *upd.PerPerson}))
 	}
-	if upd.Aliases != nil || upd.Enabled != nil || upd.SessionScope != nil {
+	if upd.Aliases != nil || upd.Enabled != nil || upd.SessionScope != nil || upd.AllowSampling != nil || upd.AllowRoots != nil ||
+		upd.ElicitationURLHosts != nil {
 		return nil, nil // the rest is UpdateServer's
 	}
 	return s.Server(ctx, a, name)

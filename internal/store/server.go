@@ -77,6 +77,11 @@ type ServerWrite struct {
 	// NextCheckAt, when set, is when the monitor next checks the server
 	// (a discovery that stored a catalog sets the next re-discovery).
 	NextCheckAt *time.Time
+	// Relays, when set, changes what the server's requests to the
+	// client may be relayed (in the write's transaction, so that the
+	// invalidation it sends covers them); nil keeps them. Not for a new
+	// server, which starts with none.
+	Relays *RelaySettings
 	// ActorID is who made the change.
 	ActorID string
 }
@@ -108,6 +113,11 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 		if err != nil {
 			return err
 		}
+		if w.Relays != nil && st.Server != nil {
+			if err := writeRelays(ctx, tx, workspaceID, id, *w.Relays); err != nil {
+				return err
+			}
+		}
 		if !w.KeepHeaders {
 			if err := writeHeaders(ctx, tx, sealer, workspaceID, id, w.Headers); err != nil {
 				return err
@@ -135,7 +145,7 @@ func (db *DB) ChangeServer(ctx context.Context, sealer Sealer, workspaceID, name
 
 const serverColumns = `s.id, s.name, s.url, s.header_hints, s.enabled, s.health, s.last_error, s.last_discovered_at,
 	s.protocol_version, s.init, s.prompts, s.resources, s.resource_templates, s.created_at, s.updated_at, s.session_scope,
-	s.down_since, s.next_check_at,
+	s.down_since, s.next_check_at, s.allow_sampling, s.allow_roots, s.elicitation_url_hosts,
 	EXISTS (SELECT 1 FROM upstream_server_oauth o WHERE o.id = s.id)`
 
 func scanServer(r pgx.Row, s *UpstreamServer) error {
@@ -143,8 +153,11 @@ func scanServer(r pgx.Row, s *UpstreamServer) error {
 	var init []byte
 	if err := r.Scan(&s.ID, &s.Name, &s.URL, &hints, &s.Enabled, &s.Health, &s.LastError, &s.LastDiscoveredAt,
 		&s.ProtocolVersion, &init, &s.Prompts, &s.Resources, &s.ResourceTemplates, &s.CreatedAt, &s.UpdatedAt, &s.SessionScope,
-		&s.DownSince, &s.NextCheckAt, &s.OAuth); err != nil {
+		&s.DownSince, &s.NextCheckAt, &s.AllowSampling, &s.AllowRoots, &s.ElicitationURLHosts, &s.OAuth); err != nil {
 		return err
+	}
+	if s.ElicitationURLHosts == nil {
+		s.ElicitationURLHosts = []string{}
 	}
 	if len(init) > 0 {
 		s.Init = init
