@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/url"
 	"strings"
 	"unicode/utf8"
 
@@ -126,7 +125,7 @@ func (s *Tools) checkClientRequest(ctx context.Context, a *mcpgate.Actor, u *ups
 				return "the client does not take form elicitations"
 			}
 		case "url":
-			host, ok := elicitationHostAllowed(srv, p.URL)
+			host, ok := mcpgate.ElicitationHostAllowed(srv.elicitationHosts, p.URL)
 			if host != "" {
 				args["url_host"] = host
 				s.recordElicitationHost(ctx, a.WorkspaceID, u.server, host)
@@ -135,7 +134,7 @@ func (s *Tools) checkClientRequest(ctx context.Context, a *mcpgate.Actor, u *ups
 			case !caps.ElicitationURL:
 				return "the client does not take URL elicitations"
 			case host == "":
-				return "the elicitation's URL is not an https URL"
+				return "the elicitation's URL is not an https URL (or an http one on loopback)"
 			case !ok:
 				return "the gateway sends people only to hosts a workspace admin allowed for this server, and " + host + " is not one"
 			}
@@ -222,15 +221,6 @@ func (s *Tools) auditInputRequests(ctx context.Context, a *mcpgate.Actor, u *ups
 		s.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerClientRequest, args))
 	}
 	return refused
-}
-
-// parseURLHost returns the host of an https URL, "" for anything else.
-func parseURLHost(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return ""
-	}
-	return strings.ToLower(u.Host)
 }
 
 // auditInputResponses audits the caller's answers to an upstream's input

@@ -43,6 +43,9 @@ type upstreamServer struct {
 	// down is set while the server is down: its tools stay known (a call
 	// by name is told why it cannot run) but are in no tool set.
 	down *serverDown
+	// serverRelays are the server's requests to the client it may have
+	// relayed (servers_relays.go).
+	serverRelays
 }
 
 // serverDown is since when, and why, a server is down.
@@ -80,7 +83,8 @@ func (s *Tools) loadUpstream(ctx context.Context, wp *workspacePolicy) error {
 	wp.servers = map[string]upstreamServer{}
 	for _, srv := range servers {
 		if srv.Enabled {
-			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name], down: downOf(&srv), oauth: srv.OAuth}
+			wp.servers[srv.Name] = upstreamServer{url: srv.URL, headers: sealed[srv.Name], down: downOf(&srv), oauth: srv.OAuth,
+				serverRelays: relaysOf(&srv)}
 		}
 	}
 	wp.upstream = map[string]*upstreamTool{}
@@ -303,7 +307,7 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 	req := upstream.CallRequest{Tool: u.name, Arguments: raw, Limits: upstream.Limits{CallTimeout: timeout,
 		MaxAnswerBytes: s.opts.UpstreamAnswerBytes}, RequestState: retry.RequestState, InputResponses: retry.InputResponses}
 	relay := mcpgate.RelayFromContext(ctx)
-	caps := relayCapabilities(relay, serverRelays(srv))
+	caps := relayCapabilities(relay, srv.relays)
 	redact := headerRedactor(upstream.Target{Headers: headers})
 	if caps != (upstream.Capabilities{}) {
 		req.OnRequest = s.clientRequests(a, u, srv, caps.ClientCapabilities, relay, redact)
