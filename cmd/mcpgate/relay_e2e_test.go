@@ -127,8 +127,10 @@ func (rr *roundRobin) RoundTrip(r *http.Request) (*http.Response, error) {
 // log, audit row or table holds the sampling prompt, an answer's values or
 // the credential.
 func TestRelay_E2E(t *testing.T) {
-	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	// The upstream first: it closes after the replicas, whose sessions
+	// with it would hold its Close otherwise.
 	up := startRelayUpstream(t)
+	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
 	admin := e.signup(e.replicas[0].url, "relay-admin@example.com", "")
 	ws := admin.personal
 	e.rec.secret(strings.TrimPrefix(relayUpstreamToken, "Bearer "), "the upstream's credential")
@@ -147,6 +149,10 @@ func TestRelay_E2E(t *testing.T) {
 	client.Timeout = 0 // a call waits for a person; the test's contexts bound it
 	waiting := make(chan struct{}, 1)
 	opts := &mcp.ClientOptions{
+		// Both modes of elicitation (go-sdk declares form alone by itself),
+		// and the roots go-sdk declares when no capabilities are given.
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{ListChanged: true},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			switch {
 			case req.Params.Message == "wait for me":
@@ -291,10 +297,11 @@ func startMRTRUpstream(t *testing.T) string {
 // open for another key. A 2025-11-25 caller, which cannot retry so, is
 // asked on its call's stream and the gateway retries for it.
 func TestRelay_E2E_MultiRoundTrip(t *testing.T) {
+	upURL := startMRTRUpstream(t) // first: see TestRelay_E2E
 	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
 	admin := e.signup(e.replicas[0].url, "mrtr-admin@example.com", "")
 	ws := admin.personal
-	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "picker", "url": startMRTRUpstream(t)},
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "picker", "url": upURL},
 		http.StatusCreated)
 	turnAllToolsOn(t, admin, ws, "picker")
 	key, other := admin.createKey(ws, "mrtr", "", nil), admin.createKey(ws, "other", "", nil)
