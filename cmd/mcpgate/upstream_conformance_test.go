@@ -17,10 +17,15 @@ import (
 )
 
 // notServed are the scenarios the reference server passes directly that
-// the per-server endpoint does not pass, each for its reason. Everything
-// else that passes directly must pass through the gateway, on one replica
-// and on two.
-var notServed = map[string]map[string]string{}
+// the per-server endpoint does not pass, by protocol generation and number
+// of replicas, each for its reason. Everything else that passes directly
+// must pass through the gateway, on one replica and on two.
+var notServed = map[string]map[string]string{
+	// A 2025 subscription belongs to the client's standalone stream on one
+	// replica (README: resource subscriptions); the round-robin front
+	// sends the subscribe to the other one than the stream.
+	"2025-11-25/2": {"resources-subscribe": "a 2025 subscription needs its stream on the same replica (no affinity in front)"},
+}
 
 // upstreamGenerations are the protocol generations the suite runs at, each
 // against the reference server as the suite runs it for that generation.
@@ -68,7 +73,7 @@ func TestUpstreamConformance(t *testing.T) {
 					var failed []string
 					for _, name := range want {
 						r := got[name]
-						if why, ok := notServed[g.spec][name]; ok {
+						if why, ok := notServed[fmt.Sprintf("%s/%d", g.spec, replicas)][name]; ok {
 							t.Logf("not served: %s (%s): %s", name, why, r.Status)
 							continue
 						}
