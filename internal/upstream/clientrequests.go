@@ -65,7 +65,9 @@ func declared(caps Capabilities) *mcp.ClientCapabilities {
 }
 
 // relaysRequests reports whether a session with caps answers any request.
-func (c Capabilities) relaysRequests() bool { return c.ClientCapabilities != (mcpgate.ClientCapabilities{}) }
+func (c Capabilities) relaysRequests() bool {
+	return c.ClientCapabilities != (mcpgate.ClientCapabilities{})
+}
 
 // clientMethods are the server's requests a call relays.
 var clientMethods = map[string]bool{mcpgate.MethodCreateMessage: true, mcpgate.MethodElicit: true, mcpgate.MethodListRoots: true}

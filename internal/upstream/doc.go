@@ -56,9 +56,15 @@
 //     that fails in any other way than the upstream's JSON-RPC answer
 //     retires its session, since go-sdk breaks a connection whose JSON
 //     answer was cut short without telling the caller. Close ends the
-//     calls in flight. The client declares no capabilities (roots,
-//     sampling, elicitation are the second stage; with a session per call,
-//     a request of the upstream's during a call has one caller to go to).
+//     calls in flight. The client declares the requests to the client
+//     its target's Capabilities say (none by default): the caller's
+//     client's, as far as the server is allowed them, part of the
+//     session's fingerprint. With a session per call, a request of the
+//     upstream's during a call has one caller to go to: CallRequest's
+//     OnRequest, with the call's idle timeout held while it waits
+//     (clientrequests.go). Such a session answers 2026-07-28 input
+//     requests itself (or passes them to a caller that retries), go-sdk's
+//     own loop being off.
 //     The 2026-07-28 protocol has no sessions: go-sdk v1.8.0 probes server/discover first, and against
 //     a stateless server there is no Mcp-Session-Id and never a 404 to
 //     handle; the pooled ClientSession then only saves the probe.
@@ -77,8 +83,9 @@
 // passes the caller's context to Write and to the HTTP request). The
 // wrapper hides the SDK's unexported session-update hook, whose only use
 // with the standalone GET stream off is the MCP-Protocol-Version header,
-// which hopTransport therefore sets. The standalone stream stays off:
-// server-initiated messages are the second stage. TestGoSDKVersion fails
+// which hopTransport therefore sets. The standalone stream stays off: a server's
+// requests during a call come on that call's stream, and its
+// subscriptions are a Subscriber's. TestGoSDKVersion fails
 // when the SDK's version moves, so this reliance is re-checked then.
 //
 // Credential headers are the only headers sent besides the protocol's

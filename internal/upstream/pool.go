@@ -147,7 +147,7 @@ type session struct {
 	init      json.RawMessage // the raw initialize (or server/discover) result
 	state     *sessionState
 	opened    time.Time
-	dead      atomic.Bool // its connection ended, or its key was forgotten
+	dead      atomic.Bool  // its connection ended, or its key was forgotten
 	caps      Capabilities // what it declared (its target's)
 }
 
