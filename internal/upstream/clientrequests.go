@@ -80,9 +80,14 @@ func clientRequestMiddleware(state *sessionState) mcp.Middleware {
 			if !clientMethods[method] {
 				return next(ctx, method, req)
 			}
+			// The params as go-sdk read them, written again: the protocol's
+			// members (a form's mode made explicit), nothing the types lack.
 			params, err := json.Marshal(req.GetParams())
 			if err != nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the request's params could not be read"}
+			}
+			if string(params) == "null" {
+				params = json.RawMessage(`{}`)
 			}
 			call := state.currentCall()
 			if call == nil {
