@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling and roots are relayed while the protocol still has them (deprecated from 2026-07-28)
+
 package upstream
 
 import (
