@@ -332,7 +332,7 @@ func (s *Servers) addOAuthServer(ctx context.Context, a *mcpgate.Actor, in mcpga
 		return nil, err
 	}
 	fail := func(err error) (*mcpgate.Server, error) {
-		err = mcpgate.WrapError(mcpgate.EUpstream, err, cutText("the gateway could not use this server: "+mcpgate.ErrorMessage(err), maxMessage))
+		err = mcpgate.WrapError(mcpgate.EUpstream, err, cutText("the gateway could not use this server: "+authMessage(err), maxMessage))
 		ev := mcpgate.NewAdminEvent(a, mcpgate.ActionServerDiscoveryFailed, map[string]any{"server": in.Name,
 			"url": auditURL(in.URL), "credential": mcpgate.CredentialOAuth})
 		ev.Outcome, ev.Message = mcpgate.OutcomeError, mcpgate.ErrorMessage(err)
@@ -621,3 +621,14 @@ func (s *Servers) revokeGrantsOf(ctx context.Context, a *mcpgate.Actor, name str
 // upstreamCredentials is the tool service's credential hook: the wired
 // one, or one for servers that take headers only.
 func (s *Tools) upstreamCredentials() *UpstreamCredentials { return s.opts.UpstreamCredentials }
+
+// authMessage is what the admin is told of a failed discovery or
+// registration: the sign-in client's own reason (its messages name what
+// the server or its authorization server did, never a token or secret),
+// where a coded error does not say more.
+func authMessage(err error) string {
+	if ae := (*upstreamauth.Error)(nil); errors.As(err, &ae) && mcpgate.ErrorCode(err) == mcpgate.EInternal {
+		return ae.Message
+	}
+	return mcpgate.ErrorMessage(err)
+}

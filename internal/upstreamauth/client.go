@@ -215,7 +215,7 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (*Discovery, er
 	if d.ResourceMetadataURL == "" {
 		return nil, errorf("the server's protected-resource metadata could not be read: %v", lastErr)
 	}
-	if strings.TrimSuffix(prm.Resource, "/") != strings.TrimSuffix(u.String(), "/") {
+	if !resourceCovers(prm.Resource, u) {
 		return nil, errorf("the server's protected-resource metadata is for %q, not for this URL", prm.Resource)
 	}
 	d.Resource = prm.Resource
@@ -230,6 +230,21 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (*Discovery, er
 		return nil, err
 	}
 	return d, nil
+}
+
+// resourceCovers reports whether the protected resource named resource
+// is u's: the same URL, or one of its parents on the same origin (a
+// server whose metadata at the root names its origin, RFC 9728 §3.3;
+// "/api" covers "/api/mcp", not "/apiary"). Tokens are asked for that
+// resource exactly as published.
+func resourceCovers(resource string, u *url.URL) bool {
+	r, err := url.Parse(resource)
+	if err != nil || r.Fragment != "" || r.RawQuery != "" || !strings.EqualFold(r.Scheme, u.Scheme) || !strings.EqualFold(r.Host, u.Host) {
+		return false
+	}
+	parent := strings.TrimSuffix(r.EscapedPath(), "/")
+	path := strings.TrimSuffix(u.EscapedPath(), "/")
+	return path == parent || strings.HasPrefix(path, parent+"/")
 }
 
 // wellKnownResourceMetadata are RFC 9728's URIs for u: with the path
@@ -325,7 +340,9 @@ func (c *Client) Register(ctx context.Context, meta *oauthex.AuthServerMeta, doc
 		return nil, errorf("the authorization server takes neither client ID metadata documents (at an https PUBLIC_URL) " +
 			"nor Dynamic Client Registration: the gateway cannot register itself there")
 	}
-	body, _ := json.Marshal(ClientMetadata(c.ClientName, documentURL, redirectURI))
+	doc := ClientMetadata(c.ClientName, documentURL, redirectURI)
+	doc["token_endpoint_auth_method"] = registrationAuthMethod(meta)
+	body, _ := json.Marshal(doc)
 	req, _ := http.NewRequest(http.MethodPost, meta.RegistrationEndpoint, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -344,6 +361,41 @@ func (c *Client) Register(ctx context.Context, meta *oauthex.AuthServerMeta, doc
 		return nil, errorf("the authorization server's registration answer has no client_id")
 	}
 	return &Registration{ClientID: reg.ClientID, ClientSecret: mcpgate.Secret(reg.ClientSecret), Kind: "dcr"}, nil
+}
+
+// registrationAuthMethod is how the gateway asks to authenticate at the
+// token endpoint when it registers: as a public client (PKCE alone) where
+// the authorization server takes that or says nothing, else with the
+// secret it issues, by HTTP Basic or in the form, as the server lists.
+func registrationAuthMethod(meta *oauthex.AuthServerMeta) string {
+	m := meta.TokenEndpointAuthMethodsSupported
+	switch {
+	case len(m) == 0 || slices.Contains(m, "none"):
+		return "none"
+	case slices.Contains(m, "client_secret_basic"):
+		return "client_secret_basic"
+	case slices.Contains(m, "client_secret_post"):
+		return "client_secret_post"
+	}
+	return "none"
+}
+
+// clientAuth sets the client's authentication on a token or revocation
+// request: nothing but its id for a public client; its secret by HTTP
+// Basic (RFC 6749 §2.3.1, the id and secret form-encoded) unless the
+// authorization server takes only the form's client_secret.
+func clientAuth(req *http.Request, form url.Values, meta *oauthex.AuthServerMeta, reg Registration) {
+	form.Set("client_id", reg.ClientID)
+	if reg.ClientSecret == "" {
+		return
+	}
+	m := meta.TokenEndpointAuthMethodsSupported
+	if slices.Contains(m, "client_secret_post") && !slices.Contains(m, "client_secret_basic") || len(m) == 0 {
+		form.Set("client_secret", reg.ClientSecret.Reveal())
+		return
+	}
+	form.Del("client_id")
+	req.SetBasicAuth(url.QueryEscape(reg.ClientID), url.QueryEscape(reg.ClientSecret.Reveal()))
 }
 
 // ClientMetadata is the gateway's client metadata: the body of a Dynamic
@@ -414,14 +466,12 @@ func (c *Client) Refresh(ctx context.Context, meta *oauthex.AuthServerMeta, reg 
 }
 
 func (c *Client) token(ctx context.Context, meta *oauthex.AuthServerMeta, reg Registration, form url.Values) (*Token, error) {
-	form.Set("client_id", reg.ClientID)
-	if reg.ClientSecret != "" {
-		form.Set("client_secret", reg.ClientSecret.Reveal())
-	}
-	req, err := http.NewRequest(http.MethodPost, meta.TokenEndpoint, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, meta.TokenEndpoint, nil)
 	if err != nil {
 		return nil, errorf("the token endpoint is not a URL")
 	}
+	clientAuth(req, form, meta, reg)
+	setForm(req, form)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	resp, body, err := c.do(ctx, req)
@@ -458,14 +508,13 @@ func (c *Client) Revoke(ctx context.Context, meta *oauthex.AuthServerMeta, reg R
 	if meta.RevocationEndpoint == "" || token == "" {
 		return nil
 	}
-	form := url.Values{"token": {token.Reveal()}, "token_type_hint": {hint}, "client_id": {reg.ClientID}}
-	if reg.ClientSecret != "" {
-		form.Set("client_secret", reg.ClientSecret.Reveal())
-	}
-	req, err := http.NewRequest(http.MethodPost, meta.RevocationEndpoint, strings.NewReader(form.Encode()))
+	form := url.Values{"token": {token.Reveal()}, "token_type_hint": {hint}}
+	req, err := http.NewRequest(http.MethodPost, meta.RevocationEndpoint, nil)
 	if err != nil {
 		return errorf("the revocation endpoint is not a URL")
 	}
+	clientAuth(req, form, meta, reg)
+	setForm(req, form)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, body, err := c.do(ctx, req)
 	if err != nil {
@@ -521,4 +570,12 @@ func cut(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// setForm makes form the body of req.
+func setForm(req *http.Request, form url.Values) {
+	body := form.Encode()
+	req.Body = io.NopCloser(strings.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -181,5 +182,68 @@ func TestDiscover_AgreesWithGoSDK(t *testing.T) {
 	chs, _ := oauthex.ParseWWWAuthenticate([]string{`Bearer resource_metadata="` + f.srv.URL + `/prm"`})
 	if len(chs) != 1 || chs[0].Params["resource_metadata"] != d.ResourceMetadataURL {
 		t.Errorf("go-sdk reads the challenge as %+v, we found %q", chs, d.ResourceMetadataURL)
+	}
+}
+
+// TestResourceCovers: a server's protected-resource metadata may name the
+// server's URL or a parent of it on the same origin (metadata at the root
+// names the origin), never another origin, a sibling path or a longer one.
+func TestResourceCovers(t *testing.T) {
+	server, _ := url.Parse("https://api.example.com/v1/mcp")
+	for resource, want := range map[string]bool{
+		"https://api.example.com/v1/mcp": true, "https://api.example.com/v1/mcp/": true, "https://api.example.com/v1": true,
+		"https://api.example.com": true, "https://api.example.com/": true, "https://API.example.com/v1": true,
+		"https://api.example.com/v": false, "https://api.example.com/v1/mcp/more": false, "http://api.example.com/v1/mcp": false,
+		"https://other.example.com/v1/mcp": false, "https://api.example.com:8443/v1/mcp": false,
+		"https://api.example.com/v1/mcp#x": false, "https://api.example.com/v1?x=1": false, "": false,
+	} {
+		if got := resourceCovers(resource, server); got != want {
+			t.Errorf("resourceCovers(%q, %s) = %t, want %t", resource, server, got, want)
+		}
+	}
+}
+
+// TestToken_ClientAuthentication: a registered client with a secret
+// authenticates at the token endpoint as the authorization server lists:
+// HTTP Basic (form-encoded id and secret) unless it takes only the form's
+// client_secret; a public client sends its id alone. Registration asks for
+// the method the same way.
+func TestToken_ClientAuthentication(t *testing.T) {
+	type seen struct {
+		basicID, basicSecret, formID, formSecret string
+		basic                                    bool
+	}
+	var got seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		got = seen{formID: r.PostForm.Get("client_id"), formSecret: r.PostForm.Get("client_secret")}
+		got.basicID, got.basicSecret, got.basic = r.BasicAuth()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"at","token_type":"Bearer"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := &Client{Network: loopback}
+	secret := Registration{ClientID: "id:1", ClientSecret: "s&cret"}
+	for name, tc := range map[string]struct {
+		methods []string
+		reg     Registration
+		want    seen
+		asks    string
+	}{
+		"basic only":     {[]string{"client_secret_basic"}, secret, seen{basic: true, basicID: "id%3A1", basicSecret: "s%26cret"}, "client_secret_basic"},
+		"basic and post": {[]string{"client_secret_post", "client_secret_basic"}, secret, seen{basic: true, basicID: "id%3A1", basicSecret: "s%26cret"}, "client_secret_basic"},
+		"post only":      {[]string{"client_secret_post"}, secret, seen{formID: "id:1", formSecret: "s&cret"}, "client_secret_post"},
+		"public":         {[]string{"none", "client_secret_basic"}, Registration{ClientID: "pub"}, seen{formID: "pub"}, "none"},
+	} {
+		meta := &oauthex.AuthServerMeta{TokenEndpoint: srv.URL + "/token", TokenEndpointAuthMethodsSupported: tc.methods}
+		if _, err := c.Exchange(context.Background(), meta, tc.reg, "code", "verifier", "https://gw/cb", srv.URL+"/mcp"); err != nil {
+			t.Fatalf("%s: Exchange() err = %v", name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: token request authenticated as %+v, want %+v", name, got, tc.want)
+		}
+		if m := registrationAuthMethod(meta); m != tc.asks {
+			t.Errorf("%s: registers with %q, want %q", name, m, tc.asks)
+		}
 	}
 }

@@ -268,7 +268,13 @@ func tally(checks []Check) [2]int {
 // checks.json. A directory without one is a scenario the suite skipped or
 // that did not run to its end.
 func readResult(dir string, entries []fs.DirEntry, name, stdout, stderr string) (Result, error) {
-	pattern := regexp.MustCompile("^server-" + regexp.QuoteMeta(name) + timestamp)
+	return readResultAs(dir, entries, "server-"+name, name, stdout, stderr)
+}
+
+// readResultAs is readResult for a result directory named base plus the
+// run's time.
+func readResultAs(dir string, entries []fs.DirEntry, base, name, stdout, stderr string) (Result, error) {
+	pattern := regexp.MustCompile("^" + regexp.QuoteMeta(base) + timestamp)
 	var found []string
 	for _, e := range entries {
 		if e.IsDir() && pattern.MatchString(e.Name()) {
