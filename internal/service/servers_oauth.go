@@ -539,6 +539,11 @@ func (s *Servers) FinishConnect(ctx context.Context, u *mcpgate.User, sessionID,
 	if err != nil {
 		return done, err
 	}
+	if issuer == "" && meta.AuthorizationResponseIssParameterSupported {
+		// RFC 9207 §2.4: a server that says it names itself in its answers
+		// and did not: the answer may not be its own.
+		return done, mcpgate.Errorf(mcpgate.EInvalid, "the answer does not name the authorization server, which says it always does; connect it again")
+	}
 	t, err := s.creds.client.Exchange(ctx, meta, reg, code, st.Verifier.Reveal(), s.creds.callbackURL(), o.Resource)
 	if err != nil {
 		return done, mcpgate.WrapError(mcpgate.EUpstream, err, cutText("the authorization server refused the sign-in: "+err.Error(), maxMessage))

@@ -404,7 +404,9 @@ func clientAuth(req *http.Request, form url.Values, meta *oauthex.AuthServerMeta
 func ClientMetadata(name, documentURL, redirectURI string) map[string]any {
 	m := map[string]any{"client_name": name, "redirect_uris": []string{redirectURI},
 		"grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"},
-		"token_endpoint_auth_method": "none"}
+		"token_endpoint_auth_method": "none",
+		// A server-hosted client, its redirect URI the gateway's own.
+		"application_type": "web"}
 	if documentURL != "" {
 		if u, err := url.Parse(documentURL); err == nil {
 			m["client_uri"] = u.Scheme + "://" + u.Host
