@@ -170,6 +170,13 @@ type ServerInput struct {
 	Credential string `json:"credential,omitempty"`
 	// PerPerson (with "oauth"): each member connects their own account.
 	PerPerson bool `json:"per_person,omitempty"`
+	// OAuthClientID and OAuthClientSecret (with "oauth") are a client an
+	// admin registered at the authorization server by hand, with the
+	// gateway's redirect URI, for one that takes neither Dynamic Client
+	// Registration nor client ID metadata documents; empty: the gateway
+	// registers itself. The secret may be empty (a public client).
+	OAuthClientID     string `json:"oauth_client_id,omitempty"`
+	OAuthClientSecret Secret `json:"oauth_client_secret,omitempty"`
 }
 
 // ServerUpdate changes a server; nil members are left as they are.

@@ -21,6 +21,9 @@ import (
 type serversPage struct {
 	Admin   bool
 	Servers []mcpgate.Server
+	// CallbackURL is the redirect URI of an OAuth client registered by
+	// hand for the gateway.
+	CallbackURL string
 }
 
 func (h *handler) handleServers(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +33,7 @@ func (h *handler) handleServers(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	p := serversPage{Admin: workspaceFrom(ctx).Role.CanAdmin(), Servers: list}
+	p := serversPage{Admin: workspaceFrom(ctx).Role.CanAdmin(), Servers: list, CallbackURL: h.opts.PublicURL + "/oauth/upstream/callback"}
 	h.render(w, r, http.StatusOK, "servers", h.newView(r, "Servers", "servers", p))
 }
 

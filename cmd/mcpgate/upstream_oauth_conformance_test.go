@@ -38,10 +38,6 @@ var oauthClientNotApplicable = map[string]string{
 	// at a tool call, which the gateway answers with the grant it has.
 	"auth/scope-step-up":     "the server lets initialize through without a token: the gateway finds no OAuth to sign in with",
 	"auth/scope-retry-limit": "the server lets initialize through without a token: the gateway finds no OAuth to sign in with",
-	// A client registered beforehand by hand (an id and secret an admin
-	// copies from the authorization server) is not a registration the
-	// gateway takes: it registers itself by DCR or its metadata document.
-	"auth/pre-registration": "pre-registered client credentials are not a way the gateway registers",
 	// Not yet: the sign-in probe is a 2025-11-25 initialize, which this
 	// 2026-07-28-only server refuses (400) before it asks for a token.
 	"auth/authorization-server-migration": "not yet: the probe's 2025-11-25 initialize is refused (400) before the 401",
@@ -66,10 +62,10 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 		for i, scenario := range scenarios {
 			t.Run(spec+"/"+scenario, func(t *testing.T) {
 				var steps []string
-				r := suite.RunClient(t, scenario, spec, 30*time.Second, func(serverURL string) {
+				r := suite.RunClient(t, scenario, spec, 30*time.Second, func(serverURL string, context []byte) {
 					// One server per scenario: "c2511-3", "c2607-0".
 					name := fmt.Sprintf("c%s%s-%d", spec[2:4], spec[5:7], i)
-					steps = driveOAuthClient(admin.with(t), ws, name, serverURL)
+					steps = driveOAuthClient(admin.with(t), ws, name, serverURL, context)
 				})
 				if why, ok := oauthClientNotApplicable[scenario]; ok {
 					t.Logf("not applicable: %s (%s): %s", scenario, why, r.Status)
@@ -86,11 +82,21 @@ func TestUpstreamOAuthConformance(t *testing.T) {
 // driveOAuthClient adds serverURL as an OAuth server named name, connects
 // it as an admin would (the authorization server's redirect followed to
 // the gateway's callback) and calls its tool, and says how far it got.
-func driveOAuthClient(u *e2eUser, ws, name, serverURL string) []string {
+func driveOAuthClient(u *e2eUser, ws, name, serverURL string, scenario []byte) []string {
 	var steps []string
 	step := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }
-	status, body := u.do(u.t.Context(), http.MethodPost, "/api/v1/workspaces/"+ws+"/servers",
-		map[string]any{"name": name, "url": serverURL, "credential": "oauth"})
+	add := map[string]any{"name": name, "url": serverURL, "credential": "oauth"}
+	// A scenario with a client registered beforehand hands its id and
+	// secret, which an admin gives at Add.
+	var pre struct {
+		ClientID     string `json:"client_id"`
+		ClientSecret string `json:"client_secret"`
+	}
+	if json.Unmarshal(scenario, &pre) == nil && pre.ClientID != "" {
+		add["oauth_client_id"], add["oauth_client_secret"] = pre.ClientID, pre.ClientSecret
+		step("pre-registered client")
+	}
+	status, body := u.do(u.t.Context(), http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", add)
 	step("add %d", status)
 	if status != http.StatusCreated {
 		step("%s", body)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -297,6 +298,9 @@ func (s *Servers) addServerByKind(ctx context.Context, a *mcpgate.Actor, in mcpg
 		if in.PerPerson {
 			return true, nil, mcpgate.Errorf(mcpgate.EInvalid, "per_person is for servers whose credential is oauth")
 		}
+		if in.OAuthClientID != "" || in.OAuthClientSecret != "" {
+			return true, nil, mcpgate.Errorf(mcpgate.EInvalid, "oauth_client_id and oauth_client_secret are for servers whose credential is oauth")
+		}
 		return false, nil, nil
 	case mcpgate.CredentialOAuth:
 	default:
@@ -326,6 +330,9 @@ func (s *Servers) addOAuthServer(ctx context.Context, a *mcpgate.Actor, in mcpga
 	if len(in.Aliases) > 0 {
 		return nil, mcpgate.Errorf(mcpgate.EInvalid, "give aliases once the server is connected and its tools are known")
 	}
+	if err := checkManualClient(in); err != nil {
+		return nil, err
+	}
 	if _, err := s.db.FindServer(ctx, a.WorkspaceID, in.Name); err == nil {
 		return nil, errServerExists(in.Name)
 	} else if mcpgate.ErrorCode(err) != mcpgate.ENotFound {
@@ -343,9 +350,11 @@ func (s *Servers) addOAuthServer(ctx context.Context, a *mcpgate.Actor, in mcpga
 	if err != nil {
 		return fail(err)
 	}
-	reg, err := s.creds.client.Register(ctx, &d.Metadata, s.creds.documentURL(), s.creds.callbackURL())
-	if err != nil {
-		return fail(err)
+	reg := &upstreamauth.Registration{ClientID: in.OAuthClientID, ClientSecret: in.OAuthClientSecret, Kind: registrationManual}
+	if in.OAuthClientID == "" {
+		if reg, err = s.creds.client.Register(ctx, &d.Metadata, s.creds.documentURL(), s.creds.callbackURL()); err != nil {
+			return fail(err)
+		}
 	}
 	err = s.db.ChangeServer(ctx, s.keyring, a.WorkspaceID, in.Name, func(st *store.ServerState) (*store.ServerWrite, error) {
 		if st.Server != nil {
@@ -636,4 +645,22 @@ func authMessage(err error) string {
 		return ae.Message
 	}
 	return mcpgate.ErrorMessage(err)
+}
+
+// registrationManual is a client an admin registered by hand.
+const registrationManual = "manual"
+
+// checkManualClient checks a client registered by hand: an id and secret
+// of sane size, as printable text (they go into form fields and headers).
+func checkManualClient(in mcpgate.ServerInput) error {
+	id, secret := in.OAuthClientID, in.OAuthClientSecret.Reveal()
+	if id == "" && secret != "" {
+		return mcpgate.Errorf(mcpgate.EInvalid, "a client secret needs its client id")
+	}
+	for name, v := range map[string]string{"client id": id, "client secret": secret} {
+		if len(v) > 512 || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+			return mcpgate.Errorf(mcpgate.EInvalid, "the %s must be at most 512 printable characters", name)
+		}
+	}
+	return nil
 }

@@ -506,3 +506,51 @@ func TestServerOAuth_PerPerson(t *testing.T) {
 		t.Errorf("alice's grant after carol's disconnect: %q", got)
 	}
 }
+
+// TestServerOAuth_ClientRegisteredByHand: an admin may give the client an
+// authorization server issued by hand; it is used as given (no
+// registration), its secret sealed and in no answer or audit row, and a
+// client for a server that takes no OAuth, or a secret without its id, is
+// refused with nothing added.
+func TestServerOAuth_ClientRegisteredByHand(t *testing.T) {
+	env := servicetest.New(t, service.Options{})
+	as := newFakeAS(t)
+	r := newOAuthReplica(t, env, nil)
+	_, a := env.NewUser(t, "alice@example.com")
+	const secret = "hand-registered-secret-7c1d"
+	for name, in := range map[string]mcpgate.ServerInput{
+		"headers":         {Name: "h1", URL: as.URL + "/mcp", OAuthClientID: "cid"},
+		"secret alone":    {Name: "h2", URL: as.URL + "/mcp", Credential: mcpgate.CredentialOAuth, OAuthClientSecret: secret},
+		"line break":      {Name: "h3", URL: as.URL + "/mcp", Credential: mcpgate.CredentialOAuth, OAuthClientID: "a\nb"},
+		"overlong secret": {Name: "h4", URL: as.URL + "/mcp", Credential: mcpgate.CredentialOAuth, OAuthClientID: "cid", OAuthClientSecret: mcpgate.Secret(strings.Repeat("s", 513))},
+	} {
+		if _, err := r.svc.AddServer(context.Background(), a, in); mcpgate.ErrorCode(err) != mcpgate.EInvalid {
+			t.Errorf("%s: AddServer err = %v, want invalid", name, err)
+		}
+		if _, err := r.svc.Server(context.Background(), a, in.Name); mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+			t.Errorf("%s: a refused server was added (err %v)", name, err)
+		}
+	}
+	srv, err := r.svc.AddServer(context.Background(), a, mcpgate.ServerInput{Name: "up", URL: as.URL + "/mcp",
+		Credential: mcpgate.CredentialOAuth, OAuthClientID: "hand-client", OAuthClientSecret: secret})
+	if err != nil || srv.OAuth == nil || srv.OAuth.Registration != "manual" {
+		t.Fatalf("AddServer(hand-registered) = %+v, %v, want registration manual", srv, err)
+	}
+	c, err := r.svc.Connect(context.Background(), a, "up", "sess-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := url.Parse(c.AuthorizeURL)
+	if q.Query().Get("client_id") != "hand-client" {
+		t.Errorf("authorize_url client_id = %q, want the admin's", q.Query().Get("client_id"))
+	}
+	answers, _ := json.Marshal(struct{ S, Ev any }{srv, env.Audit.Events()})
+	if strings.Contains(string(answers), secret) {
+		t.Error("an answer or audit row holds the client secret")
+	}
+	var sealed int
+	if err := env.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM upstream_oauth_client_secrets s
+		WHERE position($1::bytea in s.sealed) = 0`, []byte(secret)).Scan(&sealed); err != nil || sealed != 1 {
+		t.Errorf("sealed client secrets = %d (%v), want the one, not in plain text", sealed, err)
+	}
+}

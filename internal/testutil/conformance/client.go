@@ -20,13 +20,18 @@ import (
 // client would (here: a gateway signing in to the server as its upstream)
 // and the suite judges what reached its servers once drive returns.
 // specVersion is the suite's --spec-version ("" its default).
-func (s Suite) RunClient(t testing.TB, scenario, specVersion string, timeout time.Duration, drive func(serverURL string)) Result {
+//
+// drive is also given the scenario's context (MCP_CONFORMANCE_CONTEXT, a
+// JSON object or empty): what a scenario hands its client, such as the
+// credentials of a client registered beforehand.
+func (s Suite) RunClient(t testing.TB, scenario, specVersion string, timeout time.Duration, drive func(serverURL string, context []byte)) Result {
 	t.Helper()
 	dir := t.TempDir()
-	urlFile, doneFile := filepath.Join(dir, "url"), filepath.Join(dir, "done")
+	urlFile, doneFile, ctxFile := filepath.Join(dir, "url"), filepath.Join(dir, "done"), filepath.Join(dir, "context")
 	script := filepath.Join(dir, "client.sh")
 	// The suite appends the server's URL as the last argument.
-	body := `echo "$1" > "` + urlFile + `.tmp" && mv "` + urlFile + `.tmp" "` + urlFile + `"
+	body := `printf '%s' "$MCP_CONFORMANCE_CONTEXT" > "` + ctxFile + `"
+echo "$1" > "` + urlFile + `.tmp" && mv "` + urlFile + `.tmp" "` + urlFile + `"
 while [ ! -e "` + doneFile + `" ]; do sleep 0.05; done
 `
 	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
@@ -58,7 +63,8 @@ while [ ! -e "` + doneFile + `" ]; do sleep 0.05; done
 	waited := false
 	for deadline := time.Now().Add(time.Minute); ; {
 		if b, rerr := os.ReadFile(urlFile); rerr == nil {
-			drive(string(bytes.TrimSpace(b)))
+			c, _ := os.ReadFile(ctxFile)
+			drive(string(bytes.TrimSpace(b)), c)
 			break
 		}
 		select {
