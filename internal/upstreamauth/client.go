@@ -165,8 +165,25 @@ type Discovery struct {
 const initializeProbe = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",` +
 	`"capabilities":{},"clientInfo":{"name":"mcpgate","version":"probe"}}}`
 
+// toolsListProbe is the request after initialize that a server which
+// lets initialize through unauthenticated answers 401.
+const toolsListProbe = `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
+
+// probe sends one unauthenticated JSON-RPC request to the server.
+func (c *Client) probe(ctx context.Context, serverURL, body string, h http.Header) (*http.Response, error) {
+	req, _ := http.NewRequest(http.MethodPost, serverURL, strings.NewReader(body))
+	for k, v := range h {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, _, err := c.do(ctx, req)
+	return resp, err
+}
+
 // Discover asks serverURL how it is authorized: it must answer an
-// unauthenticated initialize with 401; the protected-resource metadata is
+// unauthenticated initialize (or, where it lets that through, the next
+// request) with 401; the protected-resource metadata is
 // found from the challenge's resource_metadata (else the well-known URIs,
 // path first), its resource must be the server's URL, and the first
 // authorization server's metadata must be found, name that issuer, and
@@ -176,12 +193,21 @@ func (c *Client) Discover(ctx context.Context, serverURL string) (*Discovery, er
 	if err != nil {
 		return nil, errorf("%v", err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, u.String(), strings.NewReader(initializeProbe))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, _, err := c.do(ctx, req)
+	resp, err := c.probe(ctx, u.String(), initializeProbe, nil)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode != http.StatusUnauthorized {
+		// A server may let initialize through and ask for a token only
+		// for what follows: the next request (2026-07-28's, which needs
+		// no session; with the session a 2025 server gave) says.
+		h := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			h = http.Header{"Mcp-Protocol-Version": {"2025-11-25"}, "Mcp-Session-Id": {id}}
+		}
+		if next, err := c.probe(ctx, u.String(), toolsListProbe, h); err == nil && next.StatusCode == http.StatusUnauthorized {
+			resp = next
+		}
 	}
 	if resp.StatusCode != http.StatusUnauthorized {
 		return nil, errorf("the server answered %d without a credential, not 401: it does not ask for OAuth "+
