@@ -120,8 +120,11 @@ func (c *UpstreamCredentials) doFor(ctx context.Context, a *mcpgate.Actor, serve
 	return c.Do(ctx, a, server, target, fn)
 }
 
+// bearer is t with the grant's bearer as its one header (the rest of t,
+// such as the capabilities its sessions declare, as it is).
 func bearer(t upstream.Target, g *store.OAuthGrant) upstream.Target {
-	return upstream.Target{URL: t.URL, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer " + g.Tokens.AccessToken}}
+	t.Headers = map[string]mcpgate.Secret{"Authorization": "Bearer " + g.Tokens.AccessToken}
+	return t
 }
 
 // grantOwner is whose grant a's exchanges with o use: the caller's own on

@@ -554,3 +554,24 @@ func TestServerOAuth_ClientRegisteredByHand(t *testing.T) {
 		t.Errorf("sealed client secrets = %d (%v), want the one, not in plain text", sealed, err)
 	}
 }
+
+// TestServerOAuth_BearerKeepsTheTarget: the grant's bearer is added to the
+// target as it was given: the capabilities its sessions declare (the
+// requests relayed to the caller) reach the pool for an OAuth server too.
+func TestServerOAuth_BearerKeepsTheTarget(t *testing.T) {
+	env := servicetest.New(t, service.Options{})
+	as := newFakeAS(t)
+	r := newOAuthReplica(t, env, nil)
+	u, a := env.NewUser(t, "alice@example.com")
+	addFakeServer(t, r, a, as, false)
+	connectFake(t, r, as, u, a, "sess-1")
+	caps := upstream.Capabilities{ClientCapabilities: mcpgate.ClientCapabilities{ElicitationForm: true}, PassInputRequests: true}
+	var got upstream.Target
+	if err := r.creds.Do(context.Background(), a, "up", upstream.Target{URL: as.URL + "/mcp", Capabilities: caps},
+		func(t upstream.Target) error { got = t; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got.Capabilities != caps || !strings.HasPrefix(got.Headers["Authorization"].Reveal(), "Bearer fake-at-") {
+		t.Fatalf("target = %+v, want the capabilities kept and the bearer added", got)
+	}
+}
