@@ -100,6 +100,9 @@ func (c *UpstreamCredentials) Do(ctx context.Context, a *mcpgate.Actor, server s
 	}
 	err = fn(bearer(target, g))
 	var hop *upstream.Error
+	if errors.As(err, &hop) && hop.Status == 403 {
+		return c.stepUp(ctx, a, o, hop, err)
+	}
 	if !errors.As(err, &hop) || hop.Status != 401 {
 		return err
 	}
@@ -666,4 +669,33 @@ func checkManualClient(in mcpgate.ServerInput) error {
 		}
 	}
 	return nil
+}
+
+// stepUp answers a call the server refused (403) for want of scope
+// (insufficient_scope, RFC 6750 §3.1): the scopes it names join those the
+// next authorization asks for, and the caller is told that the grant must
+// be given again, wider, by whoever connects it. The grant stands for the
+// calls it covers. Any other 403 is the call's error as it is.
+func (c *UpstreamCredentials) stepUp(ctx context.Context, a *mcpgate.Actor, o *store.ServerOAuth, hop *upstream.Error, err error) error {
+	challenges, _ := oauthex.ParseWWWAuthenticate([]string{hop.WWWAuthenticate})
+	scope := ""
+	for _, ch := range challenges {
+		if ch.Scheme == "bearer" && ch.Params["error"] == "insufficient_scope" {
+			scope = ch.Params["scope"]
+		}
+	}
+	if strings.TrimSpace(scope) == "" {
+		return err
+	}
+	scopes, werr := c.db.WidenServerOAuthScopes(ctx, a.WorkspaceID, o.ServerID, scope)
+	if werr != nil {
+		return werr
+	}
+	who := "an admin must connect it again"
+	if o.PerPerson {
+		who = "connect your account again"
+	}
+	return &CredentialError{Err: mcpgate.Errorf(mcpgate.EForbidden,
+		"the server %s needs more access than it was granted (scopes %q): %s at %s to grant it", o.Name,
+		cutText(scopes, 200), who, c.serverPage(a.WorkspaceID, o.Name))}
 }

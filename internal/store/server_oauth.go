@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -166,6 +168,34 @@ func (db *DB) SetServerOAuthPerPerson(ctx context.Context, workspaceID, serverID
 		return err
 	})
 	return mapError(err, serverNotFound)
+}
+
+// WidenServerOAuthScopes adds scopes (space-separated) to those the
+// server's next authorization requests ask for, keeping the ones it has.
+// It returns the scopes as they stand.
+func (db *DB) WidenServerOAuthScopes(ctx context.Context, workspaceID, serverID, scopes string) (string, error) {
+	var out string
+	err := db.inTx(ctx, func(tx pgx.Tx) error {
+		var have string
+		if err := tx.QueryRow(ctx, `SELECT scopes FROM upstream_server_oauth WHERE workspace_id = $1 AND id = $2 FOR UPDATE`,
+			workspaceID, serverID).Scan(&have); err != nil {
+			return err
+		}
+		list := strings.Fields(have)
+		for _, sc := range strings.Fields(scopes) {
+			if !slices.Contains(list, sc) {
+				list = append(list, sc)
+			}
+		}
+		out = strings.Join(list, " ")
+		if out == have {
+			return nil
+		}
+		_, err := tx.Exec(ctx, `UPDATE upstream_server_oauth SET scopes = $3, updated_at = now() WHERE workspace_id = $1 AND id = $2`,
+			workspaceID, serverID, out)
+		return err
+	})
+	return out, mapError(err, serverNotFound)
 }
 
 // OAuthState is an authorization request under way.
