@@ -137,7 +137,7 @@ var AdminActions = []AdminAction{
 	ActionNotificationsUpdated, ActionNotificationSent, ActionNotificationFailed,
 	ActionServerAdded, ActionServerUpdated, ActionServerRemoved, ActionServerDiscovered, ActionServerDiscoveryFailed,
 	ActionServerToolQuarantined, ActionServerToolApproved, ActionServerToolUpdated,
-	ActionServerConnected, ActionServerDisconnected, ActionServerRefreshFailed, ActionServerClientRequest,
+	ActionServerConnected, ActionServerDisconnected, ActionServerRefreshFailed, ActionServerIssuerChanged, ActionServerClientRequest,
 	ActionAuditExported,
 }
 

@@ -46,6 +46,10 @@ const (
 	ActionServerConnected     AdminAction = "server.connected"
 	ActionServerDisconnected  AdminAction = "server.disconnected"
 	ActionServerRefreshFailed AdminAction = "server.refresh_failed"
+	// ActionServerIssuerChanged is a server found sending its clients to
+	// another authorization server, where the gateway registered again:
+	// its grants from the old one are gone.
+	ActionServerIssuerChanged AdminAction = "server.issuer_changed"
 )
 
 // ServerOAuthStatus is what the dashboard and the API show of an OAuth

@@ -31,11 +31,7 @@ var oauthClientScenarios = map[string][]string{
 // oauthClientNotApplicable are the scenarios of oauthClientScenarios that
 // test a flow the gateway does not take, or not yet, each with its reason:
 // they are run and logged, not required.
-var oauthClientNotApplicable = map[string]string{
-	// Not yet: a server whose metadata comes to name another
-	// authorization server is not registered at the new one.
-	"auth/authorization-server-migration": "not yet: a server that moves to another authorization server is not registered there again",
-}
+var oauthClientNotApplicable = map[string]string{}
 
 // TestUpstreamOAuthConformance runs the conformance suite's authorization
 // scenarios for clients with the gateway as the client: for each, the
@@ -121,9 +117,10 @@ func driveOAuthClient(u *e2eUser, ws, name, serverURL string, scenario []byte) [
 		step("call %d %.200s", status, body)
 		return status, body
 	}
-	// A call the server refuses for want of scope says the grant must be
-	// given again, wider: the admin connects again, and calls again.
-	if _, body := call(); strings.Contains(string(body), "needs more access") && connectOAuth(u, ws, name, step) {
+	// A call the server refuses for want of scope, or after it moved to
+	// another authorization server, says the grant must be given again:
+	// the admin connects again, and calls again.
+	if _, body := call(); strings.Contains(string(body), "connect it again") && connectOAuth(u, ws, name, step) {
 		call()
 	}
 	return steps

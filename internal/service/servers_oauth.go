@@ -106,6 +106,9 @@ func (c *UpstreamCredentials) Do(ctx context.Context, a *mcpgate.Actor, server s
 	if !errors.As(err, &hop) || hop.Status != 401 {
 		return err
 	}
+	if moved := c.movedAuthServer(ctx, a, o, hop); moved != nil {
+		return moved
+	}
 	if g, err = c.refresh(ctx, a, o, g); err != nil {
 		return err
 	}
@@ -698,4 +701,52 @@ func (c *UpstreamCredentials) stepUp(ctx context.Context, a *mcpgate.Actor, o *s
 	return &CredentialError{Err: mcpgate.Errorf(mcpgate.EForbidden,
 		"the server %s needs more access than it was granted (scopes %q): %s at %s to grant it", o.Name,
 		cutText(scopes, 200), who, c.serverPage(a.WorkspaceID, o.Name))}
+}
+
+// movedAuthServer checks, on a 401, whether the server now sends its
+// clients to another authorization server than the one its grant is from
+// (its challenge's resource metadata names another): then the gateway
+// discovers it again and registers at the new one (the old issuer's
+// grants go with the old registration), and the caller is told who must
+// connect again; a client an admin registered by hand cannot follow, and
+// the server must be added again with one of the new server's. nil: the
+// same authorization server (or none said), for the refresh to mend.
+func (c *UpstreamCredentials) movedAuthServer(ctx context.Context, a *mcpgate.Actor, o *store.ServerOAuth, hop *upstream.Error) error {
+	prm := upstreamauth.ChallengeResourceMetadata(hop.WWWAuthenticate)
+	if prm == "" {
+		return nil
+	}
+	issuer, err := c.client.ResourceAuthServer(ctx, prm)
+	if err != nil || strings.TrimSuffix(issuer, "/") == strings.TrimSuffix(o.Issuer, "/") {
+		return nil
+	}
+	fail := func(err error) error {
+		return mcpgate.WrapError(mcpgate.EUpstream, err, cutText("the server "+o.Name+" now signs in at "+issuer+
+			", and the gateway could not register there: "+authMessage(err), maxMessage))
+	}
+	if o.Registration == registrationManual {
+		return mcpgate.Errorf(mcpgate.EUpstream, "the server %s now signs in at %s, where the client an admin registered by hand "+
+			"is not known: add the server again with a client registered there", o.Name, issuer)
+	}
+	d, err := c.client.Discover(ctx, o.URL)
+	if err != nil {
+		return fail(err)
+	}
+	reg, err := c.client.Register(ctx, &d.Metadata, c.documentURL(), c.callbackURL())
+	if err != nil {
+		return fail(err)
+	}
+	next := store.ServerOAuth{PerPerson: o.PerPerson, Resource: d.Resource, Issuer: d.Issuer, Metadata: d.MetadataRaw,
+		Scopes: d.Scopes, ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, Registration: reg.Kind}
+	if err := c.db.PutServerOAuth(ctx, c.keyring, a.WorkspaceID, o.Name, next); err != nil {
+		return err
+	}
+	c.record(ctx, mcpgate.NewAdminEvent(a, mcpgate.ActionServerIssuerChanged, map[string]any{"server": o.Name,
+		"issuer": o.Issuer, "new_issuer": d.Issuer, "registration": reg.Kind}))
+	who := "an admin must connect it again"
+	if o.PerPerson {
+		who = "connect your account again"
+	}
+	return &CredentialError{Err: mcpgate.Errorf(mcpgate.EForbidden, "the server %s now signs in at another authorization server (%s); "+
+		"the gateway registered there: %s at %s", o.Name, d.Issuer, who, c.serverPage(a.WorkspaceID, o.Name))}
 }

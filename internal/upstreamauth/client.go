@@ -273,6 +273,32 @@ func resourceCovers(resource string, u *url.URL) bool {
 	return path == parent || strings.HasPrefix(path, parent+"/")
 }
 
+// ResourceAuthServer reads the protected-resource metadata at metadataURL
+// (a 401's resource_metadata) and returns the first authorization server
+// it names: where the server now sends its clients to sign in.
+func (c *Client) ResourceAuthServer(ctx context.Context, metadataURL string) (string, error) {
+	var prm oauthex.ProtectedResourceMetadata
+	if _, err := c.getJSON(ctx, metadataURL, &prm); err != nil {
+		return "", errorf("the server's protected-resource metadata could not be read: %v", err)
+	}
+	if len(prm.AuthorizationServers) == 0 {
+		return "", errorf("the server's protected-resource metadata names no authorization server")
+	}
+	return prm.AuthorizationServers[0], nil
+}
+
+// ChallengeResourceMetadata is the resource_metadata of a Bearer
+// challenge ("" when it names none).
+func ChallengeResourceMetadata(wwwAuthenticate string) string {
+	challenges, _ := oauthex.ParseWWWAuthenticate([]string{wwwAuthenticate})
+	for _, ch := range challenges {
+		if ch.Scheme == "bearer" && ch.Params["resource_metadata"] != "" {
+			return ch.Params["resource_metadata"]
+		}
+	}
+	return ""
+}
+
 // wellKnownResourceMetadata are RFC 9728's URIs for u: with the path
 // inserted first, then at the root.
 func wellKnownResourceMetadata(u *url.URL) []string {
