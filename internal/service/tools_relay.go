@@ -178,11 +178,19 @@ func capMessage(m string) string {
 // errors and log messages.
 func headerRedactor(t upstream.Target) func(string) string {
 	var values []string
+	add := func(v string) {
+		values = append(values, v)
+		// As it reads inside a JSON string (relayed params are JSON
+		// text): quotes, backslashes and <, >, & escaped as Go writes them.
+		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
+			values = append(values, string(b[1:len(b)-1]))
+		}
+	}
 	for _, v := range t.Headers {
 		if r := v.Reveal(); len(r) >= 4 {
-			values = append(values, r)
+			add(r)
 			if _, tok, ok := strings.Cut(r, " "); ok && len(tok) >= 4 {
-				values = append(values, tok) // the token of "Bearer <token>"
+				add(tok) // the token of "Bearer <token>"
 			}
 		}
 	}
