@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/mcpgate/mcpgate"
@@ -171,35 +170,6 @@ func capMessage(m string) string {
 		m = m[:len(m)-1]
 	}
 	return m + "…"
-}
-
-// headerRedactor replaces the server's credential values in text the
-// server wrote (an elicitation's message), as the pool does in its
-// errors and log messages.
-func headerRedactor(t upstream.Target) func(string) string {
-	var values []string
-	add := func(v string) {
-		values = append(values, v)
-		// As it reads inside a JSON string (relayed params are JSON
-		// text): quotes, backslashes and <, >, & escaped as Go writes them.
-		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
-			values = append(values, string(b[1:len(b)-1]))
-		}
-	}
-	for _, v := range t.Headers {
-		if r := v.Reveal(); len(r) >= 4 {
-			add(r)
-			if _, tok, ok := strings.Cut(r, " "); ok && len(tok) >= 4 {
-				add(tok) // the token of "Bearer <token>"
-			}
-		}
-	}
-	return func(s string) string {
-		for _, v := range values {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-		return s
-	}
 }
 
 // auditInputRequests audits the input requests of an upstream's

@@ -308,7 +308,7 @@ func (s *Tools) runUpstream(ctx context.Context, a *mcpgate.Actor, wp *workspace
 		MaxAnswerBytes: s.opts.UpstreamAnswerBytes}, RequestState: retry.RequestState, InputResponses: retry.InputResponses}
 	relay := mcpgate.RelayFromContext(ctx)
 	caps := relayCapabilities(relay, srv.relays)
-	redact := headerRedactor(upstream.Target{Headers: headers})
+	redact := upstream.Redactor(upstream.Target{URL: srv.url, Headers: headers})
 	if caps != (upstream.Capabilities{}) {
 		req.OnRequest = s.clientRequests(a, u, srv, caps.ClientCapabilities, relay, redact)
 	}

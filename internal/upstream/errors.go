@@ -96,20 +96,37 @@ type redactor []string
 
 func newRedactor(t Target) redactor {
 	var r redactor
+	// Each value also as it reads inside a JSON string (log data and
+	// relayed params are JSON text): quotes, backslashes and <, >, &
+	// escaped as Go writes them.
+	add := func(v string) {
+		r = append(r, v)
+		if b, err := json.Marshal(v); err == nil && string(b[1:len(b)-1]) != v {
+			r = append(r, string(b[1:len(b)-1]))
+		}
+	}
 	for _, v := range t.Headers {
 		s := v.Reveal()
-		r = append(r, s)
-		for _, f := range strings.Fields(s) { // the token of "Bearer <token>"
+		add(s)
+		if _, tok, ok := strings.Cut(s, " "); ok {
+			add(tok) // the token of "Bearer <token>"
+		}
+		for _, f := range strings.Fields(s) {
 			if len(f) >= 8 {
-				r = append(r, f)
+				add(f)
 			}
 		}
 	}
 	if i := strings.IndexByte(t.URL, '?'); i >= 0 && i+1 < len(t.URL) {
-		r = append(r, t.URL[i+1:]) // a query may carry an API key
+		add(t.URL[i+1:]) // a query may carry an API key
 	}
 	return r
 }
+
+// Redactor returns what replaces t's credential values (its headers' and
+// its URL's query) in text the server wrote, as the pool does in its
+// errors and in the log messages it relays.
+func Redactor(t Target) func(string) string { return newRedactor(t).text }
 
 func (r redactor) text(s string) string {
 	for _, v := range r {
