@@ -107,6 +107,9 @@ type Options struct {
 	// session (sessionend.go); nil: only the replica that took the DELETE
 	// knows.
 	SessionEnds SessionEnds
+	// ReplicaID names this replica in its acknowledgements of a session's
+	// end (replicas.Membership.ID).
+	ReplicaID string
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -156,6 +159,8 @@ type Gateway struct {
 	relays relayWaits
 	// ended are the client sessions ended (sessionend.go).
 	ended endedSessions
+	// endAcks are the DELETEs waiting for the replicas (sessionend.go).
+	endAcks endAcks
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

@@ -28,10 +28,6 @@ var notServed = map[string]map[string]string{
 	"2025-11-25/2": {
 		"resources-subscribe":   "a 2025 subscription needs its stream on the same replica (no affinity in front)",
 		"resources-unsubscribe": "it subscribes first: a 2025 subscription needs its stream on the same replica",
-		// A DELETE ends the session on the replica it reached at once and
-		// on the others when the notification arrives: a request sent the
-		// next moment to another replica may be served yet.
-		"server-session-lifecycle": "a session's end reaches the other replica by notification, a moment after the DELETE",
 	},
 }
 

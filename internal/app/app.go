@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,7 +256,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Replicas: members.Count,
 		// A client's answer to a relayed request reaches the replica
 		// whose call waits for it through the database.
-		RelayAnswers: db, SessionEnds: db,
+		RelayAnswers: db, SessionEnds: db, ReplicaID: members.ID(),
 	})
 	gw.API = api.New(api.Options{
 		Services:       apiServices(set, gw.Tokens),
@@ -298,6 +299,10 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 				return
 			case store.InvalidateSessionEnd: // a client ended its session on another replica
 				gw.MCP.ClientSessionEnded(inv.WorkspaceID, inv.ID)
+				return
+			case store.InvalidateSessionEndAck: // a replica heard of a session's end
+				id, replica, _ := strings.Cut(inv.ID, "/")
+				gw.MCP.SessionEndAcked(inv.WorkspaceID, id, replica)
 				return
 			case "": // notifications may have been missed, a join, a leave or a decision too
 				members.Refresh()

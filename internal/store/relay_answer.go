@@ -19,10 +19,24 @@ const InvalidateRelayAnswer = "relay"
 // answers the id 404 from then on. It drops no cache.
 const InvalidateSessionEnd = "session-end"
 
+// InvalidateSessionEndAck says that a replica heard of a session's end
+// (Invalidation.ID: the session id's random part, "/" and the replica's
+// id): the replica whose DELETE waits for every replica counts it. It
+// drops no cache.
+const InvalidateSessionEndAck = "session-end-ack"
+
 // NotifySessionEnded tells every replica that a client ended a session.
 // Nothing is stored: the replicas remember it (mcp's sessionend.go).
 func (db *DB) NotifySessionEnded(ctx context.Context, workspaceID, id string) error {
 	_, err := db.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, InvalidationChannel, InvalidateSessionEnd+":"+workspaceID+":"+id)
+	return mapError(err, "")
+}
+
+// AckSessionEnded tells every replica that replica heard of the end of
+// session id.
+func (db *DB) AckSessionEnded(ctx context.Context, workspaceID, id, replica string) error {
+	_, err := db.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, InvalidationChannel,
+		InvalidateSessionEndAck+":"+workspaceID+":"+id+"/"+replica)
 	return mapError(err, "")
 }
 

@@ -69,7 +69,8 @@ func TestRelayAnswer_PutTake(t *testing.T) {
 	}
 }
 
-// A session's end is told to every replica, naming the workspace and id.
+// A session's end is told to every replica, naming the workspace and id,
+// and so is a replica's acknowledgement of it, naming the replica too.
 func TestNotifySessionEnded(t *testing.T) {
 	db := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -77,7 +78,7 @@ func TestNotifySessionEnded(t *testing.T) {
 	got := make(chan store.Invalidation, 4)
 	ready := make(chan struct{})
 	go db.Listen(ctx, slog.New(slog.DiscardHandler), ready, func(inv store.Invalidation) {
-		if inv.Kind == store.InvalidateSessionEnd {
+		if inv.Kind == store.InvalidateSessionEnd || inv.Kind == store.InvalidateSessionEndAck {
 			got <- inv
 		}
 	}, nil)
@@ -92,5 +93,16 @@ func TestNotifySessionEnded(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no notification")
+	}
+	if err := db.AckSessionEnded(ctx, "ws1", "abc_-1", "r1"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case inv := <-got:
+		if inv != (store.Invalidation{Kind: store.InvalidateSessionEndAck, WorkspaceID: "ws1", ID: "abc_-1/r1"}) {
+			t.Errorf("acknowledgement = %+v", inv)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no acknowledgement")
 	}
 }
