@@ -31,7 +31,11 @@
 // roots) are written on the call's SSE stream under an unguessable id; the
 // client's answer, a POST of a JSON-RPC response bound to the caller and
 // session it was sent to, reaches the waiting call here or, through
-// RelayAnswers (the database), on another replica (streamrelay.go).
+// RelayAnswers (the database), on another replica (streamrelay.go). A
+// DELETE of the session is answered once every live replica knows of it
+// (sessionend.go), and a resources/subscribe or unsubscribe is made on the
+// replica holding the session's standalone stream, carried there through
+// StreamOps (streamops.go, subscriptions.go).
 //
 // Tools list changes are pushed (listen.go): a client holding the 2025
 // protocols' standalone SSE stream, or a 2026-07-28 subscriptions/listen,

@@ -107,6 +107,10 @@ type Options struct {
 	// session (sessionend.go); nil: only the replica that took the DELETE
 	// knows.
 	SessionEnds SessionEnds
+	// StreamOps, when set, carries a 2025 client's subscriptions to the
+	// replica holding its session's standalone stream (streamops.go);
+	// nil: a subscription is made only where its stream is.
+	StreamOps StreamOps
 	// ReplicaID names this replica in its acknowledgements of a session's
 	// end (replicas.Membership.ID).
 	ReplicaID string
@@ -161,6 +165,9 @@ type Gateway struct {
 	ended endedSessions
 	// endAcks are the DELETEs waiting for the replicas (sessionend.go).
 	endAcks endAcks
+	// streamOps are the subscriptions forwarded from here waiting for
+	// their answer (streamops.go).
+	streamOps streamOpWaits
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

@@ -134,6 +134,15 @@ type pushStream struct {
 	// whether it ended (none may be added then), under resourceSubs.mu.
 	subscribed map[string]personServer
 	dropped    bool
+	// session is the client session of a standalone stream on a server's
+	// endpoint ("" when it named none), binding the HMAC of who holds it
+	// (relayBinding; "" without a session, or where the endpoint offers no
+	// subscriptions), and actor and subs what a
+	// subscription forwarded from another replica is made with
+	// (streamops.go).
+	session, binding string
+	actor            *mcpgate.Actor
+	subs             mcpgate.ResourceSubscriptions
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -152,9 +161,9 @@ func (h *pushHub) stopChan() chan struct{} {
 	return h.stopCh
 }
 
-// open registers a stream of actor a on endpoint ("" for /mcp), or
-// refuses it for a bound.
-func (h *pushHub) open(a *mcpgate.Actor, endpoint string, standalone bool) (*pushStream, <-chan struct{}, error) {
+// open registers a stream of actor a on se (nil for /mcp) of client
+// session sess, or refuses it for a bound.
+func (h *pushHub) open(a *mcpgate.Actor, se *streamEndpoint, standalone bool, sess, binding string) (*pushStream, <-chan struct{}, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	stop := h.stopChan()
@@ -175,7 +184,10 @@ func (h *pushHub) open(a *mcpgate.Actor, endpoint string, standalone bool) (*pus
 		h.byWorkspace, h.perCred = map[string]map[*pushStream]struct{}{}, map[string]int{}
 	}
 	s := &pushStream{workspace: a.WorkspaceID, credential: cred, user: a.UserID, check: make(chan struct{}, 1),
-		endpoint: endpoint, standalone: standalone, updates: make(chan string, updatesPerStream)}
+		standalone: standalone, updates: make(chan string, updatesPerStream), session: sess, binding: binding, actor: a}
+	if se != nil {
+		s.endpoint, s.subs = se.server, se.subs
+	}
 	if h.byWorkspace[s.workspace] == nil {
 		h.byWorkspace[s.workspace] = map[*pushStream]struct{}{}
 	}
@@ -439,17 +451,24 @@ func listenMetaOK(meta map[string]json.RawMessage) bool {
 // 2026-07-28, nil for a standalone stream.
 func (g *Gateway) holdStream(w http.ResponseWriter, r *http.Request, a *mcpgate.Actor, lists []pushList, se *streamEndpoint,
 	version string, sub *listenRequest) {
-	endpoint := ""
-	if se != nil {
-		endpoint = se.server
+	var sess, binding string
+	if se != nil && se.subs != nil && sub == nil {
+		// Only a stream that may hold subscriptions is found by its
+		// binding (streamops.go).
+		if sess = streamSessionFrom(r.Context()).id; sess != "" {
+			binding = g.relayBinding(a, se.server, sess)
+		}
 	}
-	s, stop, err := g.push.open(a, endpoint, sub == nil)
+	s, stop, err := g.push.open(a, se, sub == nil, sess, binding)
 	if err != nil {
 		g.declineStream(w, r, sub, err)
 		return
 	}
 	defer g.push.close(s)
 	defer g.push.resources.drop(s)
+	// A subscribe of this session may have reached another replica
+	// first, or this one before the stream opened.
+	g.claimStreamOps(s)
 	ctx := r.Context()
 	rc := http.NewResponseController(w)
 	digests := make([]listState, len(lists))

@@ -86,15 +86,17 @@ func (g *Gateway) ServerHandler(eps mcpgate.ServerEndpointService) http.Handler 
 			writeRPCUnavailable(w, r, unavailableMessage(err))
 			return
 		}
-		if g.serveStreamOf(w, r, actor, body, endpointLists(eps, r.PathValue("server"), ep),
+		// The client session first: a standalone stream belongs to one,
+		// and an ended one is answered 404 there too.
+		if ctx, ok = g.clientSession(ctx, w, r, actor, ep, eps, body); !ok {
+			return
+		}
+		if g.serveStreamOf(w, r.WithContext(ctx), actor, body, endpointLists(eps, r.PathValue("server"), ep),
 			&streamEndpoint{server: ep.Server, subs: endpointSubscriptions(eps, ep)}) {
 			return
 		}
 		defer g.push.track()()
 		if g.serverStepUp(w, r, actor, ep, body) {
-			return
-		}
-		if ctx, ok = g.clientSession(ctx, w, r, actor, ep, eps, body); !ok {
 			return
 		}
 		legacy := r.Header.Get("Mcp-Protocol-Version") != newProtocol

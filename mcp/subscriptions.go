@@ -6,12 +6,15 @@ package mcp
 //
 // A client subscribes a URI for its stream: on the protocols before
 // 2026-07-28 with resources/subscribe (and ends it with
-// resources/unsubscribe) while it holds the standalone stream open on this
-// replica, the subscription then belonging to its credential's standalone
-// streams of this endpoint here (the endpoint is stateless: a request
-// names no stream); on 2026-07-28 with resourceSubscriptions in its
-// subscriptions/listen, for that stream alone. A stream that ends drops
-// its subscriptions.
+// resources/unsubscribe) while it holds the standalone stream open, the
+// subscription then belonging to its client session's standalone streams
+// of this endpoint (a request names no stream, but its session; a client
+// that sends no session id has its credential's streams that name none).
+// The stream may be held on another replica than the one the request
+// reached: the request is carried there and answered from there
+// (streamops.go). On 2026-07-28 a client subscribes with
+// resourceSubscriptions in its subscriptions/listen, for that stream
+// alone. A stream that ends drops its subscriptions.
 //
 // Upstream, the gateway holds one session per person and server (opened
 // with the first URI, closed with the last), on which it subscribes a URI
@@ -246,24 +249,24 @@ func (h *resourceSubs) updated(k personServer, uri string) {
 	}
 }
 
-// legacyStreams are the standalone streams of a's credential on server's
-// endpoint open on this replica.
-func (h *pushHub) legacyStreams(a *mcpgate.Actor, server string) []*pushStream {
+// legacyStreams are the standalone streams of a's client session sess
+// on server's endpoint open on this replica.
+func (h *pushHub) legacyStreams(a *mcpgate.Actor, server, sess string) []*pushStream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.legacyStreamsLocked(a, server)
+	return h.legacyStreamsLocked(a, server, sess)
 }
 
 // awaitLegacyStreams is legacyStreams, waiting up to streamWait for one
 // to open if there is none yet: a client opens its standalone stream
 // after initialize, on its own (go-sdk's and the TypeScript SDK's), so its
 // first subscribe may come before it.
-func (h *pushHub) awaitLegacyStreams(ctx context.Context, a *mcpgate.Actor, server string) []*pushStream {
+func (h *pushHub) awaitLegacyStreams(ctx context.Context, a *mcpgate.Actor, server, sess string) []*pushStream {
 	timer := time.NewTimer(orDefault(h.streamWait, streamWait))
 	defer timer.Stop()
 	for waited := false; ; waited = true {
 		h.mu.Lock()
-		streams := h.legacyStreamsLocked(a, server)
+		streams := h.legacyStreamsLocked(a, server, sess)
 		if h.streamOpened == nil {
 			h.streamOpened = make(chan struct{})
 		}
@@ -286,10 +289,10 @@ func (h *pushHub) awaitLegacyStreams(ctx context.Context, a *mcpgate.Actor, serv
 }
 
 // legacyStreamsLocked is legacyStreams; the caller holds h.mu.
-func (h *pushHub) legacyStreamsLocked(a *mcpgate.Actor, server string) []*pushStream {
+func (h *pushHub) legacyStreamsLocked(a *mcpgate.Actor, server, sess string) []*pushStream {
 	var out []*pushStream
 	for s := range h.byWorkspace[a.WorkspaceID] {
-		if s.credential == a.CredentialID() && s.user == a.UserID && s.endpoint == server && s.standalone {
+		if s.credential == a.CredentialID() && s.user == a.UserID && s.endpoint == server && s.standalone && s.session == sess {
 			out = append(out, s)
 		}
 	}
@@ -305,13 +308,19 @@ func (g *Gateway) subscribeHandlers(subs mcpgate.ResourceSubscriptions, server s
 		if a == nil || req.Params == nil || req.Params.URI == "" {
 			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "resources/subscribe needs a uri"}
 		}
-		streams := g.push.awaitLegacyStreams(ctx, a, server)
-		if len(streams) == 0 {
-			return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "resources/subscribe needs this client's notification " +
-				"stream open on this endpoint (a GET with Accept: text/event-stream), on the same gateway replica"}
-		}
 		ctx, done := g.untilStop(ctx)
 		defer done()
+		sess := streamSessionFrom(ctx).id
+		streams := g.push.legacyStreams(a, server, sess)
+		if len(streams) == 0 && g.forwards(sess) {
+			return subscriptionRPCError(g.forwardStreamOp(ctx, a, server, sess, streamOp{Op: opSubscribe, URI: req.Params.URI}))
+		}
+		if len(streams) == 0 {
+			streams = g.push.awaitLegacyStreams(ctx, a, server, sess)
+		}
+		if len(streams) == 0 {
+			return errNoStandaloneStream
+		}
 		return subscriptionRPCError(g.push.resources.subscribe(ctx, subs, a, server, req.Params.URI, streams))
 	}
 	unsubscribe := func(ctx context.Context, req *sdk.UnsubscribeRequest) error {
@@ -321,17 +330,30 @@ func (g *Gateway) subscribeHandlers(subs mcpgate.ResourceSubscriptions, server s
 		}
 		ctx, done := g.untilStop(ctx)
 		defer done()
+		sess := streamSessionFrom(ctx).id
+		streams := g.push.legacyStreams(a, server, sess)
+		if len(streams) == 0 && g.forwards(sess) {
+			return subscriptionRPCError(g.forwardStreamOp(ctx, a, server, sess, streamOp{Op: opUnsubscribe, URI: req.Params.URI}))
+		}
 		k := personServer{a.WorkspaceID, a.UserID, server}
-		return subscriptionRPCError(g.push.resources.unsubscribe(ctx, k, req.Params.URI, g.push.legacyStreams(a, server)))
+		return subscriptionRPCError(g.push.resources.unsubscribe(ctx, k, req.Params.URI, streams))
 	}
 	return subscribe, unsubscribe
 }
+
+// errNoStandaloneStream answers a resources/subscribe of a client session
+// whose standalone stream is open nowhere.
+var errNoStandaloneStream = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "resources/subscribe needs this client's " +
+	"notification stream open on this endpoint (a GET with Accept: text/event-stream, with its Mcp-Session-Id)"}
 
 // subscriptionRPCError is the answer to a failed subscription: the
 // upstream's JSON-RPC error as it gave it, the gateway's own words else.
 func subscriptionRPCError(err error) error {
 	if err == nil {
 		return nil
+	}
+	if rpcErr := (*jsonrpc.Error)(nil); errors.As(err, &rpcErr) {
+		return rpcErr
 	}
 	if rpcErr := (*mcpgate.UpstreamRPCError)(nil); errors.As(err, &rpcErr) {
 		return &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}

@@ -21,15 +21,7 @@ import (
 // generation and number of replicas, each for its reason: they are run
 // and logged. Everything else that passes directly must pass through the
 // gateway, on one replica and on two.
-var notServed = map[string]map[string]string{
-	// A 2025 subscription belongs to the client's standalone stream on one
-	// replica (README: resource subscriptions); the round-robin front
-	// sends the subscribe to the other one than the stream.
-	"2025-11-25/2": {
-		"resources-subscribe":   "a 2025 subscription needs its stream on the same replica (no affinity in front)",
-		"resources-unsubscribe": "it subscribes first: a 2025 subscription needs its stream on the same replica",
-	},
-}
+var notServed = map[string]map[string]string{}
 
 // upstreamGenerations are the protocol generations the suite runs at, each
 // against the reference server as the suite runs it for that generation.

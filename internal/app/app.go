@@ -256,7 +256,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		Replicas: members.Count,
 		// A client's answer to a relayed request reaches the replica
 		// whose call waits for it through the database.
-		RelayAnswers: db, SessionEnds: db, ReplicaID: members.ID(),
+		RelayAnswers: db, SessionEnds: db, StreamOps: db, ReplicaID: members.ID(),
 	})
 	gw.API = api.New(api.Options{
 		Services:       apiServices(set, gw.Tokens),
@@ -300,6 +300,12 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			case store.InvalidateSessionEnd: // a client ended its session on another replica
 				gw.MCP.ClientSessionEnded(inv.WorkspaceID, inv.ID)
 				return
+			case store.InvalidateStreamOp: // a subscription waits for a stream, maybe one held here
+				gw.MCP.StreamOpStored(inv.WorkspaceID, inv.ID)
+				return
+			case store.InvalidateStreamOpAnswered: // the replica holding the stream answered a subscription
+				gw.MCP.StreamOpAnswered(inv.WorkspaceID, inv.ID)
+				return
 			case store.InvalidateSessionEndAck: // a replica heard of a session's end
 				id, replica, _ := strings.Cut(inv.ID, "/")
 				gw.MCP.SessionEndAcked(inv.WorkspaceID, id, replica)
@@ -308,6 +314,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 				members.Refresh()
 				gw.Service.WakeApprovalWaits("", "")
 				gw.MCP.RelayAnswerStored("", "")
+				gw.MCP.StreamOpStored("", "")
+				gw.MCP.StreamOpAnswered("", "")
 			}
 			gw.Keys.Invalidate(inv.Kind, inv.WorkspaceID)
 			gw.Tokens.Invalidate(inv.Kind, inv.WorkspaceID)

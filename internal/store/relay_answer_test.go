@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -19,14 +18,7 @@ func TestRelayAnswer_PutTake(t *testing.T) {
 	db := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := make(chan store.Invalidation, 16)
-	ready := make(chan struct{})
-	go db.Listen(ctx, slog.New(slog.DiscardHandler), ready, func(inv store.Invalidation) {
-		if inv.Kind == store.InvalidateRelayAnswer {
-			got <- inv
-		}
-	}, nil)
-	<-ready
+	got := listenFor(ctx, db, store.InvalidateRelayAnswer)
 	if err := db.PutRelayAnswer(ctx, "ws1", "id1", "foreign", []byte("forged")); err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +67,7 @@ func TestNotifySessionEnded(t *testing.T) {
 	db := storetest.Open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got := make(chan store.Invalidation, 4)
-	ready := make(chan struct{})
-	go db.Listen(ctx, slog.New(slog.DiscardHandler), ready, func(inv store.Invalidation) {
-		if inv.Kind == store.InvalidateSessionEnd || inv.Kind == store.InvalidateSessionEndAck {
-			got <- inv
-		}
-	}, nil)
-	<-ready
+	got := listenFor(ctx, db, store.InvalidateSessionEnd, store.InvalidateSessionEndAck)
 	if err := db.NotifySessionEnded(ctx, "ws1", "abc_-1"); err != nil {
 		t.Fatal(err)
 	}
