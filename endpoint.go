@@ -70,10 +70,13 @@ type ResourceSubscriptions interface {
 }
 
 // ResourceSubscriber is one such session; Close ends its subscriptions.
+// Done is closed when the session ends, by Close or by the server (a
+// restart, the session expired there), whose subscriptions then are gone.
 type ResourceSubscriber interface {
 	Subscribe(ctx context.Context, uri string) error
 	Unsubscribe(ctx context.Context, uri string) error
 	Close() error
+	Done() <-chan struct{}
 }
 
 // UpstreamRPCError is a JSON-RPC error an upstream server answered a

@@ -197,6 +197,7 @@ func New(opts Options) *Gateway {
 		authFails:  limiter.New(limiter.Options{Rate: 1, Burst: 20, Replicas: opts.Replicas}),
 		relayLists: limiter.New(limiter.Options{Rate: relayListRate, Burst: relayListBurst, Replicas: opts.Replicas}),
 		stop:       make(chan struct{}), done: make(chan struct{})}
+	g.push.resources.stopping = g.stop
 	g.sdkLog = slog.New(levelHandler{min: slog.LevelWarn, Handler: opts.Logger.Handler()})
 	go g.loop()
 	return g

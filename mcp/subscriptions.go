@@ -78,12 +78,23 @@ type personServer struct{ workspace, user, server string }
 type resourceSubs struct {
 	mu     sync.Mutex
 	people map[personServer]*personSubs
+	// stopping is closed when the gateway stops: no session is opened
+	// again after it.
+	stopping <-chan struct{}
+	// reopenBackoff is the first wait before a session the upstream ended
+	// is opened again (reopenFirst; tests shorten it).
+	reopenBackoff time.Duration
 }
 
 // personSubs are one person's subscriptions on one server.
 type personSubs struct {
 	ops sync.Mutex // held for the upstream's exchanges, one at a time
 	up  mcpgate.ResourceSubscriber
+	// subs, actor and server open the session again should the upstream
+	// end it (watch): those of the subscription that opened it.
+	subs   mcpgate.ResourceSubscriptions
+	actor  *mcpgate.Actor
+	server string
 	// uris are the streams that want each URI, under resourceSubs.mu.
 	uris map[string]map[*pushStream]struct{}
 	busy int // operations under way, under resourceSubs.mu
@@ -125,11 +136,10 @@ func (h *resourceSubs) subscribe(ctx context.Context, subs mcpgate.ResourceSubsc
 	ps.ops.Lock()
 	defer ps.ops.Unlock()
 	if ps.up == nil {
-		up, err := subs.OpenResourceSubscriber(ctx, a, server, func(uri string) { h.updated(k, uri) })
-		if err != nil {
+		ps.subs, ps.actor, ps.server = subs, a, server
+		if err := h.open(ctx, k, ps); err != nil {
 			return err
 		}
-		ps.up = up
 	}
 	h.mu.Lock()
 	first := len(ps.uris[uri]) == 0
@@ -169,6 +179,100 @@ func (h *resourceSubs) subscribe(ctx context.Context, subs mcpgate.ResourceSubsc
 		return errStreamEnded
 	}
 	return nil
+}
+
+const (
+	// reopenFirst and reopenMost bound the waits between the attempts
+	// to open again a session the upstream ended, doubling from the
+	// first.
+	reopenFirst = time.Second
+	reopenMost  = time.Minute
+)
+
+// open opens the person's upstream session and subscribes there every
+// URI the person's streams want (none, the first time; after a session
+// the upstream ended, each stream is told they were updated), and
+// watches it; the caller holds ps.ops.
+func (h *resourceSubs) open(ctx context.Context, k personServer, ps *personSubs) error {
+	up, err := ps.subs.OpenResourceSubscriber(ctx, ps.actor, ps.server, func(uri string) { h.updated(k, uri) })
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	wanted := make([]string, 0, len(ps.uris))
+	for uri := range ps.uris {
+		wanted = append(wanted, uri)
+	}
+	h.mu.Unlock()
+	for _, uri := range wanted {
+		if err := up.Subscribe(ctx, uri); err != nil {
+			_ = up.Close()
+			return err
+		}
+	}
+	ps.up = up
+	go h.watch(k, ps, up)
+	// Updates may have been missed while a session the upstream ended
+	// was away: the streams read the URIs again.
+	for _, uri := range wanted {
+		h.updated(k, uri)
+	}
+	return nil
+}
+
+// watch waits for the upstream session up to end. Ended by the upstream
+// (not by closeIfUnused) while streams still want URIs on it, it is
+// opened again and those URIs subscribed there (open); an attempt that fails is made again after a wait doubling from
+// reopenFirst to reopenMost, until it succeeds, nothing is wanted any
+// more, or the gateway stops.
+func (h *resourceSubs) watch(k personServer, ps *personSubs, up mcpgate.ResourceSubscriber) {
+	select {
+	case <-up.Done():
+	case <-h.stopping:
+		return
+	}
+	wait := orDefault(h.reopenBackoff, reopenFirst)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(wait):
+				wait = min(2*wait, reopenMost)
+			case <-h.stopping:
+				return
+			}
+		}
+		if done := h.reopen(k, ps, up); done {
+			return
+		}
+	}
+}
+
+// reopen is one attempt of watch; done is true when nothing is left to
+// do.
+func (h *resourceSubs) reopen(k personServer, ps *personSubs, ended mcpgate.ResourceSubscriber) (done bool) {
+	if got := h.take(k); got != ps {
+		h.done(k, got)
+		return true // forgotten meanwhile: nothing was wanted any more
+	}
+	defer h.done(k, ps)
+	ps.ops.Lock()
+	defer ps.ops.Unlock()
+	if ps.up == ended {
+		_ = ended.Close()
+		ps.up = nil
+	}
+	h.mu.Lock()
+	wanted := make([]string, 0, len(ps.uris))
+	for uri := range ps.uris {
+		wanted = append(wanted, uri)
+	}
+	h.mu.Unlock()
+	if ps.up != nil || len(wanted) == 0 {
+		return true // a subscription opened it again, or none is left
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), unsubscribeWithin)
+	defer cancel()
+	return h.open(ctx, k, ps) == nil
 }
 
 // errStreamEnded answers a subscription whose streams all ended while it

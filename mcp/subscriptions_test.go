@@ -44,6 +44,8 @@ type subscribingEndpoints struct {
 	// hold, when set, holds each Subscribe until closed, after telling
 	// entered.
 	hold, entered chan struct{}
+	// failOpens is how many of the next sessions fail to open.
+	failOpens int
 }
 
 type fakeSubscriber struct {
@@ -53,12 +55,29 @@ type fakeSubscriber struct {
 	subscribed []string
 	unsubbed   []string
 	closed     bool
+	done       chan struct{}
+}
+
+func (s *fakeSubscriber) Done() <-chan struct{} { return s.done }
+
+// end ends the session as the upstream does (a restart).
+func (s *fakeSubscriber) end() {
+	s.eps.mu.Lock()
+	defer s.eps.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
 }
 
 func (f *subscribingEndpoints) OpenResourceSubscriber(_ context.Context, a *mcpgate.Actor, _ string, updated func(string)) (mcpgate.ResourceSubscriber, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := &fakeSubscriber{eps: f, person: a.WorkspaceID + "/" + a.UserID, updated: updated}
+	if f.failOpens > 0 {
+		f.failOpens--
+		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the upstream server is restarting")
+	}
+	s := &fakeSubscriber{eps: f, person: a.WorkspaceID + "/" + a.UserID, updated: updated, done: make(chan struct{})}
 	f.sessions = append(f.sessions, s)
 	return s, nil
 }
@@ -84,7 +103,10 @@ func (s *fakeSubscriber) Unsubscribe(_ context.Context, uri string) error {
 func (s *fakeSubscriber) Close() error {
 	s.eps.mu.Lock()
 	defer s.eps.mu.Unlock()
-	s.closed = true
+	if !s.closed {
+		s.closed = true
+		close(s.done)
+	}
 	return nil
 }
 
@@ -237,6 +259,89 @@ func TestSubscriptions_PerPerson(t *testing.T) {
 			}
 			_ = bob.Close()
 			waitUntil(t, "bob's subscriptions dropped with his stream", func() bool { return eps.session("w1/bob") == nil })
+		})
+	}
+}
+
+// TestSubscriptions_ReopenedWhenTheUpstreamEndsIt: on both generations, a
+// person's session with the upstream that the upstream ends (a restart)
+// while streams want URIs on it is opened again, after a failed attempt
+// too, with those URIs subscribed; the stream is told they were updated
+// (it may have missed updates meanwhile) and hears the new session's
+// updates. Another person's session is untouched, and a session the
+// gateway closed (nothing wanted any more) is not opened again.
+func TestSubscriptions_ReopenedWhenTheUpstreamEndsIt(t *testing.T) {
+	for _, version := range pushVersions {
+		t.Run(version, func(t *testing.T) {
+			eps, e, url, g := newSubscriptionGateway(t)
+			g.push.resources.reopenBackoff = 10 * time.Millisecond
+			alice, aliceUpdates := updatesClient(t, e, url, "alice-key", version)
+			bob, _ := updatesClient(t, e, url, "bob-key", version)
+			ctx := context.Background()
+			for _, uri := range []string{"file:///a", "file:///b"} {
+				if err := alice.Subscribe(ctx, &sdk.SubscribeParams{URI: uri}); err != nil {
+					t.Fatalf("Subscribe(%s) err = %v", uri, err)
+				}
+			}
+			if err := bob.Subscribe(ctx, &sdk.SubscribeParams{URI: "file:///a"}); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the upstream sessions", func() bool { return eps.session("w1/alice") != nil && eps.session("w1/bob") != nil })
+			first, bobs := eps.session("w1/alice"), eps.session("w1/bob")
+			waitUntil(t, "alice's subscriptions", func() bool {
+				n := 0
+				eps.state(func() { n = len(first.subscribed) })
+				return n == 2
+			})
+			eps.state(func() { eps.failOpens = 1 })
+			first.end()
+			waitUntil(t, "alice's session opened again with her URIs", func() bool {
+				s := eps.session("w1/alice")
+				ok := false
+				eps.state(func() {
+					ok = s != nil && s != first && len(s.subscribed) == 2 && slices.Contains(s.subscribed, "file:///a") &&
+						slices.Contains(s.subscribed, "file:///b")
+				})
+				return ok
+			})
+			told := map[string]bool{}
+			for len(told) < 2 {
+				select {
+				case uri := <-aliceUpdates:
+					told[uri] = true
+				case <-time.After(10 * time.Second):
+					t.Fatalf("alice was told %v after the session came back, want both URIs", told)
+				}
+			}
+			eps.session("w1/alice").updated("file:///b")
+			select {
+			case uri := <-aliceUpdates:
+				if uri != "file:///b" {
+					t.Errorf("alice was told of %s", uri)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the new session's update did not reach alice")
+			}
+			if eps.session("w1/bob") != bobs {
+				t.Error("bob's session changed with alice's")
+			}
+
+			// Closed by the gateway: not opened again.
+			second := eps.session("w1/alice")
+			for _, uri := range []string{"file:///a", "file:///b"} {
+				if err := alice.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: uri}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			waitUntil(t, "alice's session closed", func() bool {
+				closed := false
+				eps.state(func() { closed = second.closed })
+				return closed
+			})
+			time.Sleep(50 * time.Millisecond) // several backoffs
+			if s := eps.session("w1/alice"); s != nil {
+				t.Error("a session the gateway closed was opened again")
+			}
 		})
 	}
 }

@@ -59,6 +59,8 @@ func (s subscriber) Unsubscribe(ctx context.Context, uri string) error {
 
 func (s subscriber) Close() error { return s.s.Close() }
 
+func (s subscriber) Done() <-chan struct{} { return s.s.Done() }
+
 // subscriptionError is the upstream's JSON-RPC error as an
 // *mcpgate.UpstreamRPCError (relayed as it came, as a relay's), anything
 // else as it is (the hop's errors name no credential).

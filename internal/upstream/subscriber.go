@@ -24,6 +24,7 @@ import (
 // client opens it again).
 type Subscriber struct {
 	cs        *mcp.ClientSession
+	done      chan struct{} // closed when the session ends
 	closeIdle func()
 	redact    redactor
 	lim       Limits
@@ -55,8 +56,20 @@ func (p *Pool[K]) OpenSubscriber(ctx context.Context, target Target, updated fun
 		closeIdle()
 		return nil, classify(err, vals.probe, r)
 	}
-	return &Subscriber{cs: cs, closeIdle: closeIdle, redact: r, lim: p.limits}, nil
+	s := &Subscriber{cs: cs, done: make(chan struct{}), closeIdle: closeIdle, redact: r, lim: p.limits}
+	go func() {
+		// go-sdk's client ends the session when the upstream no longer
+		// knows it (its standalone stream answered 404) or the connection
+		// is closed.
+		_ = cs.Wait()
+		close(s.done)
+	}()
+	return s, nil
 }
+
+// Done is closed when the session has ended, closed here or by the
+// upstream.
+func (s *Subscriber) Done() <-chan struct{} { return s.done }
 
 // Subscribes reports whether the upstream declares resources.subscribe.
 func (s *Subscriber) Subscribes() bool {

@@ -21,6 +21,18 @@ type subscribingUpstream struct {
 	url  string
 	mu   sync.Mutex
 	subs map[string]int // subscribe minus unsubscribe, per URI
+	h    http.Handler   // under mu: restart replaces it
+}
+
+// restart stands for the server restarting: its sessions end, and a new
+// handler knows none of them.
+func (u *subscribingUpstream) restart() {
+	u.mu.Lock()
+	u.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
+	u.mu.Unlock()
+	for ss := range u.srv.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 func startSubscribingUpstream(t *testing.T) *subscribingUpstream {
@@ -43,12 +55,15 @@ func startSubscribingUpstream(t *testing.T) *subscribingUpstream {
 	u.srv.AddResource(&mcp.Resource{URI: "file:///a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///a", Text: "a"}}}, nil
 	})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
+	u.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer sub-secret-credential" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		u.mu.Lock()
+		h := u.h
+		u.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
@@ -116,6 +131,47 @@ func TestSubscriber_UpdatesAndUnsubscribe(t *testing.T) {
 // TestSubscriber_Refused: a target outside the hop's policy is refused
 // before anything is sent, and a refused credential's error names no
 // credential.
+// TestSubscriber_DoneWhenTheUpstreamEndsIt: a Subscriber's Done is
+// closed when the upstream no longer knows its session (a restart), so
+// that its owner can open another; and when it is closed.
+func TestSubscriber_DoneWhenTheUpstreamEndsIt(t *testing.T) {
+	up := startSubscribingUpstream(t)
+	pool := New[string](Options{Network: loopback, ProtocolVersion: "2025-11-25"})
+	t.Cleanup(func() { _ = pool.Close() })
+	target := Target{URL: up.url, Headers: map[string]mcpgate.Secret{"Authorization": "Bearer sub-secret-credential"}}
+	ctx := context.Background()
+	s, err := pool.OpenSubscriber(ctx, target, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if err := s.Subscribe(ctx, "file:///a"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.Done():
+		t.Fatal("Done before the session ended")
+	default:
+	}
+	up.restart()
+	select {
+	case <-s.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed after the upstream ended the session")
+	}
+
+	other, err := pool.OpenSubscriber(ctx, target, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = other.Close()
+	select {
+	case <-other.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed by Close")
+	}
+}
+
 func TestSubscriber_Refused(t *testing.T) {
 	pool := New[string](Options{})
 	t.Cleanup(func() { _ = pool.Close() })
