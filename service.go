@@ -230,6 +230,13 @@ type ToolCall struct {
 	// ApprovalID names the approval a person gave in the dashboard for
 	// exactly this call; it is used up by the call.
 	ApprovalID string
+	// ContinuesApproval names the approval a call this one continues was
+	// made with: a retry that answers an upstream tool's input requests
+	// (2026-07-28), whose sealed request state, bound to the caller, the
+	// tool and the arguments, carries it (the front door opens it). The
+	// approval was used up by that call and covers its retries while the
+	// state is valid: the person is not asked again for the same call.
+	ContinuesApproval string
 	// RequestState and InputResponses are a retry's answer to an upstream
 	// tool's input_required result (2026-07-28): the upstream's own request
 	// state, unwrapped by the front door from its sealed envelope, and the

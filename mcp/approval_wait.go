@@ -36,9 +36,11 @@ func requestContext(ctx context.Context) context.Context {
 	return rc
 }
 
-// awaitApproval answers a call that needs a person's approval, after waiting
-// for the decision as long as the workspace allows.
-func (g *Gateway) awaitApproval(ctx context.Context, req *sdk.CallToolRequest, a *mcpgate.Actor, call mcpgate.ToolCall,
+// awaitApproval waits for a person's decision on the approval a call
+// needs, as long as the workspace allows: nil when it was decided (the
+// caller makes the call again with the approval's id, which answers a
+// denial too), else the answer with the link.
+func (g *Gateway) awaitApproval(ctx context.Context, req *sdk.CallToolRequest, a *mcpgate.Actor,
 	need *mcpgate.ApprovalRequiredError) *sdk.CallToolResult {
 	if g.opts.Approvals == nil || asksByURL(req) {
 		// A client that gets the page as a URL-mode input request shows it
@@ -64,12 +66,7 @@ func (g *Gateway) awaitApproval(ctx context.Context, req *sdk.CallToolRequest, a
 	if state == mcpgate.ApprovalPending {
 		return g.askApproval(req, a, need, "")
 	}
-	call.ApprovalID = need.Approval.ID
-	out, err := g.opts.Tools.CallTool(ctx, a, call)
-	if err != nil {
-		return toolErrorResult(stoppingError(ctx, err))
-	}
-	return structuredResult(out)
+	return nil
 }
 
 // waitProgress tells a client that sent a progress token that the call is

@@ -72,7 +72,14 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	}
 	out, err := g.opts.Tools.CallTool(ctx, a, call)
 	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
-		return g.awaitApproval(ctx, req, a, call, need), nil
+		if res := g.awaitApproval(ctx, req, a, need); res != nil {
+			return res, nil
+		}
+		// Decided while the call waited: it is made again with the
+		// approval, as a retry with approval_id would be, and its
+		// result is this call's.
+		call.ApprovalID = need.Approval.ID
+		out, err = g.opts.Tools.CallTool(ctx, a, call)
 	}
 	if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 		if res := g.confirm(ctx, req, a, confirm, token); res != nil {
@@ -93,7 +100,7 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 				args, _ = callArgs(raw)
 			}
 			res.Content = nil
-			res.RequestState = g.sealInputState(a, tool, args, call.Confirmed, res.RequestState)
+			res.RequestState = g.sealInputState(a, tool, args, call, res.RequestState)
 		}
 		return res, nil
 	}
@@ -117,6 +124,9 @@ func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool st
 		return nil, err
 	}
 	call.RequestState, call.Confirmed = c.State, call.Confirmed || c.Confirmed
+	if call.ApprovalID == "" {
+		call.ContinuesApproval = c.Approval
+	}
 	if len(req.Params.InputResponses) > 0 {
 		if call.InputResponses, err = json.Marshal(req.Params.InputResponses); err != nil {
 			return nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read")

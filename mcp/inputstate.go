@@ -16,6 +16,7 @@ package mcp
 // told apart by their prefix.
 
 import (
+	"cmp"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -50,6 +51,9 @@ type inputStateClaims struct {
 	// Confirmed: the call the upstream asked input of had been confirmed
 	// (a tool that needs confirmation): its retry needs none again.
 	Confirmed bool `json:"c,omitempty"`
+	// Approval: the approval a person gave for the call (used up by it),
+	// which covers its retries (mcpgate.ToolCall.ContinuesApproval).
+	Approval string `json:"a,omitempty"`
 	// State is the upstream's own requestState ("" when it gave none).
 	State string `json:"s,omitempty"`
 }
@@ -65,10 +69,12 @@ func (g *Gateway) inputStateAEAD() cipher.AEAD {
 }
 
 // sealInputState wraps the upstream's state for a's call of tool with
-// args.
-func (g *Gateway) sealInputState(a *mcpgate.Actor, tool string, args map[string]any, confirmed bool, state string) string {
+// args, and what the call was allowed by: its confirmation, or the
+// approval it was made with (its own, or the one it continues).
+func (g *Gateway) sealInputState(a *mcpgate.Actor, tool string, args map[string]any, call mcpgate.ToolCall, state string) string {
 	payload, _ := json.Marshal(inputStateClaims{Workspace: a.WorkspaceID, Credential: a.CredentialID(), User: a.UserID,
-		Tool: tool, Args: argsHash(args), Expires: g.now().Add(inputStateTTL).Unix(), Confirmed: confirmed, State: state})
+		Tool: tool, Args: argsHash(args), Expires: g.now().Add(inputStateTTL).Unix(), Confirmed: call.Confirmed,
+		Approval: cmp.Or(call.ApprovalID, call.ContinuesApproval), State: state})
 	aead := g.inputStateAEAD()
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)

@@ -17,7 +17,7 @@ import (
 func TestInputState_BoundToTheCall(t *testing.T) {
 	g, id, args := newRedeemGateway(t)
 	const upstreamState = "upstream-secret-state-1234"
-	env := g.sealInputState(id, "files_write", args, true, upstreamState)
+	env := g.sealInputState(id, "files_write", args, mcpgate.ToolCall{Confirmed: true}, upstreamState)
 	if !isInputState(env) || strings.Contains(env, upstreamState) {
 		t.Fatalf("envelope %q: want the prefix %s and the upstream's state not readable", env, inputStatePrefix)
 	}
@@ -64,9 +64,9 @@ func TestInputState_BoundToTheCall(t *testing.T) {
 // this gateway sealed for exactly this call opens, and nothing panics.
 func FuzzOpenInputState(f *testing.F) {
 	g, id, args := newRedeemGateway(f)
-	valid := g.sealInputState(id, "files_write", args, false, "s")
+	valid := g.sealInputState(id, "files_write", args, mcpgate.ToolCall{}, "s")
 	f.Add(valid)
-	f.Add(g.sealInputState(id, "files_other", args, false, "s"))
+	f.Add(g.sealInputState(id, "files_other", args, mcpgate.ToolCall{}, "s"))
 	f.Add(inputStatePrefix)
 	f.Add(valid + "A")
 	f.Fuzz(func(t *testing.T, env string) {

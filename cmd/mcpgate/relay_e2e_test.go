@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -360,5 +361,94 @@ func TestRelay_E2E_MultiRoundTrip(t *testing.T) {
 	legacy := session(key.Key, "2025-11-25", &mcp.ClientOptions{ElicitationHandler: answer})
 	if got := testutil.ToolText(e2eCall(t, legacy, "pick", nil)); got != "state=true match=true" {
 		t.Fatalf("a 2025-11-25 client, asked on its stream = %q", got)
+	}
+}
+
+// TestRelay_E2E_ApprovedInputRetry: an upstream tool under a person's
+// approval, in a workspace where calls wait for the decision, that asks
+// for input once approved. The approved call's answer is the upstream's
+// input_required result as it came (its state sealed), not a gateway
+// wrapping of it; and the retry that answers it runs under the same
+// approval: nobody is asked again.
+func TestRelay_E2E_ApprovedInputRetry(t *testing.T) {
+	upURL := startMRTRUpstream(t) // first: see TestRelay_E2E
+	e := newE2EEnvWith(t, 1, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	admin := e.signup(e.replicas[0].url, "approved-mrtr@example.com", "")
+	ws := admin.personal
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "picker", "url": upURL},
+		http.StatusCreated)
+	turnAllToolsOn(t, admin, ws, "picker")
+	admin.api(http.MethodPut, "/api/v1/workspaces/"+ws+"/servers/picker/tools/pick",
+		map[string]any{"enabled": true, "approval": "human"}, http.StatusOK)
+	admin.api(http.MethodPatch, "/api/v1/workspaces/"+ws, map[string]any{"approval_wait_seconds": 50}, http.StatusOK)
+	key := admin.createKey(ws, "mrtr", "", nil)
+	cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: e.replicas[0].url + "/mcp/picker",
+		HTTPClient: e.httpClient(e2eBearer(key.Key), ""), MaxRetries: -1}, "",
+		&mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}, nil
+			}}, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	approvals := func() []string {
+		var list struct {
+			Approvals []struct {
+				ID    string `json:"id"`
+				State string `json:"state"`
+			} `json:"approvals"`
+		}
+		admin.decode(admin.api(http.MethodGet, "/api/v1/workspaces/"+ws+"/approvals", nil, http.StatusOK), &list)
+		var out []string
+		for _, ap := range list.Approvals {
+			out = append(out, ap.ID+"="+ap.State)
+		}
+		return out
+	}
+
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pick", Arguments: map[string]any{}})
+		if err != nil {
+			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
+		}
+		done <- res
+	}()
+	var pending string
+	deadline := time.Now().Add(20 * time.Second)
+	for pending == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the call asked for no approval")
+		}
+		for _, ap := range approvals() {
+			if id, ok := strings.CutSuffix(ap, "=pending"); ok {
+				pending = id
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/approvals/"+pending+"/approve", nil, http.StatusOK)
+	first := <-done
+	if !first.NeedsInput() || first.InputRequests["colour"] == nil || !strings.HasPrefix(first.RequestState, "mcpgu1_") {
+		b, _ := json.Marshal(first)
+		t.Fatalf("the approved call = %s, want the upstream's input request with the gateway's sealed state", b)
+	}
+	retry := func(cs *mcp.ClientSession) *mcp.CallToolResult {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pick", Arguments: map[string]any{}, RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"colour": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}}})
+		if err != nil {
+			t.Fatalf("retry err = %v", err)
+		}
+		return res
+	}
+	if got := testutil.ToolText(retry(cs)); got != "state=true match=true" {
+		t.Fatalf("the retry = %q, want the upstream's answer, under the same approval", got)
+	}
+	if got := approvals(); len(got) != 1 || got[0] != pending+"=used" {
+		t.Errorf("approvals = %q, want only the first, used", got)
 	}
 }

@@ -181,6 +181,25 @@ func (s *Approvals) useApproval(ctx context.Context, a *mcpgate.Actor, t *connec
 	return err
 }
 
+// continueApproval lets a retry that answers an upstream tool's input
+// requests run under the approval its first call used up (see
+// mcpgate.ToolCall.ContinuesApproval): the approval must be one this
+// caller was given for this tool and these arguments, and used.
+func (s *Approvals) continueApproval(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, args map[string]any, follows, id string) error {
+	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)
+	if err != nil && mcpgate.ErrorCode(err) != mcpgate.ENotFound {
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check approvals right now; try again shortly")
+	}
+	if err != nil || ap.KeyID != a.KeyID || ap.GrantID != a.GrantID || ap.RequestedBy != a.UserID || ap.Tool != t.Name ||
+		!slices.Contains(s.usableHashes(t, args, follows), stored) || ap.EffectiveState(s.now()) != mcpgate.ApprovalUsed {
+		err := mcpgate.Errorf(mcpgate.EForbidden, "Not done: the approval this retry continues does not cover it. "+
+			"Call %s again without requestState to ask for a new approval.", t.Name)
+		s.tools.deny(ctx, a, t, args, err)
+		return err
+	}
+	return nil
+}
+
 func (s *Approvals) approvalRefusal(ctx context.Context, a *mcpgate.Actor, t *connectors.Tool, id string, args map[string]any, follows, reason string) error {
 	again := "Call " + t.Name + " again without approval_id to ask for a new approval."
 	ap, stored, err := s.db.FindApproval(ctx, a.WorkspaceID, id)

@@ -553,3 +553,48 @@ func TestUpdateTool_Approval(t *testing.T) {
 		t.Errorf("unknown approval: err = %v", err)
 	}
 }
+
+// A call that continues an approved call (a retry answering an upstream
+// tool's input requests) runs under the approval its first call used up,
+// and only then: not under one that is still pending or only approved
+// (unused), another key's, or one for other arguments; each refusal runs
+// nothing.
+func TestApproval_ContinuesApproval(t *testing.T) {
+	f, key, ap := newHumanRequest(t, func(f *padFixture) *mcpgate.Actor { return f.member })
+	ctx := context.Background()
+	cont := func(who *mcpgate.Actor, args string) error {
+		_, err := f.svc.Tools.CallTool(ctx, who, mcpgate.ToolCall{Tool: "pads_end", Arguments: []byte(args), ContinuesApproval: ap.ID})
+		return err
+	}
+	const p1 = `{"pad":"p1"}`
+	if err := cont(key, p1); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Fatalf("continuing a pending approval: err = %v, want forbidden", err)
+	}
+	if _, err := f.svc.Approvals.Approve(ctx, f.owner, ap.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := cont(key, p1); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Fatalf("continuing an approval not used yet: err = %v, want forbidden", err)
+	}
+	if f.endedCount() != 0 {
+		t.Fatal("a refused continuation ran the tool")
+	}
+	if err := f.use(key, ap.ID, p1); err != nil {
+		t.Fatalf("the approved call: %v", err)
+	}
+	if err := cont(key, p1); err != nil {
+		t.Fatalf("continuing the used approval: %v", err)
+	}
+	if n := f.endedCount(); n != 2 {
+		t.Errorf("the tool ran %d times, want 2 (the call and its continuation)", n)
+	}
+	if err := cont(f.keyActor(t, f.member), p1); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Errorf("another key continuing it: err = %v, want forbidden", err)
+	}
+	if err := cont(key, `{"pad":"p2"}`); mcpgate.ErrorCode(err) != mcpgate.EForbidden {
+		t.Errorf("continuing it with other arguments: err = %v, want forbidden", err)
+	}
+	if n := f.endedCount(); n != 2 {
+		t.Errorf("the tool ran %d times after the refusals, want 2", n)
+	}
+}

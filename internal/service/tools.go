@@ -289,6 +289,8 @@ func (s *Tools) weigh(ctx context.Context, h *store.Held, a *mcpgate.Actor, t *c
 		}
 	case mcpgate.ApprovalHuman:
 		switch {
+		case call.ContinuesApproval != "":
+			return nil, s.approvals.continueApproval(ctx, a, t, args, as.Follows, call.ContinuesApproval)
 		case call.ApprovalID != "":
 			return nil, s.approvals.useApproval(ctx, a, t, args, as.Follows, as.Reason, call.ApprovalID)
 		case a.IsPerson() && call.Confirmed:
