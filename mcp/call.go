@@ -65,12 +65,35 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	}
 	call := mcpgate.ToolCall{Tool: tool, Arguments: raw, ApprovalID: approvalID}
 	var args map[string]any
+	var resumed *inputStateClaims
 	if relay {
-		if args, err = g.inputRetry(req, a, tool, raw, &call); err != nil {
+		if args, resumed, err = g.inputRetry(req, a, tool, raw, &call); err != nil {
 			return toolErrorResult(err), nil
 		}
 	}
-	out, err := g.opts.Tools.CallTool(ctx, a, call)
+	// run makes the call; one whose upstream asks its 2026-07-28 caller
+	// mid-call is held (heldcall.go), and asked is then the answer.
+	run := func(call mcpgate.ToolCall) (out json.RawMessage, err error, asked *sdk.CallToolResult) {
+		if !relay || !holds(mcpgate.RelayFromContext(ctx)) {
+			out, err = g.opts.Tools.CallTool(ctx, a, call)
+			return out, err, nil
+		}
+		if args == nil {
+			if args, err = callArgs(raw); err != nil {
+				return nil, err, nil
+			}
+		}
+		return g.callHeld(ctx, a, call, g.inputClaims(a, tool, args, call, ""))
+	}
+	var out json.RawMessage
+	var asked *sdk.CallToolResult
+	if resumed != nil && resumed.Held != "" {
+		// A retry that answers a held call's request: the call was
+		// weighed when it was made, and goes on.
+		out, err, asked = g.resumeHeld(ctx, a, resumed, req.Params.InputResponses)
+	} else {
+		out, err, asked = run(call)
+	}
 	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
 		if res := g.awaitApproval(ctx, req, a, need); res != nil {
 			return res, nil
@@ -79,14 +102,17 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		// approval, as a retry with approval_id would be, and its
 		// result is this call's.
 		call.ApprovalID = need.Approval.ID
-		out, err = g.opts.Tools.CallTool(ctx, a, call)
+		out, err, asked = run(call)
 	}
 	if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 		if res := g.confirm(ctx, req, a, confirm, token); res != nil {
 			return res, nil
 		}
 		call.Confirmed = true
-		out, err = g.opts.Tools.CallTool(ctx, a, call)
+		out, err, asked = run(call)
+	}
+	if asked != nil {
+		return asked, nil
 	}
 	if err != nil {
 		return toolErrorResult(stoppingError(ctx, err)), nil
@@ -110,18 +136,23 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 // inputRetry opens the sealed request state of a retry that answers an
 // upstream's input requests, if this is one, into call: the upstream's
 // own state, the caller's answers, and whether the first call had been
-// confirmed. It returns the call's arguments as decoded for the binding.
-func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool string, raw json.RawMessage, call *mcpgate.ToolCall) (map[string]any, error) {
+// confirmed. It returns the call's arguments as decoded for the binding,
+// and the envelope's claims (a held call's, which call is not given, or
+// nil for a first call).
+func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool string, raw json.RawMessage, call *mcpgate.ToolCall) (map[string]any, *inputStateClaims, error) {
 	if !isInputState(req.Params.RequestState) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	args, err := callArgs(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	c, err := g.openInputState(req.Params.RequestState, a, tool, args)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if c.Held != "" {
+		return args, c, nil
 	}
 	call.RequestState, call.Confirmed = c.State, call.Confirmed || c.Confirmed
 	if call.ApprovalID == "" {
@@ -129,10 +160,10 @@ func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool st
 	}
 	if len(req.Params.InputResponses) > 0 {
 		if call.InputResponses, err = json.Marshal(req.Params.InputResponses); err != nil {
-			return nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read")
+			return nil, nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read")
 		}
 	}
-	return args, nil
+	return args, c, nil
 }
 
 // callArgs decodes a call's arguments for a binding (argsHash), numbers as

@@ -56,6 +56,11 @@ type inputStateClaims struct {
 	Approval string `json:"a,omitempty"`
 	// State is the upstream's own requestState ("" when it gave none).
 	State string `json:"s,omitempty"`
+	// Held names the call held on a replica for the upstream's request it
+	// asks the caller about, and Round which of its requests that is
+	// (heldcall.go); "" for an upstream's own input_required result.
+	Held  string `json:"hc,omitempty"`
+	Round int    `json:"hr,omitempty"`
 }
 
 // inputStateAEAD is the cipher of the envelopes: its key is derived from
@@ -72,9 +77,20 @@ func (g *Gateway) inputStateAEAD() cipher.AEAD {
 // args, and what the call was allowed by: its confirmation, or the
 // approval it was made with (its own, or the one it continues).
 func (g *Gateway) sealInputState(a *mcpgate.Actor, tool string, args map[string]any, call mcpgate.ToolCall, state string) string {
-	payload, _ := json.Marshal(inputStateClaims{Workspace: a.WorkspaceID, Credential: a.CredentialID(), User: a.UserID,
+	return g.sealClaims(g.inputClaims(a, tool, args, call, state))
+}
+
+// inputClaims are the claims of an envelope for a's call of tool with
+// args, made as call says.
+func (g *Gateway) inputClaims(a *mcpgate.Actor, tool string, args map[string]any, call mcpgate.ToolCall, state string) inputStateClaims {
+	return inputStateClaims{Workspace: a.WorkspaceID, Credential: a.CredentialID(), User: a.UserID,
 		Tool: tool, Args: argsHash(args), Expires: g.now().Add(inputStateTTL).Unix(), Confirmed: call.Confirmed,
-		Approval: cmp.Or(call.ApprovalID, call.ContinuesApproval), State: state})
+		Approval: cmp.Or(call.ApprovalID, call.ContinuesApproval), State: state}
+}
+
+// sealClaims seals an envelope.
+func (g *Gateway) sealClaims(c inputStateClaims) string {
+	payload, _ := json.Marshal(c)
 	aead := g.inputStateAEAD()
 	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)

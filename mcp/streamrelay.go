@@ -286,6 +286,25 @@ func (g *Gateway) relayRequest(ctx context.Context, sw *streamWriter, req mcpgat
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxRelayWait)
 	defer cancel()
+	answer, err := g.awaitRelayed(ctx, sw.a, w, key, sw.bind, sw.gone)
+	switch {
+	case errors.Is(err, errRelayGone):
+		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the client's stream ended before it answered the request")
+	case err != nil:
+		_ = sw.event(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+			"params": map[string]any{"requestId": id, "reason": "the tool call no longer waits for the answer"}})
+		return nil, err
+	}
+	return readRelayAnswer(answer)
+}
+
+// errRelayGone is awaitRelayed's answer when gone ended first.
+var errRelayGone = errors.New("the waiter's client went away")
+
+// awaitRelayed waits for what w (registered under key and bind) is
+// delivered: here, or stored by another replica (taken when told, or at
+// the poll); until ctx ends (its error) or gone does (errRelayGone).
+func (g *Gateway) awaitRelayed(ctx context.Context, a *mcpgate.Actor, w *relayWaiter, key, bind string, gone <-chan struct{}) (json.RawMessage, error) {
 	var poll <-chan time.Time
 	if g.opts.RelayAnswers != nil {
 		t := time.NewTicker(relayPoll)
@@ -293,24 +312,42 @@ func (g *Gateway) relayRequest(ctx context.Context, sw *streamWriter, req mcpgat
 		poll = t.C
 	}
 	for {
-		var answer json.RawMessage
+		var got json.RawMessage
 		select {
-		case answer = <-w.answer:
+		case got = <-w.answer:
 		case <-w.poke:
-			answer = g.takeStored(ctx, sw.a, key, sw.bind)
+			got = g.takeStored(ctx, a, key, bind)
 		case <-poll:
-			answer = g.takeStored(ctx, sw.a, key, sw.bind)
-		case <-sw.gone:
-			return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the client's stream ended before it answered the request")
+			got = g.takeStored(ctx, a, key, bind)
+		case <-gone:
+			return nil, errRelayGone
 		case <-ctx.Done():
-			_ = sw.event(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
-				"params": map[string]any{"requestId": id, "reason": "the tool call no longer waits for the answer"}})
 			return nil, ctx.Err()
 		}
-		if answer != nil {
-			return readRelayAnswer(answer)
+		if got != nil {
+			return got, nil
 		}
 	}
+}
+
+// deliverRelayed hands msg to the waiter of key and bind: here if it
+// waits here, else sealed through the store to whichever replica it waits
+// on. It reports false when it could not be handed on.
+func (g *Gateway) deliverRelayed(ctx context.Context, a *mcpgate.Actor, key, bind string, msg json.RawMessage) bool {
+	if local, delivered := g.relays.deliver(key, bind, msg); local || g.opts.RelayAnswers == nil {
+		return delivered
+	}
+	sealed, err := g.relayAEAD(key, bind, msg, true)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = g.opts.RelayAnswers.PutRelayAnswer(ctx, a.WorkspaceID, key, bind, sealed)
+		cancel()
+	}
+	if err != nil {
+		g.log.WarnContext(ctx, "store relay answer", "workspace_id", a.WorkspaceID, "err", err)
+		return false
+	}
+	return true
 }
 
 // takeStored takes the call's answer from the store, nil when there is
@@ -441,8 +478,7 @@ func (g *Gateway) takeRelayAnswers(w http.ResponseWriter, r *http.Request, a *mc
 	bind := g.relayBinding(a, server, session)
 	for i, raw := range raws {
 		key := relayKeyOf(ids[i])
-		local, _ := g.relays.deliver(key, bind, raw)
-		if local || g.opts.RelayAnswers == nil {
+		if local, _ := g.relays.deliver(key, bind, raw); local || g.opts.RelayAnswers == nil {
 			continue
 		}
 		// Each stored answer is a database write, for ids this replica
@@ -451,15 +487,7 @@ func (g *Gateway) takeRelayAnswers(w http.ResponseWriter, r *http.Request, a *mc
 		if g.limitRelayList(a, server) != nil {
 			continue
 		}
-		sealed, err := g.relayAEAD(key, bind, raw, true)
-		if err == nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-			err = g.opts.RelayAnswers.PutRelayAnswer(ctx, a.WorkspaceID, key, bind, sealed)
-			cancel()
-		}
-		if err != nil {
-			g.log.WarnContext(r.Context(), "store relay answer", "workspace_id", a.WorkspaceID, "err", err)
-		}
+		g.deliverRelayed(r.Context(), a, key, bind, raw)
 	}
 	w.WriteHeader(http.StatusAccepted)
 	return true

@@ -443,10 +443,12 @@ func TestStreamRelay_AnswerOnAnotherReplica(t *testing.T) {
 }
 
 // At 2026-07-28 there are no sessions and no requests on the stream: the
-// relay has no Request, retries its input, and has the capabilities of
-// the call's _meta.
+// relay retries its input, has the capabilities of the call's _meta, and
+// a Request that holds the call (heldcall.go) for a caller that declared
+// any.
 func TestStreamRelay_NewProtocol(t *testing.T) {
 	tools := newRelayTools()
+	tools.capsOnly = true
 	url, _ := relayReplica(t, tools, nil)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup","arguments":{},"_meta":{"` +
 		sdk.MetaKeyProtocolVersion + `":"` + newProtocol + `","` + sdk.MetaKeyClientCapabilities + `":{"elicitation":{"url":{}},"sampling":{}},"` +
@@ -464,8 +466,8 @@ func TestStreamRelay_NewProtocol(t *testing.T) {
 	}
 	resp.Body.Close()
 	o := tools.outcome(t)
-	if o.relay.Request != nil || !o.relay.InputRetry {
-		t.Errorf("Relay = Request %v, InputRetry %v; want none, true", o.relay.Request != nil, o.relay.InputRetry)
+	if o.relay.Request == nil || !o.relay.InputRetry {
+		t.Errorf("Relay = Request %v, InputRetry %v; want the held call's, true", o.relay.Request != nil, o.relay.InputRetry)
 	}
 	if want := (mcpgate.ClientCapabilities{ElicitationURL: true, Sampling: true}); o.relay.Capabilities != want {
 		t.Errorf("Capabilities = %+v, want %+v", o.relay.Capabilities, want)

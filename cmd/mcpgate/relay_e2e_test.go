@@ -308,23 +308,11 @@ func TestRelay_E2E_MultiRoundTrip(t *testing.T) {
 		http.StatusCreated)
 	turnAllToolsOn(t, admin, ws, "picker")
 	key, other := admin.createKey(ws, "mrtr", "", nil), admin.createKey(ws, "other", "", nil)
-	var hosts []string
-	for _, r := range e.replicas {
-		ru, _ := url.Parse(r.url)
-		hosts = append(hosts, ru.Host)
-	}
 	answer := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}, nil
 	}
 	session := func(k, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
-		client := e.httpClient(e2eBearer(k), "")
-		client.Transport = &roundRobin{base: client.Transport, hosts: hosts}
-		cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: e.replicas[0].url + "/mcp/picker", HTTPClient: client,
-			MaxRetries: -1}, version, opts, 20*time.Second)
-		if err != nil {
-			t.Fatalf("Connect(%q) err = %v", version, err)
-		}
-		return cs
+		return roundRobinSession(t, e, "/mcp/picker", k, version, opts)
 	}
 
 	manual := session(key.Key, "", &mcp.ClientOptions{ElicitationHandler: answer,
@@ -337,14 +325,7 @@ func TestRelay_E2E_MultiRoundTrip(t *testing.T) {
 		t.Fatalf("requestState %q: want the gateway's sealed envelope, not the upstream's state", first.RequestState)
 	}
 	retry := func(cs *mcp.ClientSession) string {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pick", Arguments: map[string]any{}, RequestState: first.RequestState,
-			InputResponses: mcp.InputResponseMap{"colour": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}}})
-		if err != nil {
-			t.Fatalf("retry err = %v", err)
-		}
-		return testutil.ToolText(res)
+		return retryWithAnswer(t, cs, "pick", first.RequestState, "colour")
 	}
 	if got := retry(manual); got != "state=true match=true" {
 		t.Fatalf("retry = %q, want the upstream's own state and the answer", got)
@@ -435,20 +416,97 @@ func TestRelay_E2E_ApprovedInputRetry(t *testing.T) {
 		b, _ := json.Marshal(first)
 		t.Fatalf("the approved call = %s, want the upstream's input request with the gateway's sealed state", b)
 	}
-	retry := func(cs *mcp.ClientSession) *mcp.CallToolResult {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pick", Arguments: map[string]any{}, RequestState: first.RequestState,
-			InputResponses: mcp.InputResponseMap{"colour": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}}})
-		if err != nil {
-			t.Fatalf("retry err = %v", err)
-		}
-		return res
-	}
-	if got := testutil.ToolText(retry(cs)); got != "state=true match=true" {
+	if got := retryWithAnswer(t, cs, "pick", first.RequestState, "colour"); got != "state=true match=true" {
 		t.Fatalf("the retry = %q, want the upstream's answer, under the same approval", got)
 	}
 	if got := approvals(); len(got) != 1 || got[0] != pending+"=used" {
 		t.Errorf("approvals = %q, want only the first, used", got)
 	}
+}
+
+// TestRelay_E2E_HeldFor2026Client: a 2026-07-28 client (no sessions; it
+// answers only by retrying) of an upstream on the 2025 protocols that asks
+// its client mid-call. The gateway holds the call and asks the client by
+// an input_required result; the retry, sent to the other replica, carries
+// the answer to the held call and gets its result. go-sdk's client retries
+// by itself; one that does not gets the request under the gateway's input
+// id with a sealed state that does not open for another key.
+func TestRelay_E2E_HeldFor2026Client(t *testing.T) {
+	up := startRelayUpstream(t) // first: see TestRelay_E2E
+	e := newE2EEnvWith(t, 2, map[string]string{"UPSTREAM_PRIVATE_NETWORKS": "127.0.0.0/8"})
+	admin := e.signup(e.replicas[0].url, "held-admin@example.com", "")
+	ws := admin.personal
+	e.rec.secret(strings.TrimPrefix(relayUpstreamToken, "Bearer "), "the upstream's credential")
+	admin.api(http.MethodPost, "/api/v1/workspaces/"+ws+"/servers", map[string]any{"name": "asker", "url": up.url,
+		"headers": map[string]string{"Authorization": relayUpstreamToken}}, http.StatusCreated)
+	turnAllToolsOn(t, admin, ws, "asker")
+	key, other := admin.createKey(ws, "held", "", nil), admin.createKey(ws, "other", "", nil)
+	elicit := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		if strings.Contains(req.Params.Message, relayUpstreamToken) {
+			return nil, errors.New("the server's credential reached the client")
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}, nil
+	}
+	session := func(k string, opts *mcp.ClientOptions) *mcp.ClientSession {
+		return roundRobinSession(t, e, "/mcp/asker", k, "", opts)
+	}
+
+	auto := session(key.Key, &mcp.ClientOptions{ElicitationHandler: elicit})
+	if got := testutil.ToolText(e2eCall(t, auto, "ask", nil)); got != "action=accept match=true" {
+		t.Fatalf("ask from a 2026-07-28 client = %q, want the person's answer to reach the server", got)
+	}
+
+	manual := session(key.Key, &mcp.ClientOptions{ElicitationHandler: elicit, MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	first := e2eCall(t, manual, "ask", nil)
+	ask, _ := first.InputRequests["mcpgate"].(*mcp.ElicitParams)
+	if !first.NeedsInput() || ask == nil || !strings.HasPrefix(first.RequestState, "mcpgu1_") {
+		b, _ := json.Marshal(first)
+		t.Fatalf("first call = %s, want the upstream's elicitation as an input request with a sealed state", b)
+	}
+	if strings.Contains(ask.Message, relayUpstreamToken) || !strings.Contains(ask.Message, "Pick a colour") {
+		t.Errorf("the elicitation's message = %q, want it with the server's credential replaced", ask.Message)
+	}
+	retry := func(cs *mcp.ClientSession) string {
+		return retryWithAnswer(t, cs, "ask", first.RequestState, "mcpgate")
+	}
+	if got := retry(session(other.Key, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})); !strings.Contains(got, "not valid") {
+		t.Fatalf("the held call's state under another key = %q, want refused", got)
+	}
+	if got := retry(manual); got != "action=accept match=true" {
+		t.Fatalf("the retry = %q, want the held call's result", got)
+	}
+}
+
+// roundRobinSession connects a go-sdk client with key to the endpoint path
+// of e, each request sent to the other replica than the last, at version
+// ("" the newest).
+func roundRobinSession(t *testing.T, e *e2eEnv, path, key, version string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	var hosts []string
+	for _, r := range e.replicas {
+		ru, _ := url.Parse(r.url)
+		hosts = append(hosts, ru.Host)
+	}
+	client := e.httpClient(e2eBearer(key), "")
+	client.Transport = &roundRobin{base: client.Transport, hosts: hosts}
+	cs, err := e2eConnect(t, &mcp.StreamableClientTransport{Endpoint: e.replicas[0].url + path, HTTPClient: client,
+		MaxRetries: -1}, version, opts, 20*time.Second)
+	if err != nil {
+		t.Fatalf("Connect(%q) err = %v", version, err)
+	}
+	return cs
+}
+
+// retryWithAnswer retries a call of tool with its request state, answering
+// the input request inputID with the person's colour, and returns its text.
+func retryWithAnswer(t *testing.T, cs *mcp.ClientSession, tool, state, inputID string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: state,
+		InputResponses: mcp.InputResponseMap{inputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": relayAnswer}}}})
+	if err != nil {
+		t.Fatalf("retry err = %v", err)
+	}
+	return testutil.ToolText(res)
 }
