@@ -73,14 +73,14 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	}
 	// run makes the call; one whose upstream asks its 2026-07-28 caller
 	// mid-call is held (heldcall.go), and asked is then the answer.
-	run := func(call mcpgate.ToolCall) (out json.RawMessage, err error, asked *sdk.CallToolResult) {
+	run := func(call mcpgate.ToolCall) (out json.RawMessage, asked *sdk.CallToolResult, err error) {
 		if !relay || !holds(mcpgate.RelayFromContext(ctx)) {
 			out, err = g.opts.Tools.CallTool(ctx, a, call)
-			return out, err, nil
+			return out, nil, err
 		}
 		if args == nil {
 			if args, err = callArgs(raw); err != nil {
-				return nil, err, nil
+				return nil, nil, err
 			}
 		}
 		return g.callHeld(ctx, a, call, g.inputClaims(a, tool, args, call, ""))
@@ -90,9 +90,9 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	if resumed != nil && resumed.Held != "" {
 		// A retry that answers a held call's request: the call was
 		// weighed when it was made, and goes on.
-		out, err, asked = g.resumeHeld(ctx, a, resumed, req.Params.InputResponses)
+		out, asked, err = g.resumeHeld(ctx, a, resumed, req.Params.InputResponses)
 	} else {
-		out, err, asked = run(call)
+		out, asked, err = run(call)
 	}
 	if need := (*mcpgate.ApprovalRequiredError)(nil); errors.As(err, &need) {
 		if res := g.awaitApproval(ctx, req, a, need); res != nil {
@@ -102,14 +102,14 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		// approval, as a retry with approval_id would be, and its
 		// result is this call's.
 		call.ApprovalID = need.Approval.ID
-		out, err, asked = run(call)
+		out, asked, err = run(call)
 	}
 	if confirm := (*mcpgate.ConfirmationRequiredError)(nil); errors.As(err, &confirm) {
 		if res := g.confirm(ctx, req, a, confirm, token); res != nil {
 			return res, nil
 		}
 		call.Confirmed = true
-		out, err, asked = run(call)
+		out, asked, err = run(call)
 	}
 	if asked != nil {
 		return asked, nil

@@ -86,7 +86,7 @@ type heldCall struct {
 // that an approval or a confirmation it needs is asked as for any call),
 // or the input_required result that asks the caller the upstream's first
 // request (claims are the envelope's, for the retry).
-func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall, claims inputStateClaims) (json.RawMessage, error, *sdk.CallToolResult) {
+func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall, claims inputStateClaims) (json.RawMessage, *sdk.CallToolResult, error) {
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
 	h := &heldCall{g: g, a: a, id: base64.RawURLEncoding.EncodeToString(raw), bind: g.heldBinding(a, claims.Tool)}
@@ -122,12 +122,12 @@ func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 	}()
 	select {
 	case o := <-done:
-		return o.out, o.err, nil
+		return o.out, nil, o.err
 	case raw := <-first.answer:
 		return g.heldAnswer(raw, claims, h.id, 0)
 	case <-ctx.Done():
 		cancel() // the caller went away before anything was asked of it
-		return nil, stoppingError(ctx, ctx.Err()), nil
+		return nil, nil, stoppingError(ctx, ctx.Err())
 	}
 }
 
@@ -161,14 +161,14 @@ func (h *heldCall) send(key string, step heldStep) bool {
 
 // resumeHeld answers round c.Round of the held call c names with the
 // retry's input responses, and returns what comes next, as callHeld.
-func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStateClaims, responses sdk.InputResponseMap) (json.RawMessage, error, *sdk.CallToolResult) {
+func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStateClaims, responses sdk.InputResponseMap) (json.RawMessage, *sdk.CallToolResult, error) {
 	resp, ok := responses[heldInputID]
 	if !ok {
-		return nil, mcpgate.Errorf(mcpgate.EInvalid, "This retry carries no answer to the input request %q: retry with it in inputResponses.", heldInputID), nil
+		return nil, nil, mcpgate.Errorf(mcpgate.EInvalid, "This retry carries no answer to the input request %q: retry with it in inputResponses.", heldInputID)
 	}
 	result, err := json.Marshal(resp)
 	if err != nil {
-		return nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read"), nil
+		return nil, nil, mcpgate.Errorf(mcpgate.EInvalid, "the inputResponses could not be read")
 	}
 	bind := g.heldBinding(a, c.Tool)
 	next := heldStepKey(c.Held, c.Round+1)
@@ -176,7 +176,7 @@ func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStat
 	defer g.relays.remove(next)
 	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": heldInputID, "result": json.RawMessage(result)})
 	if !g.deliverRelayed(ctx, a, heldAnswerKey(c.Held, c.Round), bind, answer) {
-		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "The call this retry answers is no longer held: call the tool again."), nil
+		return nil, nil, mcpgate.Errorf(mcpgate.EUnavailable, "The call this retry answers is no longer held: call the tool again.")
 	}
 	return g.nextHeldStep(ctx, a, w, next, bind, *c, c.Held, c.Round+1)
 }
@@ -184,30 +184,30 @@ func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStat
 // nextHeldStep waits for the held call's step after round n and answers
 // with it.
 func (g *Gateway) nextHeldStep(ctx context.Context, a *mcpgate.Actor, w *relayWaiter, key, bind string, claims inputStateClaims,
-	id string, n int) (json.RawMessage, error, *sdk.CallToolResult) {
+	id string, n int) (json.RawMessage, *sdk.CallToolResult, error) {
 	wait, cancel := context.WithTimeout(ctx, maxRelayWait)
 	defer cancel()
 	raw, err := g.awaitRelayed(wait, a, w, key, bind, nil)
 	if err != nil {
-		return nil, stoppingError(ctx, mcpgate.Errorf(mcpgate.EUnavailable, "the held call did not go on in time; call the tool again")), nil
+		return nil, nil, stoppingError(ctx, mcpgate.Errorf(mcpgate.EUnavailable, "the held call did not go on in time; call the tool again"))
 	}
 	return g.heldAnswer(raw, claims, id, n)
 }
 
 // heldAnswer answers with the held call's step after round n: the
 // upstream's request as an input_required result, or the outcome.
-func (g *Gateway) heldAnswer(raw json.RawMessage, claims inputStateClaims, id string, n int) (json.RawMessage, error, *sdk.CallToolResult) {
+func (g *Gateway) heldAnswer(raw json.RawMessage, claims inputStateClaims, id string, n int) (json.RawMessage, *sdk.CallToolResult, error) {
 	var step heldStep
 	if json.Unmarshal(raw, &step) != nil {
-		return nil, mcpgate.Errorf(mcpgate.EInternal, "the held call's step could not be read"), nil
+		return nil, nil, mcpgate.Errorf(mcpgate.EInternal, "the held call's step could not be read")
 	}
 	switch {
 	case step.Request != nil:
 		claims.Held, claims.Round = id, n
 		claims.Expires = g.now().Add(inputStateTTL).Unix()
-		return nil, nil, heldInputRequired(*step.Request, g.sealClaims(claims))
+		return nil, heldInputRequired(*step.Request, g.sealClaims(claims)), nil
 	case step.Err != "":
-		return nil, mcpgate.Errorf(step.Code, "%s", step.Err), nil
+		return nil, nil, mcpgate.Errorf(step.Code, "%s", step.Err)
 	}
 	return step.Result, nil, nil
 }
