@@ -282,6 +282,23 @@ func TestSubscriptions_ForwardedToTheStreamsReplica(t *testing.T) {
 	if msg := subscribe(b.url, none, "resources/unsubscribe", "file:///b"); msg != "" {
 		t.Errorf("unsubscribe with no stream anywhere: %q, want it agreed", msg)
 	}
+	// Another workspace's person, while alice's streams are open on A:
+	// her subscribe finds no stream of hers, and reaches nobody's.
+	carol := initialize(t, b.url, "carol-key", `{}`)
+	msg := rpcErrorOf(t, postRPC(t, ctx, b.url, "carol-key", carol, `{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"file:///c"}}`))
+	if !strings.Contains(msg, "notification stream open") {
+		t.Errorf("another workspace's subscribe: %q, want it refused", msg)
+	}
+	if a.eps.session("w2/carol") != nil || b.eps.session("w2/carol") != nil {
+		t.Error("another workspace's subscribe opened an upstream session")
+	}
+	a.eps.state(func() {
+		for _, f := range a.eps.sessions {
+			if slices.Contains(f.subscribed, "file:///c") {
+				t.Errorf("%s's upstream session was subscribed another workspace's URI", f.person)
+			}
+		}
+	})
 	bus.mu.Lock()
 	left := len(bus.rows)
 	bus.mu.Unlock()
