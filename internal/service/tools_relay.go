@@ -179,14 +179,8 @@ func capMessage(m string) string {
 // so one refused is the call refused.
 func (s *Tools) auditInputRequests(ctx context.Context, a *mcpgate.Actor, u *upstreamTool, srv upstreamServer,
 	caps mcpgate.ClientCapabilities, raw json.RawMessage, redact func(string) string) string {
-	var res struct {
-		ResultType    string `json:"resultType"`
-		InputRequests map[string]struct {
-			Method string          `json:"method"`
-			Params json.RawMessage `json:"params"`
-		} `json:"inputRequests"`
-	}
-	if json.Unmarshal(raw, &res) != nil || res.ResultType != "input_required" {
+	res := upstream.ReadInputRequired(raw)
+	if res == nil {
 		return ""
 	}
 	refused := ""

@@ -161,7 +161,7 @@ func (p *Pool[K]) callOn(ctx context.Context, s *session, req CallRequest) (json
 			_, err := s.cs.CallTool(ctx, params)
 			return err
 		})
-		ir := readInputRequired(raw)
+		ir := ReadInputRequired(raw)
 		if err != nil || ir == nil || !answers {
 			return raw, err
 		}

@@ -163,9 +163,9 @@ func (c *callState) ask(ctx context.Context, method string, params json.RawMessa
 	return a.onRequest(ctx, method, params)
 }
 
-// inputRequired is a 2026-07-28 input_required result's input requests
+// InputRequired is a 2026-07-28 input_required result's input requests
 // and state, raw.
-type inputRequired struct {
+type InputRequired struct {
 	ResultType    string `json:"resultType"`
 	InputRequests map[string]struct {
 		Method string          `json:"method"`
@@ -174,10 +174,10 @@ type inputRequired struct {
 	RequestState string `json:"requestState"`
 }
 
-// readInputRequired returns raw's input requests, or nil for a result
+// ReadInputRequired returns raw's input requests, or nil for a result
 // that asks for none.
-func readInputRequired(raw json.RawMessage) *inputRequired {
-	var r inputRequired
+func ReadInputRequired(raw json.RawMessage) *InputRequired {
+	var r InputRequired
 	if json.Unmarshal(raw, &r) != nil || r.ResultType != "input_required" || len(r.InputRequests) == 0 {
 		return nil
 	}
@@ -187,7 +187,7 @@ func readInputRequired(raw json.RawMessage) *inputRequired {
 // answerInputs answers each input request through the call's caller, one
 // at a time (a person answers one form after the other), and returns the
 // answers as the retry carries them.
-func (c *callState) answerInputs(ctx context.Context, ir *inputRequired) (mcp.InputResponseMap, error) {
+func (c *callState) answerInputs(ctx context.Context, ir *InputRequired) (mcp.InputResponseMap, error) {
 	answers := make(map[string]json.RawMessage, len(ir.InputRequests))
 	for id, r := range ir.InputRequests {
 		if !clientMethods[r.Method] {

@@ -234,7 +234,7 @@ func TestClientRequests_InputRequired2026(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ir := readInputRequired(res.Raw); ir == nil || ir.RequestState != "state-1" || ir.InputRequests["c"].Method != mcpgate.MethodElicit {
+	if ir := ReadInputRequired(res.Raw); ir == nil || ir.RequestState != "state-1" || ir.InputRequests["c"].Method != mcpgate.MethodElicit {
 		t.Fatalf("first call = %s, want the upstream's input_required as it came", res.Raw)
 	}
 	retry := CallRequest{Tool: "pick", RequestState: "state-1", InputResponses: json.RawMessage(`{"c":{"action":"accept","content":{"colour":"blue"}}}`)}
