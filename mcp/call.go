@@ -74,14 +74,12 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	// run makes the call; one whose upstream asks its 2026-07-28 caller
 	// mid-call is held (heldcall.go), and asked is then the answer.
 	run := func(call mcpgate.ToolCall) (out json.RawMessage, asked *sdk.CallToolResult, err error) {
-		if !relay || !holds(mcpgate.RelayFromContext(ctx)) {
+		if relay && args == nil && holds(mcpgate.RelayFromContext(ctx)) {
+			args, _ = callArgs(raw) // arguments it cannot read: the tool service says why
+		}
+		if !relay || args == nil || !holds(mcpgate.RelayFromContext(ctx)) {
 			out, err = g.opts.Tools.CallTool(ctx, a, call)
 			return out, nil, err
-		}
-		if args == nil {
-			if args, err = callArgs(raw); err != nil {
-				return nil, nil, err
-			}
 		}
 		return g.callHeld(ctx, a, call, g.inputClaims(a, tool, args, call, ""))
 	}
