@@ -67,7 +67,7 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	var args map[string]any
 	var resumed *inputStateClaims
 	if relay {
-		if args, resumed, err = g.inputRetry(req, a, tool, raw, &call); err != nil {
+		if args, resumed, err = g.inputRetry(ctx, req, a, tool, raw, &call); err != nil {
 			return toolErrorResult(err), nil
 		}
 	}
@@ -77,7 +77,7 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 		if relay && args == nil && holds(mcpgate.RelayFromContext(ctx)) {
 			args, _ = callArgs(raw) // arguments it cannot read: the tool service says why
 		}
-		if !relay || args == nil || !holds(mcpgate.RelayFromContext(ctx)) {
+		if !relay || args == nil || !holds(mcpgate.RelayFromContext(ctx)) || !g.heldSlots.take(a.CredentialID()) {
 			out, err = g.opts.Tools.CallTool(ctx, a, call)
 			return out, nil, err
 		}
@@ -137,7 +137,8 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 // confirmed. It returns the call's arguments as decoded for the binding,
 // and the envelope's claims (a held call's, which call is not given, or
 // nil for a first call).
-func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool string, raw json.RawMessage, call *mcpgate.ToolCall) (map[string]any, *inputStateClaims, error) {
+func (g *Gateway) inputRetry(ctx context.Context, req *sdk.CallToolRequest, a *mcpgate.Actor, tool string, raw json.RawMessage,
+	call *mcpgate.ToolCall) (map[string]any, *inputStateClaims, error) {
 	if !isInputState(req.Params.RequestState) {
 		return nil, nil, nil
 	}
@@ -147,6 +148,12 @@ func (g *Gateway) inputRetry(req *sdk.CallToolRequest, a *mcpgate.Actor, tool st
 	}
 	c, err := g.openInputState(req.Params.RequestState, a, tool, args)
 	if err != nil {
+		return nil, nil, err
+	}
+	if _, answered := req.Params.InputResponses[heldInputID]; c.Held != "" && !answered {
+		return nil, nil, errNoHeldAnswer // told before the envelope is spent: the client retries with it
+	}
+	if err := g.spendInputState(ctx, c); err != nil {
 		return nil, nil, err
 	}
 	if c.Held != "" {

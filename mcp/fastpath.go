@@ -100,6 +100,8 @@ type request struct {
 	name      []byte // unquoted tools/call name
 	args      []byte // raw arguments, nil if absent
 	meta      []byte // raw _meta object, nil if absent
+	// declaresCaps: the _meta declares requests the client answers.
+	declaresCaps bool
 }
 
 // noInput is what pooled decoders read between uses, so that they keep no
@@ -156,9 +158,11 @@ func (g *Gateway) serveBody(w http.ResponseWriter, r *http.Request, a *mcpgate.A
 	if isNew && r.Header.Get("Mcp-Method") != string(req.method) {
 		return false
 	}
-	if !g.metaOK(req.meta, isNew) {
+	ok, declares := g.metaOK(req.meta, isNew)
+	if !ok {
 		return false
 	}
+	req.declaresCaps = declares
 	switch string(req.method) {
 	case "tools/call":
 		if isNew && r.Header.Get("Mcp-Name") != string(req.name) {
@@ -190,6 +194,9 @@ func (g *Gateway) fastCall(w http.ResponseWriter, r *http.Request, a *mcpgate.Ac
 	}
 	if _, ok := st.fast[string(req.name)]; !ok {
 		return false
+	}
+	if st.relay[string(req.name)] && req.declaresCaps {
+		return false // held should its upstream ask the caller (heldcall.go)
 	}
 	ctx := r.Context()
 	if version != newProtocol {
@@ -356,23 +363,31 @@ func (g *Gateway) sdkList(ctx context.Context, srv *sdk.Server, version string) 
 // protocol version, valid client capabilities and optionally valid client
 // info. Valid _meta values are remembered (clients repeat theirs on every
 // call), a bounded number of them.
-func (g *Gateway) metaOK(meta []byte, isNew bool) bool {
+//
+// declares says whether the _meta declares any request the client answers
+// (sampling, elicitation, roots): a call of an upstream tool from such a
+// caller is the SDK path's, which holds it should the upstream ask
+// (heldcall.go).
+func (g *Gateway) metaOK(meta []byte, isNew bool) (ok, declares bool) {
 	if !isNew {
-		return meta == nil
+		return meta == nil, false
 	}
 	if meta == nil {
-		return false
+		return false, false
 	}
-	if _, ok := g.metas.Load(string(meta)); ok {
-		return true
+	if v, ok := g.metas.Load(string(meta)); ok {
+		return true, v.(bool)
 	}
 	if !validMeta(meta) {
-		return false
+		return false, false
 	}
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(meta, &m)
+	declares = parseClientCapabilities(m[sdk.MetaKeyClientCapabilities]) != (mcpgate.ClientCapabilities{})
 	if g.metaCount.Add(1) <= 1024 {
-		g.metas.Store(string(meta), struct{}{})
+		g.metas.Store(string(meta), declares)
 	}
-	return true
+	return true, declares
 }
 
 // clientCapabilitiesV2 mirrors the SDK's unexported type of the same name

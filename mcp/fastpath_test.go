@@ -455,8 +455,20 @@ func (e *diffEnv) corpus() []diffCase {
 			return f
 		}
 		for _, tc := range tools {
+			fast := want(tc.fast)
+			if upstream := strings.HasPrefix(tc.tool, "up_"); upstream && v == newProtocol {
+				// A caller declaring requests it answers (the corpus's
+				// elicitation) has its upstream calls held, on the SDK
+				// path (heldcall.go); one declaring none is the fast path's.
+				none := strings.Replace(call(`7`, tc.tool, tc.args, v), capsMeta, `"io.modelcontextprotocol/clientCapabilities":{}`, 1)
+				cases = append(cases, diffCase{name: fmt.Sprintf("%s, no client capabilities %q", tc.name, v),
+					headers: headers(tc.key, v, "tools/call", tc.tool), body: none, fast: fast})
+				if fast > 0 {
+					fast = -1
+				}
+			}
 			cases = append(cases, diffCase{name: fmt.Sprintf("%s %q", tc.name, v),
-				headers: headers(tc.key, v, "tools/call", tc.tool), body: call(`7`, tc.tool, tc.args, v), fast: want(tc.fast)})
+				headers: headers(tc.key, v, "tools/call", tc.tool), body: call(`7`, tc.tool, tc.args, v), fast: fast})
 		}
 		list := `{"jsonrpc":"2.0","id":"l1","method":"tools/list","params":{` + strings.TrimPrefix(meta(v), ",") + `}}`
 		cases = append(cases,

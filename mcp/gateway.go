@@ -165,6 +165,8 @@ type Gateway struct {
 	ended endedSessions
 	// endAcks are the DELETEs waiting for the replicas (sessionend.go).
 	endAcks endAcks
+	// heldSlots count the calls held per credential (heldcall.go).
+	heldSlots heldSlots
 	// streamOps are the subscriptions forwarded from here waiting for
 	// their answer (streamops.go).
 	streamOps streamOpWaits

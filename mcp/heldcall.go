@@ -36,11 +36,15 @@ const (
 	// heldInputID is the input id of a held call's request.
 	heldInputID = "mcpgate"
 	// heldAnswerWait bounds how long a held call waits for the retry
-	// that answers one request: a person filling in a form. It is below
-	// the store's bound on a relayed answer (five minutes) twice over, as
-	// the answer may wait there for the held call to take it.
+	// that answers one request: a person filling in a form. An answer
+	// from another replica waits in the store (five minutes at most) only
+	// until the held call is told of it, or its poll.
 	heldAnswerWait = 10 * time.Minute
 )
+
+// errNoHeldAnswer answers a retry of a held call without the answer.
+var errNoHeldAnswer = mcpgate.Errorf(mcpgate.EInvalid,
+	"This retry carries no answer to the input request %q: retry with it in inputResponses.", heldInputID)
 
 // heldStep is what a held call says next: the upstream's request to the
 // caller, or the call's outcome.
@@ -71,17 +75,55 @@ func holds(r mcpgate.Relay) bool {
 	return r.InputRetry && r.Capabilities != (mcpgate.ClientCapabilities{})
 }
 
-// heldCall is a call held on this replica.
-type heldCall struct {
-	g     *Gateway
-	a     *mcpgate.Actor
-	id    string
-	bind  string
-	mu    sync.Mutex // one upstream request at a time
-	round int        // requests asked so far, under mu
+// heldPerCredential bounds the calls one key or grant may have held on a
+// replica: each keeps an upstream session and a goroutine for as long as
+// its caller takes to retry. Past it, a call is made unheld (its
+// upstream's requests are refused, saying why).
+const heldPerCredential = 16
+
+// heldSlots counts the calls held per credential.
+type heldSlots struct {
+	mu sync.Mutex
+	n  map[string]int
 }
 
-// callHeld makes call, holding it should its upstream ask the caller: it
+func (hs *heldSlots) take(cred string) bool {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.n == nil {
+		hs.n = map[string]int{}
+	}
+	if hs.n[cred] >= heldPerCredential {
+		return false
+	}
+	hs.n[cred]++
+	return true
+}
+
+func (hs *heldSlots) release(cred string) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.n[cred]--; hs.n[cred] <= 0 {
+		delete(hs.n, cred)
+	}
+}
+
+// heldCall is a call held on this replica.
+type heldCall struct {
+	g    *Gateway
+	a    *mcpgate.Actor
+	id   string
+	bind string
+	// turn lets one upstream request at a time be asked (a second one
+	// waits its turn, or its context's end).
+	turn  chan struct{}
+	mu    sync.Mutex
+	round int // requests asked so far, under mu
+}
+
+// callHeld makes call, holding it should its upstream ask the caller (the
+// caller has taken one of its credential's heldSlots, which the call gives
+// back as it ends): it
 // returns the call's outcome (its error as the tool service gave it, so
 // that an approval or a confirmation it needs is asked as for any call),
 // or the input_required result that asks the caller the upstream's first
@@ -89,9 +131,10 @@ type heldCall struct {
 func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.ToolCall, claims inputStateClaims) (json.RawMessage, *sdk.CallToolResult, error) {
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
-	h := &heldCall{g: g, a: a, id: base64.RawURLEncoding.EncodeToString(raw), bind: g.heldBinding(a, claims.Tool)}
+	h := &heldCall{g: g, a: a, id: base64.RawURLEncoding.EncodeToString(raw), bind: g.heldBinding(a, claims.Tool),
+		turn: make(chan struct{}, 1)}
 	first := g.relays.add(heldStepKey(h.id, 0), h.bind)
-	defer g.relays.remove(heldStepKey(h.id, 0))
+	defer g.relays.remove(heldStepKey(h.id, 0), first)
 
 	relay := mcpgate.RelayFromContext(ctx)
 	relay.Request = h.request
@@ -105,6 +148,7 @@ func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 	}
 	done := make(chan outcome, 1)
 	go func() {
+		defer g.heldSlots.release(a.CredentialID())
 		defer cancel()
 		out, err := g.opts.Tools.CallTool(bg, a, call)
 		h.mu.Lock()
@@ -135,13 +179,19 @@ func (g *Gateway) callHeld(ctx context.Context, a *mcpgate.Actor, call mcpgate.T
 // for this round's step (the first call or a retry, here or on another
 // replica) of the upstream's request, and waits for the retry's answer.
 func (h *heldCall) request(ctx context.Context, req mcpgate.ClientRequest) (json.RawMessage, error) {
+	select {
+	case h.turn <- struct{}{}:
+		defer func() { <-h.turn }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	n := h.round
 	h.round++
+	h.mu.Unlock()
 	key := heldAnswerKey(h.id, n)
 	w := h.g.relays.add(key, h.bind)
-	defer h.g.relays.remove(key)
+	defer h.g.relays.remove(key, w)
 	if !h.send(heldStepKey(h.id, n), heldStep{Request: &req}) {
 		return nil, mcpgate.Errorf(mcpgate.EUnavailable, "the gateway could not pass the request on to its caller")
 	}
@@ -164,7 +214,7 @@ func (h *heldCall) send(key string, step heldStep) bool {
 func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStateClaims, responses sdk.InputResponseMap) (json.RawMessage, *sdk.CallToolResult, error) {
 	resp, ok := responses[heldInputID]
 	if !ok {
-		return nil, nil, mcpgate.Errorf(mcpgate.EInvalid, "This retry carries no answer to the input request %q: retry with it in inputResponses.", heldInputID)
+		return nil, nil, errNoHeldAnswer
 	}
 	result, err := json.Marshal(resp)
 	if err != nil {
@@ -173,7 +223,7 @@ func (g *Gateway) resumeHeld(ctx context.Context, a *mcpgate.Actor, c *inputStat
 	bind := g.heldBinding(a, c.Tool)
 	next := heldStepKey(c.Held, c.Round+1)
 	w := g.relays.add(next, bind)
-	defer g.relays.remove(next)
+	defer g.relays.remove(next, w)
 	answer, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": heldInputID, "result": json.RawMessage(result)})
 	if !g.deliverRelayed(ctx, a, heldAnswerKey(c.Held, c.Round), bind, answer) {
 		return nil, nil, mcpgate.Errorf(mcpgate.EUnavailable, "The call this retry answers is no longer held: call the tool again.")

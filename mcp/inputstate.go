@@ -17,6 +17,7 @@ package mcp
 
 import (
 	"cmp"
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
@@ -61,6 +62,31 @@ type inputStateClaims struct {
 	// (heldcall.go); "" for an upstream's own input_required result.
 	Held  string `json:"hc,omitempty"`
 	Round int    `json:"hr,omitempty"`
+	// Nonce makes the envelope single-use where a replay would do more
+	// than the upstream's own state allows: one that carries a
+	// confirmation or an approval (each retry would run the call again
+	// under it), or a held call's round (spendInputState).
+	Nonce string `json:"n,omitempty"`
+}
+
+// errSpentInputState answers a retry whose envelope was used already.
+var errSpentInputState = mcpgate.Errorf(mcpgate.EForbidden,
+	"This requestState was used already: a retry that answers input requests runs once. Call the tool again without it.")
+
+// spendInputState spends a retry's envelope if it must be used once
+// (see Nonce): a second retry with it is refused, on any replica.
+func (g *Gateway) spendInputState(ctx context.Context, c *inputStateClaims) error {
+	if c.Nonce == "" || g.opts.Tokens == nil {
+		return nil
+	}
+	fresh, err := g.opts.Tokens.SpendToken(ctx, "input-state:"+c.Nonce, time.Unix(c.Expires, 0))
+	if err != nil {
+		return mcpgate.WrapError(mcpgate.EUnavailable, err, "the gateway cannot check this requestState right now; try again shortly")
+	}
+	if !fresh {
+		return errSpentInputState
+	}
+	return nil
 }
 
 // inputStateAEAD is the cipher of the envelopes: its key is derived from
@@ -88,8 +114,13 @@ func (g *Gateway) inputClaims(a *mcpgate.Actor, tool string, args map[string]any
 		Approval: cmp.Or(call.ApprovalID, call.ContinuesApproval), State: state}
 }
 
-// sealClaims seals an envelope.
+// sealClaims seals an envelope, single-use where it must be (Nonce).
 func (g *Gateway) sealClaims(c inputStateClaims) string {
+	if c.Confirmed || c.Approval != "" || c.Held != "" {
+		nonce := make([]byte, 16)
+		_, _ = rand.Read(nonce)
+		c.Nonce = base64.RawURLEncoding.EncodeToString(nonce)
+	}
 	payload, _ := json.Marshal(c)
 	aead := g.inputStateAEAD()
 	nonce := make([]byte, aead.NonceSize())

@@ -210,10 +210,14 @@ func (rw *relayWaits) add(key, bind string) *relayWaiter {
 	return w
 }
 
-func (rw *relayWaits) remove(key string) {
+// remove forgets w, the waiter of key, unless another took its place (a
+// second request waiting for the same thing): that one stays.
+func (rw *relayWaits) remove(key string, w *relayWaiter) {
 	rw.mu.Lock()
 	defer rw.mu.Unlock()
-	delete(rw.m, key)
+	if rw.m[key] == w {
+		delete(rw.m, key)
+	}
 }
 
 // deliver hands an answer to the local waiter of key: local says whether
@@ -276,7 +280,7 @@ func (g *Gateway) relayRequest(ctx context.Context, sw *streamWriter, req mcpgat
 	id := newRelayID()
 	key := relayKeyOf(id)
 	w := g.relays.add(key, sw.bind)
-	defer g.relays.remove(key)
+	defer g.relays.remove(key, w)
 	msg := map[string]any{"jsonrpc": "2.0", "id": id, "method": req.Method}
 	if len(req.Params) > 0 {
 		msg["params"] = req.Params

@@ -263,8 +263,16 @@ func (h *resourceSubs) reopen(k personServer, ps *personSubs, ended mcpgate.Reso
 	}
 	h.mu.Lock()
 	wanted := make([]string, 0, len(ps.uris))
-	for uri := range ps.uris {
+	for uri, streams := range ps.uris {
 		wanted = append(wanted, uri)
+		for st := range streams {
+			if st.actor != nil {
+				// A stream that still wants it: not the credential of
+				// whichever stream opened the session first, which may be
+				// gone (or revoked) since.
+				ps.actor = st.actor
+			}
+		}
 	}
 	h.mu.Unlock()
 	if ps.up != nil || len(wanted) == 0 {

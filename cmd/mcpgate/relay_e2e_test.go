@@ -419,6 +419,11 @@ func TestRelay_E2E_ApprovedInputRetry(t *testing.T) {
 	if got := retryWithAnswer(t, cs, "pick", first.RequestState, "colour"); got != "state=true match=true" {
 		t.Fatalf("the retry = %q, want the upstream's answer, under the same approval", got)
 	}
+	// The same retry again would run the call again under the approval:
+	// the envelope that carries it works once.
+	if got := retryWithAnswer(t, cs, "pick", first.RequestState, "colour"); !strings.Contains(got, "used already") {
+		t.Fatalf("the retry replayed = %q, want it refused", got)
+	}
 	if got := approvals(); len(got) != 1 || got[0] != pending+"=used" {
 		t.Errorf("approvals = %q, want only the first, used", got)
 	}
