@@ -108,6 +108,20 @@ func (hs *heldSlots) release(cred string) {
 	}
 }
 
+// total is the calls held on this replica.
+func (hs *heldSlots) total() int {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	n := 0
+	for _, c := range hs.n {
+		n += c
+	}
+	return n
+}
+
+// HeldCalls is how many calls this replica holds (the metrics' gauge).
+func (g *Gateway) HeldCalls() int { return g.heldSlots.total() }
+
 // heldCall is a call held on this replica.
 type heldCall struct {
 	g    *Gateway

@@ -51,8 +51,11 @@ func heldCallRPC(t *testing.T, url, key, extra string) map[string]any {
 // open the state.
 func TestHeldCall_AskedByInputRequired(t *testing.T) {
 	tools := newRelayTools()
-	url, _ := relayReplica(t, tools, nil)
+	url, g := relayReplica(t, tools, nil)
 	first := heldCallRPC(t, url, "good-key", "")
+	if n := g.HeldCalls(); n != 1 {
+		t.Errorf("HeldCalls() = %d while the call waits for the retry, want 1", n)
+	}
 	asked, _ := first["inputRequests"].(map[string]any)["mcpgate"].(map[string]any)
 	state, _ := first["requestState"].(string)
 	if first["resultType"] != "input_required" || asked["method"] != "elicitation/create" || !strings.HasPrefix(state, inputStatePrefix) {
@@ -77,4 +80,5 @@ func TestHeldCall_AskedByInputRequired(t *testing.T) {
 	if o.err != nil || !strings.Contains(string(o.result), `"Ada"`) {
 		t.Errorf("the upstream's request was answered %s, %v; want the retry's answer", o.result, o.err)
 	}
+	waitUntil(t, "the held call's slot given back", func() bool { return g.HeldCalls() == 0 })
 }

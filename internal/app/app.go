@@ -258,6 +258,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		// whose call waits for it through the database.
 		RelayAnswers: db, SessionEnds: db, StreamOps: db, ReplicaID: members.ID(),
 	})
+	gw.metrics.CountHeldCalls(gw.MCP.HeldCalls)
 	gw.API = api.New(api.Options{
 		Services:       apiServices(set, gw.Tokens),
 		Sessions:       db,

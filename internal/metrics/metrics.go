@@ -167,6 +167,16 @@ func (m *Registry) CountApprovalWaits(n func() int) {
 		func() float64 { return float64(n()) }))
 }
 
+// CountHeldCalls publishes n, the tool calls this replica runs held for
+// 2026-07-28 callers, in flight or waiting for the retry that answers
+// their upstream's request (mcp.Gateway.HeldCalls), as mcpgate_held_calls. Called once by the
+// wiring, as CountApprovalWaits.
+func (m *Registry) CountHeldCalls(n func() int) {
+	m.reg.MustRegister(gauge("mcpgate_held_calls",
+		"Tool calls this replica runs held (2026-07-28 callers' calls of a server's tools), in flight or waiting for the caller's retry.",
+		func() float64 { return float64(n()) }))
+}
+
 // AuditSpool are the audit spool's counts.
 type AuditSpool struct {
 	// Events wait in the spool to be written to the database.

@@ -52,6 +52,8 @@ func TestRegistry_Scrape(t *testing.T) {
 	m := metrics.New(metrics.Options{Version: "v1.2.3", AuditQueue: func() int { return queue }, DBStats: pool.Stat})
 	waits := 3
 	m.CountApprovalWaits(func() int { return waits })
+	held := 2
+	m.CountHeldCalls(func() int { return held })
 
 	m.ToolCall("e2b_list_sandboxes", mcpgate.OutcomeOK, 300*time.Microsecond, 20*time.Millisecond)
 	m.ToolCall("e2b_list_sandboxes", mcpgate.OutcomeOK, 200*time.Microsecond, 10*time.Millisecond)
@@ -81,6 +83,7 @@ func TestRegistry_Scrape(t *testing.T) {
 		`mcpgate_rate_limited_total 2`,
 		`mcpgate_audit_queue_depth 7`,
 		`mcpgate_approval_waits 3`,
+		`mcpgate_held_calls 2`,
 		`mcpgate_build_info{goversion="go`,
 		`version="v1.2.3"} 1`,
 		`mcpgate_db_pool_acquired_connections 0`,
@@ -102,9 +105,10 @@ func TestRegistry_Scrape(t *testing.T) {
 		!strings.Contains(out, `mcpgate_tool_call_upstream_seconds_count{tool="e2b_kill_sandbox"} 0`) {
 		t.Errorf("a denied call was observed as upstream time")
 	}
-	queue, waits = 0, 0
-	if out := scrape(t, m.Handler()); !strings.Contains(out, "mcpgate_audit_queue_depth 0\n") || !strings.Contains(out, "mcpgate_approval_waits 0\n") {
-		t.Errorf("audit queue depth or approval waits not read at scrape time")
+	queue, waits, held = 0, 0, 0
+	if out := scrape(t, m.Handler()); !strings.Contains(out, "mcpgate_audit_queue_depth 0\n") || !strings.Contains(out, "mcpgate_approval_waits 0\n") ||
+		!strings.Contains(out, "mcpgate_held_calls 0\n") {
+		t.Errorf("audit queue depth, approval waits or held calls not read at scrape time")
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", out)
