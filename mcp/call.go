@@ -73,11 +73,12 @@ func (g *Gateway) callTool(ctx context.Context, req *sdk.CallToolRequest, tool s
 	}
 	// run makes the call; one whose upstream asks its 2026-07-28 caller
 	// mid-call is held (heldcall.go), and asked is then the answer.
+	holdable := relay && holds(mcpgate.RelayFromContext(ctx))
 	run := func(call mcpgate.ToolCall) (out json.RawMessage, asked *sdk.CallToolResult, err error) {
-		if relay && args == nil && holds(mcpgate.RelayFromContext(ctx)) {
+		if holdable && args == nil {
 			args, _ = callArgs(raw) // arguments it cannot read: the tool service says why
 		}
-		if !relay || args == nil || !holds(mcpgate.RelayFromContext(ctx)) || !g.heldSlots.take(a.CredentialID()) {
+		if !holdable || args == nil || !g.heldSlots.take(a.CredentialID()) {
 			out, err = g.opts.Tools.CallTool(ctx, a, call)
 			return out, nil, err
 		}

@@ -167,9 +167,6 @@ type Gateway struct {
 	endAcks endAcks
 	// heldSlots count the calls held per credential (heldcall.go).
 	heldSlots heldSlots
-	// streamOps are the subscriptions forwarded from here waiting for
-	// their answer (streamops.go).
-	streamOps streamOpWaits
 }
 
 // New returns a gateway and starts its background loop (limiter sweeps);

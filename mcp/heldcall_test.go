@@ -14,8 +14,15 @@ import (
 // declared, and extra params (a retry's), and returns the result.
 func heldCallRPC(t *testing.T, url, key, extra string) map[string]any {
 	t.Helper()
+	return newProtocolCall(t, url, key, `{"elicitation":{}}`, extra)
+}
+
+// newProtocolCall posts a 2026-07-28 tools/call of lookup whose client
+// declares caps, with extra params, and returns the result.
+func newProtocolCall(t *testing.T, url, key, caps, extra string) map[string]any {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup","arguments":{}` + extra + `,"_meta":{"` +
-		sdk.MetaKeyProtocolVersion + `":"` + newProtocol + `","` + sdk.MetaKeyClientCapabilities + `":{"elicitation":{}},"` +
+		sdk.MetaKeyProtocolVersion + `":"` + newProtocol + `","` + sdk.MetaKeyClientCapabilities + `":` + caps + `,"` +
 		sdk.MetaKeyClientInfo + `":{"name":"t","version":"1"}}}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

@@ -20,7 +20,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -65,47 +64,11 @@ type streamOp struct {
 // it to.
 func (g *Gateway) forwards(sess string) bool { return sess != "" && g.opts.StreamOps != nil }
 
-// streamOpWaits are this replica's forwarded operations waiting for an
-// answer, by id.
-type streamOpWaits struct {
-	mu sync.Mutex
-	m  map[string]chan struct{}
-}
-
-func (sw *streamOpWaits) add(id string) <-chan struct{} {
-	poke := make(chan struct{}, 1)
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	if sw.m == nil {
-		sw.m = map[string]chan struct{}{}
-	}
-	sw.m[id] = poke
-	return poke
-}
-
-func (sw *streamOpWaits) remove(id string) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	delete(sw.m, id)
-}
-
-func (sw *streamOpWaits) poke(id string) {
-	sw.mu.Lock()
-	defer sw.mu.Unlock()
-	for k, poke := range sw.m {
-		if id == "" || k == id {
-			select {
-			case poke <- struct{}{}:
-			default:
-			}
-		}
-	}
-}
-
 // StreamOpAnswered tells this replica that operation id was answered
 // (store.InvalidateStreamOpAnswered); an empty id (notifications may have
-// been missed) tells every operation waiting here.
-func (g *Gateway) StreamOpAnswered(workspaceID, id string) { g.streamOps.poke(id) }
+// been missed) tells every operation waiting here. A forwarded operation
+// waits among the relays' waiters (streamrelay.go), under its id.
+func (g *Gateway) StreamOpAnswered(workspaceID, id string) { g.relays.pokeAll(id) }
 
 // StreamOpStored tells this replica that an operation waits for the
 // stream of binding (store.InvalidateStreamOp); the replica holding one
@@ -201,8 +164,8 @@ func (g *Gateway) forwardStreamOp(ctx context.Context, a *mcpgate.Actor, server,
 	if err != nil {
 		return err
 	}
-	poke := g.streamOps.add(id)
-	defer g.streamOps.remove(id)
+	w := g.relays.add(id, bind) // poked when the answer is stored
+	defer g.relays.remove(id, w)
 	putCtx, cancelPut := context.WithTimeout(ctx, 5*time.Second) // a hanging database fails it, not hangs it
 	err = g.opts.StreamOps.PutStreamOp(putCtx, a.WorkspaceID, id, bind, sealed)
 	cancelPut()
@@ -221,7 +184,7 @@ func (g *Gateway) forwardStreamOp(ctx context.Context, a *mcpgate.Actor, server,
 	defer poll.Stop()
 	for {
 		select {
-		case <-poke:
+		case <-w.poke:
 		case <-poll.C:
 		case <-claimBy.C:
 			withdrawn, err := g.opts.StreamOps.WithdrawStreamOp(ctx, id)

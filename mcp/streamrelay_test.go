@@ -450,21 +450,7 @@ func TestStreamRelay_NewProtocol(t *testing.T) {
 	tools := newRelayTools()
 	tools.capsOnly = true
 	url, _ := relayReplica(t, tools, nil)
-	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lookup","arguments":{},"_meta":{"` +
-		sdk.MetaKeyProtocolVersion + `":"` + newProtocol + `","` + sdk.MetaKeyClientCapabilities + `":{"elicitation":{"url":{}},"sampling":{}},"` +
-		sdk.MetaKeyClientInfo + `":{"name":"t","version":"1"}}}}`
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", newProtocol)
-	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "lookup")
-	req.Header.Set("Authorization", "Bearer good-key")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	newProtocolCall(t, url, "good-key", `{"elicitation":{"url":{}},"sampling":{}}`, "")
 	o := tools.outcome(t)
 	if o.relay.Request == nil || !o.relay.InputRetry {
 		t.Errorf("Relay = Request %v, InputRetry %v; want the held call's, true", o.relay.Request != nil, o.relay.InputRetry)

@@ -198,12 +198,7 @@ func (h *resourceSubs) open(ctx context.Context, k personServer, ps *personSubs)
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	wanted := make([]string, 0, len(ps.uris))
-	for uri := range ps.uris {
-		wanted = append(wanted, uri)
-	}
-	h.mu.Unlock()
+	wanted := h.wanted(ps)
 	for _, uri := range wanted {
 		if err := up.Subscribe(ctx, uri); err != nil {
 			_ = up.Close()
@@ -218,6 +213,24 @@ func (h *resourceSubs) open(ctx context.Context, k personServer, ps *personSubs)
 		h.updated(k, uri)
 	}
 	return nil
+}
+
+// wanted returns the URIs the person's streams want, and makes ps.actor
+// the credential of one such stream: not necessarily that of the stream
+// that opened the session first, which may be gone (or revoked) since.
+func (h *resourceSubs) wanted(ps *personSubs) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	uris := make([]string, 0, len(ps.uris))
+	for uri, streams := range ps.uris {
+		uris = append(uris, uri)
+		for st := range streams {
+			if st.actor != nil {
+				ps.actor = st.actor
+			}
+		}
+	}
+	return uris
 }
 
 // watch waits for the upstream session up to end. Ended by the upstream
@@ -261,21 +274,7 @@ func (h *resourceSubs) reopen(k personServer, ps *personSubs, ended mcpgate.Reso
 		_ = ended.Close()
 		ps.up = nil
 	}
-	h.mu.Lock()
-	wanted := make([]string, 0, len(ps.uris))
-	for uri, streams := range ps.uris {
-		wanted = append(wanted, uri)
-		for st := range streams {
-			if st.actor != nil {
-				// A stream that still wants it: not the credential of
-				// whichever stream opened the session first, which may be
-				// gone (or revoked) since.
-				ps.actor = st.actor
-			}
-		}
-	}
-	h.mu.Unlock()
-	if ps.up != nil || len(wanted) == 0 {
+	if ps.up != nil || len(h.wanted(ps)) == 0 {
 		return true // a subscription opened it again, or none is left
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), unsubscribeWithin)
